@@ -1,0 +1,2 @@
+//! Benchmarks of the run loop (filled in below).
+fn main() {}

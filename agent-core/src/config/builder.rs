@@ -1,0 +1,389 @@
+//! [`AgentConfigBuilder`]: every setting of a config, checked by `build()`.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::backoff::Backoff;
+use crate::config::{AgentConfig, ConfigError};
+use crate::grader::Grader;
+use crate::llm::LlmClient;
+use crate::observe::Observer;
+use crate::output::AgentOutput;
+use crate::pricing::{ModelPrice, Pricing};
+use crate::providers::{ApiKey, ProviderOptions};
+use crate::registry::ToolRegistry;
+use crate::tool::{StateMap, Tool};
+
+/// A check on a validated value that a schema cannot express; its error is fed back to
+/// the model like a schema error.
+pub type OutputValidator<T> = Arc<dyn Fn(&T) -> Result<(), String> + Send + Sync>;
+
+/// Every setting of a config. Kept whole inside the config so `with_` can derive variants.
+pub(crate) struct Settings<T> {
+    pub(crate) name: String,
+    pub(crate) model: Option<String>,
+    pub(crate) llm: Option<Arc<dyn LlmClient>>,
+    pub(crate) system_prompt: Option<String>,
+    pub(crate) tools: ToolRegistry,
+    pub(crate) max_llm_calls: u32,
+    pub(crate) max_tool_calls: u32,
+    pub(crate) max_llm_retries: u32,
+    pub(crate) max_parse_retries: u32,
+    pub(crate) max_tokens: u32,
+    pub(crate) temperature: Option<f32>,
+    pub(crate) tool_timeout: Duration,
+    pub(crate) tool_concurrency: usize,
+    pub(crate) backoff: Backoff,
+    pub(crate) state: StateMap,
+    pub(crate) provider: ProviderOptions,
+    pub(crate) max_total_tokens: Option<u64>,
+    pub(crate) max_cost_usd: Option<f64>,
+    pub(crate) pricing: Pricing,
+    pub(crate) deadline: Option<Duration>,
+    pub(crate) cancellation: Option<CancellationToken>,
+    pub(crate) repeated_call_limit: u32,
+    pub(crate) no_progress_turns: u32,
+    pub(crate) escalation: bool,
+    pub(crate) wrap_up: bool,
+    pub(crate) grader: Option<Arc<dyn Grader<T>>>,
+    pub(crate) output_validator: Option<OutputValidator<T>>,
+    pub(crate) observer: Option<Arc<dyn Observer>>,
+}
+
+impl<T> Clone for Settings<T> {
+    fn clone(&self) -> Self {
+        Self {
+            name: self.name.clone(),
+            model: self.model.clone(),
+            llm: self.llm.clone(),
+            system_prompt: self.system_prompt.clone(),
+            tools: self.tools.clone(),
+            max_llm_calls: self.max_llm_calls,
+            max_tool_calls: self.max_tool_calls,
+            max_llm_retries: self.max_llm_retries,
+            max_parse_retries: self.max_parse_retries,
+            max_tokens: self.max_tokens,
+            temperature: self.temperature,
+            tool_timeout: self.tool_timeout,
+            tool_concurrency: self.tool_concurrency,
+            backoff: self.backoff,
+            state: self.state.clone(),
+            provider: self.provider.clone(),
+            max_total_tokens: self.max_total_tokens,
+            max_cost_usd: self.max_cost_usd,
+            pricing: self.pricing.clone(),
+            deadline: self.deadline,
+            cancellation: self.cancellation.clone(),
+            repeated_call_limit: self.repeated_call_limit,
+            no_progress_turns: self.no_progress_turns,
+            escalation: self.escalation,
+            wrap_up: self.wrap_up,
+            grader: self.grader.clone(),
+            output_validator: self.output_validator.clone(),
+            observer: self.observer.clone(),
+        }
+    }
+}
+
+impl<T> Settings<T> {
+    fn new(name: String) -> Self {
+        Self {
+            name,
+            model: None,
+            llm: None,
+            system_prompt: None,
+            tools: ToolRegistry::new(),
+            max_llm_calls: 50,
+            max_tool_calls: 10,
+            max_llm_retries: 3,
+            max_parse_retries: 2,
+            max_tokens: 4096,
+            temperature: None,
+            tool_timeout: Duration::from_secs(60),
+            tool_concurrency: 8,
+            backoff: Backoff::default(),
+            state: StateMap::new(),
+            provider: ProviderOptions::default(),
+            max_total_tokens: None,
+            max_cost_usd: None,
+            pricing: Pricing::default(),
+            deadline: None,
+            cancellation: None,
+            repeated_call_limit: 2,
+            no_progress_turns: 3,
+            escalation: false,
+            wrap_up: true,
+            grader: None,
+            output_validator: None,
+            observer: None,
+        }
+    }
+}
+
+/// Builds an [`AgentConfig`]. Get one from [`AgentConfig::builder`]; finish with
+/// [`build`](Self::build), which checks every setting and returns a [`ConfigError`]
+/// for a malformed config.
+pub struct AgentConfigBuilder<T> {
+    pub(crate) settings: Settings<T>,
+    _output: PhantomData<fn() -> T>,
+}
+
+impl<T> fmt::Debug for AgentConfigBuilder<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentConfigBuilder")
+            .field("name", &self.settings.name)
+            .field("model", &self.settings.model)
+            .finish_non_exhaustive()
+    }
+}
+
+macro_rules! setter {
+    ($(#[$doc:meta])* $name:ident: $ty:ty) => {
+        $(#[$doc])*
+        #[must_use]
+        pub fn $name(mut self, value: $ty) -> Self {
+            self.settings.$name = value;
+            self
+        }
+    };
+}
+
+impl<T: AgentOutput> AgentConfigBuilder<T> {
+    pub(crate) fn new(name: String) -> Self {
+        Self::from_settings(Settings::new(name))
+    }
+
+    pub(crate) fn from_settings(settings: Settings<T>) -> Self {
+        Self {
+            settings,
+            _output: PhantomData,
+        }
+    }
+
+    /// Checks every setting and freezes the config.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the first problem: a zero budget, an unroutable model or
+    /// missing provider environment, a duplicate, illegal or reserved tool name, an
+    /// unusable schema, missing tool state, or a cost cap without a price.
+    pub fn build(self) -> Result<AgentConfig<T>, ConfigError> {
+        AgentConfig::compile(self.settings)
+    }
+
+    /// The model, routed by prefix (see the crate docs); sent as the request's `model`.
+    #[must_use]
+    pub fn model(mut self, name: impl Into<String>) -> Self {
+        self.settings.model = Some(name.into());
+        self
+    }
+
+    /// Any [`LlmClient`]; used instead of routing `model` (which, if set, is still sent
+    /// as the request's `model` field).
+    #[must_use]
+    pub fn llm(mut self, client: impl LlmClient + 'static) -> Self {
+        self.settings.llm = Some(Arc::new(client));
+        self
+    }
+
+    /// A shared [`LlmClient`] (see [`llm`](Self::llm)).
+    #[must_use]
+    pub fn llm_arc(mut self, client: Arc<dyn LlmClient>) -> Self {
+        self.settings.llm = Some(client);
+        self
+    }
+
+    /// The system prompt.
+    #[must_use]
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.settings.system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// The user tools (replacing any set before).
+    #[must_use]
+    pub fn tools(mut self, tools: ToolRegistry) -> Self {
+        self.settings.tools = tools;
+        self
+    }
+
+    /// Adds one user tool.
+    #[must_use]
+    pub fn tool(mut self, tool: impl Tool) -> Self {
+        self.settings.tools.add(tool);
+        self
+    }
+
+    setter!(
+        /// The cap on round trips, failed ones included (default 50; at least 1).
+        max_llm_calls: u32
+    );
+    setter!(
+        /// The cap on tool executions (default 10). Calls past it are answered with a
+        /// "limit reached, submit now" result and not run; it never ends a run by itself.
+        max_tool_calls: u32
+    );
+    setter!(
+        /// How many consecutive transient provider failures end the run (default 3; at
+        /// least 1). A success resets the count.
+        max_llm_retries: u32
+    );
+    setter!(
+        /// Corrections allowed after the first malformed turn (default 2): with 2, the
+        /// third malformed turn ends the run.
+        max_parse_retries: u32
+    );
+    setter!(
+        /// The output-token cap per round trip (tokens, default 4096; at least 1).
+        max_tokens: u32
+    );
+    setter!(
+        /// How long one tool execution may take (default 60 s; more than zero).
+        tool_timeout: Duration
+    );
+    setter!(
+        /// How many tool calls of one turn run at once (default 8; at least 1).
+        tool_concurrency: usize
+    );
+    setter!(
+        /// The backoff between retries of a transient provider failure.
+        backoff: Backoff
+    );
+    setter!(
+        /// How many identical calls (same tool, same canonical arguments) make the run
+        /// `stuck` (default 2; at least 2).
+        repeated_call_limit: u32
+    );
+    setter!(
+        /// How many consecutive turns without new tool result content make the run
+        /// `stuck` (default 3; at least 1).
+        no_progress_turns: u32
+    );
+    setter!(
+        /// Offers the built-in `escalate_to_human` tool (reason, summary); calling it ends
+        /// the run as escalated (default off).
+        escalation: bool
+    );
+    setter!(
+        /// When one round trip is left (or a token/cost budget would be passed by one more
+        /// ordinary turn), offer only `submit_output` and force it (default on).
+        wrap_up: bool
+    );
+    setter!(
+        /// The pricing table used for `max_cost_usd` and `Usage::cost_usd`.
+        pricing: Pricing
+    );
+
+    /// Sampling temperature (0.0 to 2.0).
+    #[must_use]
+    pub fn temperature(mut self, temperature: f32) -> Self {
+        self.settings.temperature = Some(temperature);
+        self
+    }
+
+    /// A grader that scores every validated value (see [`Grader`]).
+    #[must_use]
+    pub fn grader(mut self, grader: impl Grader<T> + 'static) -> Self {
+        self.settings.grader = Some(Arc::new(grader));
+        self
+    }
+
+    /// A check on the validated value; an `Err(message)` is fed back to the model like a
+    /// schema error and counts against `max_parse_retries`.
+    #[must_use]
+    pub fn output_validator(
+        mut self,
+        check: impl Fn(&T) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.settings.output_validator = Some(Arc::new(check));
+        self
+    }
+
+    /// Application state for tools (one value per type; see `ToolContext::state`).
+    #[must_use]
+    pub fn state<S: Send + Sync + 'static>(mut self, value: S) -> Self {
+        self.settings.state.insert(value);
+        self
+    }
+
+    /// Shared application state for tools.
+    #[must_use]
+    pub fn state_arc<S: Send + Sync + 'static>(mut self, value: Arc<S>) -> Self {
+        self.settings.state.insert_arc(value);
+        self
+    }
+
+    /// The API key for the routed provider, instead of its environment variable.
+    #[must_use]
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.settings.provider.api_key = Some(ApiKey::new(key));
+        self
+    }
+
+    /// The provider's base URL, instead of its environment variable or default.
+    #[must_use]
+    pub fn base_url(mut self, url: impl Into<String>) -> Self {
+        self.settings.provider.base_url = Some(url.into());
+        self
+    }
+
+    /// The whole-request timeout of the HTTP adapters (default 600 s).
+    #[must_use]
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.settings.provider.request_timeout = timeout;
+        self
+    }
+
+    /// The largest provider response body accepted (bytes, default 32 MiB).
+    #[must_use]
+    pub fn max_response_bytes(mut self, bytes: usize) -> Self {
+        self.settings.provider.max_response_bytes = bytes;
+        self
+    }
+
+    /// A cap on input + output tokens over the run (tokens), checked before each call.
+    #[must_use]
+    pub fn max_total_tokens(mut self, tokens: u64) -> Self {
+        self.settings.max_total_tokens = Some(tokens);
+        self
+    }
+
+    /// A cap on the run's cost (USD), checked before each call; the model needs a price.
+    #[must_use]
+    pub fn max_cost_usd(mut self, usd: f64) -> Self {
+        self.settings.max_cost_usd = Some(usd);
+        self
+    }
+
+    /// Sets the price of every model whose name starts with `prefix`.
+    #[must_use]
+    pub fn price(mut self, prefix: impl Into<String>, price: ModelPrice) -> Self {
+        self.settings.pricing.set(prefix, price);
+        self
+    }
+
+    /// A wall-clock deadline for the whole run, from its start (more than zero).
+    #[must_use]
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.settings.deadline = Some(deadline);
+        self
+    }
+
+    /// A token the caller holds: cancelling it ends every run of this config with
+    /// `cancelled` (in-flight requests and tools are dropped).
+    #[must_use]
+    pub fn cancellation(mut self, token: CancellationToken) -> Self {
+        self.settings.cancellation = Some(token);
+        self
+    }
+
+    /// An observer of every run's events.
+    #[must_use]
+    pub fn observer(mut self, observer: impl Observer + 'static) -> Self {
+        self.settings.observer = Some(Arc::new(observer));
+        self
+    }
+}

@@ -1,0 +1,91 @@
+//! [`ConfigError`]: why a config was rejected before any request.
+
+/// Why `build()` or `with_` rejected a config. A malformed config never reaches the loop.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// Neither `.model(..)` nor `.llm(..)` was set.
+    #[error("no model: set .model(\"NAME\") (routed by prefix: {prefixes}) or .llm(client)")]
+    MissingModel {
+        /// The routable prefixes, comma-separated.
+        prefixes: String,
+    },
+    /// The model name matches no routing prefix.
+    #[error("unknown model {model:?}: the name must start with one of {prefixes}")]
+    UnknownModel {
+        /// The name given.
+        model: String,
+        /// The routable prefixes, comma-separated.
+        prefixes: String,
+    },
+    /// An environment variable the provider needs is not set.
+    #[error(
+        "model {model:?} needs the environment variable {var} (or set it explicitly on the builder)"
+    )]
+    MissingEnv {
+        /// The model name.
+        model: String,
+        /// The variable's name.
+        var: String,
+    },
+    /// A budget or setting has a value that makes no sense.
+    #[error("{setting} = {value} is invalid: {reason}")]
+    InvalidSetting {
+        /// The setter's name, e.g. `max_llm_calls`.
+        setting: &'static str,
+        /// The value given.
+        value: String,
+        /// Why it is rejected.
+        reason: &'static str,
+    },
+    /// Two tools share a name.
+    #[error("two tools are named {name:?}: tool names must be unique")]
+    DuplicateTool {
+        /// The repeated name.
+        name: String,
+    },
+    /// A tool name breaks the providers' rule `^[A-Za-z0-9_-]{1,64}$`.
+    #[error("tool name {name:?} is invalid: it must match ^[A-Za-z0-9_-]{{1,64}}$")]
+    InvalidToolName {
+        /// The name.
+        name: String,
+    },
+    /// A user tool uses a name the runner reserves.
+    #[error("tool name {name:?} is reserved by the runner; rename the tool")]
+    ReservedToolName {
+        /// The name.
+        name: String,
+    },
+    /// A tool's (or the output type's) parameter schema is unusable.
+    #[error("the schema of tool {tool:?} is invalid: {message}")]
+    InvalidSchema {
+        /// The tool name.
+        tool: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A tool reads application state that the config does not hold.
+    #[error("tool {tool:?} needs state of type {type_name}: add it with .state(value)")]
+    MissingState {
+        /// The tool name.
+        tool: String,
+        /// The state type.
+        type_name: &'static str,
+    },
+    /// A cost cap was set for a model without a price.
+    #[error(
+        "max_cost_usd is set but model {model:?} has no price: add one with .price(prefix, ModelPrice)"
+    )]
+    MissingPrice {
+        /// The model name.
+        model: String,
+    },
+    /// A provider setting is invalid (a malformed base URL, for example).
+    #[error("provider configuration for {model:?} is invalid: {message}")]
+    InvalidProvider {
+        /// The model name.
+        model: String,
+        /// What is wrong.
+        message: String,
+    },
+}

@@ -1,0 +1,382 @@
+//! [`AgentConfig`]: a frozen, validated agent definition.
+
+mod builder;
+mod error;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+pub(crate) use builder::Settings;
+pub use builder::{AgentConfigBuilder, OutputValidator};
+pub use error::ConfigError;
+
+use crate::llm::LlmClient;
+use crate::output::{AgentOutput, SUBMIT_OUTPUT};
+use crate::pricing::ModelPrice;
+use crate::providers::{self, PREFIXES};
+use crate::tool::{Tool, ToolDefinition};
+use crate::validate::SchemaValidator;
+
+/// The name of the built-in escalation tool (see the builder's `escalation`).
+pub const ESCALATE_TO_HUMAN: &str = "escalate_to_human";
+
+/// A frozen agent: model, prompt, tools, budgets and guards, for output type `T`.
+///
+/// Immutable and cheap to clone (one `Arc`). Made only by [`AgentConfig::builder`] and
+/// [`with_`](Self::with_), both of which check every setting, so a malformed config never
+/// reaches [`run_agent`](crate::run_agent).
+pub struct AgentConfig<T> {
+    pub(crate) inner: Arc<Compiled<T>>,
+}
+
+impl<T> Clone for AgentConfig<T> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+/// One user tool, ready to run.
+pub(crate) struct CompiledTool {
+    pub(crate) tool: Arc<dyn Tool>,
+    pub(crate) definition: ToolDefinition,
+    pub(crate) validator: SchemaValidator,
+}
+
+/// A config after `build()`: the settings plus everything derived from them once.
+pub(crate) struct Compiled<T> {
+    pub(crate) settings: Settings<T>,
+    pub(crate) client: Arc<dyn LlmClient>,
+    pub(crate) wire_model: String,
+    pub(crate) tools: Vec<CompiledTool>,
+    pub(crate) tool_index: HashMap<String, usize>,
+    /// Every tool offered in an ordinary turn: user tools, then `submit_output`, then
+    /// `escalate_to_human` when enabled.
+    pub(crate) offered: Arc<[ToolDefinition]>,
+    /// The tools offered in the wrap-up turn: `submit_output` alone.
+    pub(crate) wrap_up_offered: Option<Arc<[ToolDefinition]>>,
+    /// Whether the output type ends through `submit_output` (false in compat mode).
+    pub(crate) has_output_tool: bool,
+    pub(crate) price: Option<ModelPrice>,
+    pub(crate) escalation_validator: Option<SchemaValidator>,
+}
+
+impl<T: AgentOutput> AgentConfig<T> {
+    /// Starts a builder for an agent called `name` (used in traces and receipts).
+    pub fn builder(name: impl Into<String>) -> AgentConfigBuilder<T> {
+        AgentConfigBuilder::new(name.into())
+    }
+
+    /// Derives a variant: `f` gets a builder holding this config's settings; the result
+    /// is checked like `build()`. The output type stays `T`.
+    ///
+    /// # Errors
+    /// The [`ConfigError`] `build()` would return for the derived settings.
+    pub fn with_(
+        &self,
+        f: impl FnOnce(AgentConfigBuilder<T>) -> AgentConfigBuilder<T>,
+    ) -> Result<Self, ConfigError> {
+        f(AgentConfigBuilder::from_settings(
+            self.inner.settings.clone(),
+        ))
+        .build()
+    }
+
+    /// The agent's name.
+    pub fn name(&self) -> &str {
+        &self.inner.settings.name
+    }
+
+    /// The model name as configured (with its routing prefix), or the client's model.
+    pub fn model(&self) -> &str {
+        self.inner
+            .settings
+            .model
+            .as_deref()
+            .unwrap_or(&self.inner.wire_model)
+    }
+
+    /// The provider of the routed client (`gen_ai.provider.name`).
+    pub fn provider(&self) -> &str {
+        self.inner.client.provider()
+    }
+
+    /// The cap on round trips.
+    pub fn max_llm_calls(&self) -> u32 {
+        self.inner.settings.max_llm_calls
+    }
+
+    /// The cap on tool executions.
+    pub fn max_tool_calls(&self) -> u32 {
+        self.inner.settings.max_tool_calls
+    }
+
+    /// The consecutive transient failures that end a run.
+    pub fn max_llm_retries(&self) -> u32 {
+        self.inner.settings.max_llm_retries
+    }
+
+    /// The corrections allowed after the first malformed turn.
+    pub fn max_parse_retries(&self) -> u32 {
+        self.inner.settings.max_parse_retries
+    }
+
+    /// The tools offered in an ordinary turn (user tools, `submit_output`, and
+    /// `escalate_to_human` when enabled).
+    pub fn tool_definitions(&self) -> &[ToolDefinition] {
+        &self.inner.offered
+    }
+
+    pub(crate) fn compile(settings: Settings<T>) -> Result<Self, ConfigError> {
+        check_settings(&settings)?;
+        let (tools, tool_index) = compile_tools(&settings)?;
+        let output_tool = T::output_tool();
+        if let Some(def) = &output_tool {
+            check_output_tool(def)?;
+        }
+        let (client, wire_model) = match (&settings.llm, &settings.model) {
+            (Some(client), model) => (Arc::clone(client), model.clone().unwrap_or_default()),
+            (None, Some(model)) => {
+                let route = providers::route(model, &settings.provider)?;
+                (route.client, route.wire_model)
+            }
+            (None, None) => {
+                return Err(ConfigError::MissingModel {
+                    prefixes: PREFIXES.to_owned(),
+                });
+            }
+        };
+        let price_key = settings.model.as_deref().unwrap_or(&wire_model);
+        let price = settings.pricing.price_of(price_key);
+        if settings.max_cost_usd.is_some() && price.is_none() {
+            return Err(ConfigError::MissingPrice {
+                model: price_key.to_owned(),
+            });
+        }
+        let mut offered: Vec<ToolDefinition> = tools.iter().map(|t| t.definition.clone()).collect();
+        let has_output_tool = output_tool.is_some();
+        let wrap_up_offered = output_tool.as_ref().map(|def| Arc::from(vec![def.clone()]));
+        offered.extend(output_tool);
+        let escalation_validator = if settings.escalation {
+            let def = escalation_tool();
+            let validator = SchemaValidator::new(&def.parameters).map_err(|message| {
+                ConfigError::InvalidSchema {
+                    tool: ESCALATE_TO_HUMAN.to_owned(),
+                    message,
+                }
+            })?;
+            offered.push(def);
+            Some(validator)
+        } else {
+            None
+        };
+        Ok(Self {
+            inner: Arc::new(Compiled {
+                settings,
+                client,
+                wire_model,
+                tools,
+                tool_index,
+                offered: Arc::from(offered),
+                wrap_up_offered,
+                has_output_tool,
+                price,
+                escalation_validator,
+            }),
+        })
+    }
+}
+
+impl<T> fmt::Debug for AgentConfig<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.inner.settings;
+        f.debug_struct("AgentConfig")
+            .field("name", &s.name)
+            .field("model", &s.model)
+            .field("provider", &self.inner.client.provider())
+            .field("tools", &s.tools)
+            .field("max_llm_calls", &s.max_llm_calls)
+            .field("max_tool_calls", &s.max_tool_calls)
+            .field("max_llm_retries", &s.max_llm_retries)
+            .field("max_parse_retries", &s.max_parse_retries)
+            .field("provider_options", &s.provider)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The definition of the built-in `escalate_to_human` tool.
+pub(crate) fn escalation_tool() -> ToolDefinition {
+    ToolDefinition::new(
+        ESCALATE_TO_HUMAN,
+        "Hand this case to a human when you cannot or must not decide it yourself. Ends the run.",
+        json!({
+            "type": "object",
+            "properties": {
+                "reason": {"type": "string", "minLength": 1, "description": "Why a human must take over."},
+                "summary": {"type": "string", "minLength": 1, "description": "What the human needs to know about the case."}
+            },
+            "required": ["reason", "summary"],
+            "additionalProperties": false
+        }),
+    )
+}
+
+fn invalid(setting: &'static str, value: impl fmt::Display, reason: &'static str) -> ConfigError {
+    ConfigError::InvalidSetting {
+        setting,
+        value: value.to_string(),
+        reason,
+    }
+}
+
+fn check_settings<T>(s: &Settings<T>) -> Result<(), ConfigError> {
+    if s.max_llm_calls == 0 {
+        return Err(invalid(
+            "max_llm_calls",
+            0,
+            "a run needs at least one round trip",
+        ));
+    }
+    if s.max_llm_retries == 0 {
+        return Err(invalid(
+            "max_llm_retries",
+            0,
+            "it counts failures; the first failure is 1",
+        ));
+    }
+    if s.max_tokens == 0 {
+        return Err(invalid(
+            "max_tokens",
+            0,
+            "the model must be allowed some output",
+        ));
+    }
+    if let Some(t) = s.temperature
+        && !(0.0..=2.0).contains(&t)
+    {
+        return Err(invalid("temperature", t, "it must be between 0.0 and 2.0"));
+    }
+    if s.tool_timeout.is_zero() {
+        return Err(invalid("tool_timeout", "0 s", "a tool needs time to run"));
+    }
+    if s.tool_concurrency == 0 {
+        return Err(invalid(
+            "tool_concurrency",
+            0,
+            "at least one tool call must run at a time",
+        ));
+    }
+    if !(0.0..=1.0).contains(&s.backoff.jitter) {
+        return Err(invalid(
+            "backoff.jitter",
+            s.backoff.jitter,
+            "it must be between 0.0 and 1.0",
+        ));
+    }
+    if s.max_total_tokens == Some(0) {
+        return Err(invalid("max_total_tokens", 0, "a run needs some tokens"));
+    }
+    if let Some(usd) = s.max_cost_usd
+        && !(usd.is_finite() && usd > 0.0)
+    {
+        return Err(invalid(
+            "max_cost_usd",
+            usd,
+            "it must be a positive number of USD",
+        ));
+    }
+    if s.deadline.is_some_and(|d| d.is_zero()) {
+        return Err(invalid("deadline", "0 s", "a run needs time"));
+    }
+    if s.repeated_call_limit < 2 {
+        return Err(invalid(
+            "repeated_call_limit",
+            s.repeated_call_limit,
+            "a first call cannot be a repeat; use 2 or more",
+        ));
+    }
+    if s.no_progress_turns == 0 {
+        return Err(invalid("no_progress_turns", 0, "use 1 or more"));
+    }
+    if s.provider.request_timeout.is_zero() {
+        return Err(invalid("request_timeout", "0 s", "a request needs time"));
+    }
+    if s.provider.max_response_bytes == 0 {
+        return Err(invalid(
+            "max_response_bytes",
+            0,
+            "a response needs some bytes",
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `name` matches `^[A-Za-z0-9_-]{1,64}$`.
+pub(crate) fn is_legal_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn check_object_schema(tool: &str, schema: &Value) -> Result<SchemaValidator, ConfigError> {
+    let is_object = schema.get("type").and_then(Value::as_str) == Some("object");
+    if !is_object {
+        return Err(ConfigError::InvalidSchema {
+            tool: tool.to_owned(),
+            message: "the root must be {\"type\": \"object\", ..}".to_owned(),
+        });
+    }
+    SchemaValidator::new(schema).map_err(|message| ConfigError::InvalidSchema {
+        tool: tool.to_owned(),
+        message,
+    })
+}
+
+fn check_output_tool(def: &ToolDefinition) -> Result<(), ConfigError> {
+    if def.name != SUBMIT_OUTPUT {
+        return Err(ConfigError::InvalidSchema {
+            tool: def.name.clone(),
+            message: format!("the output tool must be named {SUBMIT_OUTPUT}"),
+        });
+    }
+    check_object_schema(SUBMIT_OUTPUT, &def.parameters).map(drop)
+}
+
+type ToolTable = (Vec<CompiledTool>, HashMap<String, usize>);
+
+fn compile_tools<T>(s: &Settings<T>) -> Result<ToolTable, ConfigError> {
+    let mut tools = Vec::with_capacity(s.tools.len());
+    let mut index = HashMap::with_capacity(s.tools.len());
+    for entry in s.tools.entries() {
+        let name = &entry.definition.name;
+        if !is_legal_tool_name(name) {
+            return Err(ConfigError::InvalidToolName { name: name.clone() });
+        }
+        if name == SUBMIT_OUTPUT || name == ESCALATE_TO_HUMAN {
+            return Err(ConfigError::ReservedToolName { name: name.clone() });
+        }
+        if index.insert(name.clone(), tools.len()).is_some() {
+            return Err(ConfigError::DuplicateTool { name: name.clone() });
+        }
+        for need in entry.tool.required_state() {
+            if !s.state.contains(need.type_id) {
+                return Err(ConfigError::MissingState {
+                    tool: name.clone(),
+                    type_name: need.type_name,
+                });
+            }
+        }
+        let validator = check_object_schema(name, &entry.definition.parameters)?;
+        tools.push(CompiledTool {
+            tool: Arc::clone(&entry.tool),
+            definition: entry.definition.clone(),
+            validator,
+        });
+    }
+    Ok((tools, index))
+}

@@ -1,0 +1,375 @@
+//! [`AgentError`]: the one typed failure a run can end with, and [`Ending`].
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::llm::LlmError;
+
+/// Why a run ended, in five words that say whose fix is next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ending {
+    /// A validated value came back.
+    Answered,
+    /// The agent handed the case over on purpose (`escalate_to_human`).
+    Escalated,
+    /// A budget ran out: parse retries, round trips, tokens, cost, the deadline, or the
+    /// caller cancelled. Raise the budget or fix the prompt.
+    Exhausted,
+    /// A guard saw no progress (the same call repeated, nothing new learned). Fix the agent.
+    Stuck,
+    /// The provider failed (permanently, or transiently more times than allowed), or the
+    /// runner hit an internal fault.
+    Failed,
+}
+
+impl Ending {
+    /// Every ending, in a fixed order (answered, escalated, exhausted, stuck, failed).
+    pub const ALL: [Ending; 5] = [
+        Ending::Answered,
+        Ending::Escalated,
+        Ending::Exhausted,
+        Ending::Stuck,
+        Ending::Failed,
+    ];
+
+    /// The stable string: `answered`, `escalated`, `exhausted`, `stuck` or `failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ending::Answered => "answered",
+            Ending::Escalated => "escalated",
+            Ending::Exhausted => "exhausted",
+            Ending::Stuck => "stuck",
+            Ending::Failed => "failed",
+        }
+    }
+}
+
+impl fmt::Display for Ending {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The kind of a malformed model turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptKind {
+    /// `submit_output` alone with arguments that failed validation (or were rejected by
+    /// an output validator).
+    SchemaValidation,
+    /// `submit_output` together with another call, or more than once.
+    AmbiguousTurn,
+    /// Plain text where a `submit_output` call was expected.
+    SchemaNotCalled,
+}
+
+impl AttemptKind {
+    /// The category of the error this kind ends a run with.
+    pub fn category(self) -> &'static str {
+        match self {
+            AttemptKind::SchemaValidation => "schema_validation_failed",
+            AttemptKind::AmbiguousTurn => "ambiguous_tool_turn",
+            AttemptKind::SchemaNotCalled => "schema_not_called",
+        }
+    }
+}
+
+/// One malformed model turn.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Attempt {
+    /// What was wrong with the turn.
+    pub kind: AttemptKind,
+    /// Which round trip produced it (1-based).
+    pub llm_call: u32,
+    /// The feedback the runner gave the model.
+    pub message: String,
+}
+
+impl Attempt {
+    pub(crate) fn new(kind: AttemptKind, llm_call: u32, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            llm_call,
+            message: message.into(),
+        }
+    }
+}
+
+/// Which token or cost budget ran out.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Budget {
+    /// `max_total_tokens` (input + output, tokens).
+    TotalTokens {
+        /// The limit (tokens).
+        limit: u64,
+        /// Tokens used so far (tokens).
+        used: u64,
+    },
+    /// `max_cost_usd` (USD).
+    CostUsd {
+        /// The limit (USD).
+        limit: f64,
+        /// Spent so far (USD).
+        spent: f64,
+    },
+}
+
+/// What a no-progress guard saw.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StuckReason {
+    /// The same tool with the same canonical arguments, `times` times.
+    RepeatedCall {
+        /// The tool name.
+        tool: String,
+        /// The canonical arguments (sorted keys, no whitespace).
+        arguments: String,
+        /// How many times it was called.
+        times: u32,
+    },
+    /// `turns` consecutive turns brought no new tool result content.
+    NoProgress {
+        /// The number of turns.
+        turns: u32,
+    },
+}
+
+/// The one typed failure a run can end with.
+///
+/// [`category`](Self::category) gives a stable tag; [`ending`](Self::ending) groups it.
+/// Where a budget ran out, the error carries every failed attempt, so the cause is never
+/// hidden.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// `max_parse_retries` ran out on a `submit_output` whose arguments failed validation.
+    #[error("schema validation failed: {}", Attempts(.attempts))]
+    SchemaValidation {
+        /// Every malformed turn of the run, oldest first.
+        attempts: Vec<Attempt>,
+    },
+    /// `max_parse_retries` ran out on a turn with `submit_output` and other calls.
+    #[error("ambiguous tool turn: {}", Attempts(.attempts))]
+    AmbiguousTurn {
+        /// Every malformed turn of the run, oldest first.
+        attempts: Vec<Attempt>,
+    },
+    /// `max_parse_retries` ran out on a plain-text turn.
+    #[error("the model did not call submit_output: {}", Attempts(.attempts))]
+    SchemaNotCalled {
+        /// Every malformed turn of the run, oldest first.
+        attempts: Vec<Attempt>,
+    },
+    /// `max_llm_retries` consecutive transient provider failures.
+    #[error("the provider failed {} times in a row; last: {}", .failures.len(), Last(.failures))]
+    MaxLlmRetries {
+        /// The consecutive failures, oldest first.
+        failures: Vec<LlmError>,
+    },
+    /// A permanent provider failure.
+    #[error("{error}")]
+    LlmPermanent {
+        /// The failure.
+        error: LlmError,
+    },
+    /// The round-trip cap was reached before the run answered.
+    #[error("reached max_llm_calls ({limit}) without an answer{}", AttemptsSuffix(.attempts))]
+    MaxLlmCalls {
+        /// The cap (round trips).
+        limit: u32,
+        /// Every malformed turn of the run, oldest first.
+        attempts: Vec<Attempt>,
+    },
+    /// A token or cost budget would be passed by the next call.
+    #[error("budget exhausted: {}", BudgetText(.budget))]
+    BudgetExhausted {
+        /// Which budget, with its limit and use.
+        budget: Budget,
+    },
+    /// The run's wall-clock deadline passed.
+    #[error("deadline of {} ms exceeded", .limit.as_millis())]
+    DeadlineExceeded {
+        /// The deadline, from the start of the run.
+        limit: Duration,
+    },
+    /// The caller cancelled the run.
+    #[error("cancelled by the caller")]
+    Cancelled,
+    /// A no-progress guard fired.
+    #[error("stuck: {}", StuckText(.reason))]
+    Stuck {
+        /// What the guard saw.
+        reason: StuckReason,
+    },
+    /// The agent called `escalate_to_human`.
+    #[error("escalated to a human: {reason}")]
+    Escalated {
+        /// Why the agent handed over.
+        reason: String,
+        /// The agent's summary of the case for the human.
+        summary: String,
+    },
+    /// A fault inside the runner (a bug): caught, never a panic.
+    #[error("internal error: {message}")]
+    Internal {
+        /// What happened.
+        message: String,
+    },
+}
+
+impl AgentError {
+    /// The stable tag: `schema_validation_failed`, `ambiguous_tool_turn`,
+    /// `schema_not_called`, `max_llm_retries`, `llm_permanent_error`, `max_llm_calls`,
+    /// `budget_exhausted`, `deadline_exceeded`, `cancelled`, `stuck`, `escalated` or
+    /// `internal_error`.
+    pub fn category(&self) -> &'static str {
+        match self {
+            AgentError::SchemaValidation { .. } => AttemptKind::SchemaValidation.category(),
+            AgentError::AmbiguousTurn { .. } => AttemptKind::AmbiguousTurn.category(),
+            AgentError::SchemaNotCalled { .. } => AttemptKind::SchemaNotCalled.category(),
+            AgentError::MaxLlmRetries { .. } => "max_llm_retries",
+            AgentError::LlmPermanent { .. } => "llm_permanent_error",
+            AgentError::MaxLlmCalls { .. } => "max_llm_calls",
+            AgentError::BudgetExhausted { .. } => "budget_exhausted",
+            AgentError::DeadlineExceeded { .. } => "deadline_exceeded",
+            AgentError::Cancelled => "cancelled",
+            AgentError::Stuck { .. } => "stuck",
+            AgentError::Escalated { .. } => "escalated",
+            AgentError::Internal { .. } => "internal_error",
+        }
+    }
+
+    /// Every category, in a fixed order.
+    pub const CATEGORIES: [&'static str; 12] = [
+        "schema_validation_failed",
+        "ambiguous_tool_turn",
+        "schema_not_called",
+        "max_llm_retries",
+        "llm_permanent_error",
+        "max_llm_calls",
+        "budget_exhausted",
+        "deadline_exceeded",
+        "cancelled",
+        "stuck",
+        "escalated",
+        "internal_error",
+    ];
+
+    /// The ending this error belongs to.
+    pub fn ending(&self) -> Ending {
+        match self {
+            AgentError::SchemaValidation { .. }
+            | AgentError::AmbiguousTurn { .. }
+            | AgentError::SchemaNotCalled { .. }
+            | AgentError::MaxLlmCalls { .. }
+            | AgentError::BudgetExhausted { .. }
+            | AgentError::DeadlineExceeded { .. }
+            | AgentError::Cancelled => Ending::Exhausted,
+            AgentError::Stuck { .. } => Ending::Stuck,
+            AgentError::Escalated { .. } => Ending::Escalated,
+            AgentError::MaxLlmRetries { .. }
+            | AgentError::LlmPermanent { .. }
+            | AgentError::Internal { .. } => Ending::Failed,
+        }
+    }
+
+    /// The malformed turns the error carries (empty for provider, budget and guard errors).
+    pub fn attempts(&self) -> &[Attempt] {
+        match self {
+            AgentError::SchemaValidation { attempts }
+            | AgentError::AmbiguousTurn { attempts }
+            | AgentError::SchemaNotCalled { attempts }
+            | AgentError::MaxLlmCalls { attempts, .. } => attempts,
+            _ => &[],
+        }
+    }
+
+    pub(crate) fn from_attempts(kind: AttemptKind, attempts: Vec<Attempt>) -> Self {
+        match kind {
+            AttemptKind::SchemaValidation => AgentError::SchemaValidation { attempts },
+            AttemptKind::AmbiguousTurn => AgentError::AmbiguousTurn { attempts },
+            AttemptKind::SchemaNotCalled => AgentError::SchemaNotCalled { attempts },
+        }
+    }
+}
+
+struct Attempts<'a>(&'a [Attempt]);
+
+impl fmt::Display for Attempts<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} failed attempts", self.0.len())?;
+        for (i, a) in self.0.iter().enumerate() {
+            write!(
+                f,
+                "; #{} ({}, llm call {}): {}",
+                i + 1,
+                a.kind.category(),
+                a.llm_call,
+                a.message
+            )?;
+        }
+        Ok(())
+    }
+}
+
+struct AttemptsSuffix<'a>(&'a [Attempt]);
+
+impl fmt::Display for AttemptsSuffix<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            write!(f, " ({})", Attempts(self.0))
+        }
+    }
+}
+
+struct Last<'a>(&'a [LlmError]);
+
+impl fmt::Display for Last<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.last() {
+            Some(e) => write!(f, "{e}"),
+            None => f.write_str("none"),
+        }
+    }
+}
+
+struct BudgetText<'a>(&'a Budget);
+
+impl fmt::Display for BudgetText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Budget::TotalTokens { limit, used } => {
+                write!(f, "max_total_tokens {limit} (used {used})")
+            }
+            Budget::CostUsd { limit, spent } => {
+                write!(f, "max_cost_usd {limit} (spent {spent:.6})")
+            }
+        }
+    }
+}
+
+struct StuckText<'a>(&'a StuckReason);
+
+impl fmt::Display for StuckText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            StuckReason::RepeatedCall {
+                tool,
+                arguments,
+                times,
+            } => write!(f, "{tool}({arguments}) called {times} times"),
+            StuckReason::NoProgress { turns } => {
+                write!(f, "{turns} turns in a row brought no new tool results")
+            }
+        }
+    }
+}

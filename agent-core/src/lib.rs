@@ -1,0 +1,93 @@
+//! # agent-core
+//!
+//! A run loop for LLM agents that is *total*: every run ends in an [`AgentResult`]
+//! holding either a validated value of your type or exactly one typed [`AgentError`],
+//! within the budgets you set. No hang, no escaped panic, no silent `None`, no unbounded
+//! spend.
+//!
+//! Your output type is the termination contract: `#[agent_output]` turns a struct into
+//! the synthetic tool `submit_output`, whose parameters are the struct's JSON Schema. A
+//! `submit_output` call whose arguments validate is the only happy exit; everything else
+//! is a bounded retry or a named failure.
+//!
+//! ```
+//! use agent_core::{AgentConfig, run_agent};
+//! use agent_core::testing::ScriptedModel;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), agent_core::ConfigError> {
+//! // Compat mode: `String` output, a plain-text turn ends the run.
+//! let model = ScriptedModel::new().text("Paris");
+//! let config: AgentConfig<String> = AgentConfig::builder("capitals")
+//!     .llm(model.clone())
+//!     .system_prompt("Answer with the city only.")
+//!     .build()?;
+//! let result = run_agent(&config, "Capital of France?").await;
+//! assert_eq!(result.outcome.as_deref(), Ok("Paris"));
+//! assert_eq!(result.usage.llm_calls, 1);
+//! # Ok(())
+//! # }
+//! ```
+
+mod backoff;
+mod config;
+mod error;
+mod grader;
+mod llm;
+mod message;
+mod observe;
+mod output;
+mod pricing;
+pub mod providers;
+mod registry;
+mod result;
+mod runner;
+pub mod testing;
+mod tool;
+mod usage;
+mod validate;
+
+pub use agent_macros::{agent_output, tool};
+pub use backoff::Backoff;
+pub use config::{
+    AgentConfig, AgentConfigBuilder, ConfigError, ESCALATE_TO_HUMAN, OutputValidator,
+};
+pub use error::{AgentError, Attempt, AttemptKind, Budget, Ending, StuckReason};
+pub use grader::{FnGrader, GradeFuture, Grader, Scores};
+pub use llm::{
+    LlmClient, LlmError, LlmErrorKind, LlmFuture, LlmRequest, LlmResponse, StopReason, TokenUsage,
+    ToolChoice,
+};
+pub use message::{Message, ToolCall, ToolResult};
+pub use observe::{Observer, RunEvent};
+pub use output::{AgentOutput, SUBMIT_OUTPUT};
+pub use pricing::{ModelPrice, Pricing};
+pub use registry::ToolRegistry;
+pub use result::AgentResult;
+pub use runner::run_agent;
+pub use tokio_util::sync::CancellationToken;
+pub use tool::{
+    StateMap, StateRequirement, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,
+};
+pub use usage::Usage;
+pub use validate::{SchemaValidator, ValidationErrors};
+
+/// Builds a [`ToolRegistry`] from tools, in order: `tools![lookup_order, refund_status]`.
+///
+/// Each argument is an expression whose value implements [`Tool`].
+#[macro_export]
+macro_rules! tools {
+    () => { $crate::ToolRegistry::new() };
+    ($($tool:expr),+ $(,)?) => {
+        $crate::ToolRegistry::new()$(.with($tool))+
+    };
+}
+
+/// Re-exports for the code the macros generate. Not a public API: it may change in any
+/// release.
+#[doc(hidden)]
+pub mod __private {
+    pub use schemars;
+    pub use serde;
+    pub use serde_json;
+}

@@ -1,0 +1,377 @@
+//! The provider boundary: [`LlmClient`] and the request/response types an adapter fills.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::message::{Message, ToolCall};
+use crate::tool::ToolDefinition;
+
+/// The future an [`LlmClient`] returns.
+pub type LlmFuture<'a> = Pin<Box<dyn Future<Output = Result<LlmResponse, LlmError>> + Send + 'a>>;
+
+/// A chat model behind some transport: a provider adapter, a scripted test model, or
+/// your own (see `examples/custom_llm.rs`).
+///
+/// Object-safe, `Send + Sync`, usable as `Arc<dyn LlmClient>`. One call is one round
+/// trip: the runner owns retries, backoff and budgets, so an implementation must not
+/// retry on its own; it classifies each failure as transient or permanent
+/// ([`LlmErrorKind`]) and reports any server-given delay in [`LlmError::retry_after`].
+pub trait LlmClient: Send + Sync {
+    /// Sends one request and returns the model's turn.
+    ///
+    /// # Errors
+    /// An [`LlmError`]: [`LlmErrorKind::Transient`] when the same request may succeed if
+    /// sent again (timeouts, 429 rate limits, 5xx), [`LlmErrorKind::Permanent`] otherwise.
+    fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a>;
+
+    /// The provider's name as in the OpenTelemetry GenAI conventions (`gen_ai.provider.name`),
+    /// for example `"anthropic"`, `"openai"`; `"custom"` by default.
+    fn provider(&self) -> &str {
+        "custom"
+    }
+}
+
+impl<C: LlmClient + ?Sized> LlmClient for Arc<C> {
+    fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
+        (**self).complete(request)
+    }
+    fn provider(&self) -> &str {
+        (**self).provider()
+    }
+}
+
+/// Which tools the model may or must call in a turn.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "name", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ToolChoice {
+    /// The model decides (OpenAI `"auto"`, Anthropic `{"type":"auto"}`).
+    #[default]
+    Auto,
+    /// The model must call some tool (OpenAI `"required"`, Anthropic `{"type":"any"}`).
+    Required,
+    /// The model must call this tool (OpenAI `{"type":"function",..}`, Anthropic `{"type":"tool",..}`).
+    Tool(String),
+    /// The model may not call tools.
+    None,
+}
+
+/// One round trip's request. The runner builds it; adapters translate it.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct LlmRequest {
+    /// The model name as the provider knows it (routing prefixes such as `dispatch/` removed).
+    pub model: String,
+    /// The system prompt, if any.
+    pub system: Option<String>,
+    /// The conversation so far, oldest first.
+    pub messages: Vec<Message>,
+    /// The tools offered in this turn (including the synthetic `submit_output`).
+    pub tools: Arc<[ToolDefinition]>,
+    /// Which tools the model may or must call.
+    pub tool_choice: ToolChoice,
+    /// The cap on output tokens for this call (tokens).
+    pub max_tokens: u32,
+    /// Sampling temperature, when set.
+    pub temperature: Option<f32>,
+}
+
+impl LlmRequest {
+    /// A request with no messages, no tools, `tool_choice` auto and `max_tokens` 4096.
+    pub fn new(model: impl Into<String>) -> Self {
+        Self {
+            model: model.into(),
+            system: None,
+            messages: Vec::new(),
+            tools: Arc::from(Vec::new()),
+            tool_choice: ToolChoice::Auto,
+            max_tokens: 4096,
+            temperature: None,
+        }
+    }
+
+    /// Sets the system prompt.
+    #[must_use]
+    pub fn with_system(mut self, system: impl Into<String>) -> Self {
+        self.system = Some(system.into());
+        self
+    }
+
+    /// Appends a message.
+    #[must_use]
+    pub fn with_message(mut self, message: Message) -> Self {
+        self.messages.push(message);
+        self
+    }
+
+    /// Sets the offered tools.
+    #[must_use]
+    pub fn with_tools(mut self, tools: Vec<ToolDefinition>) -> Self {
+        self.tools = Arc::from(tools);
+        self
+    }
+
+    /// Sets the tool choice.
+    #[must_use]
+    pub fn with_tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = choice;
+        self
+    }
+
+    /// Sets the output-token cap (tokens).
+    #[must_use]
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = max_tokens;
+        self
+    }
+
+    /// Sets the temperature.
+    #[must_use]
+    pub fn with_temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+}
+
+/// Why the model stopped, normalized across providers.
+///
+/// The runner never decides by the stop reason: it classifies a turn by its content
+/// (case C5). The stop reason is kept for traces (`gen_ai.response.finish_reasons`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StopReason {
+    /// The model finished its turn (Anthropic `end_turn`, OpenAI `stop`).
+    #[default]
+    EndTurn,
+    /// The model stopped to call tools (Anthropic `tool_use`, OpenAI `tool_calls`).
+    ToolUse,
+    /// The output-token cap was reached (Anthropic `max_tokens`, OpenAI `length`).
+    MaxTokens,
+    /// A stop sequence matched.
+    StopSequence,
+    /// Output was filtered (OpenAI `content_filter`).
+    ContentFilter,
+    /// The model refused (Anthropic `refusal`).
+    Refusal,
+    /// Anything else, as the provider spelled it.
+    Other(String),
+}
+
+impl StopReason {
+    /// The OpenTelemetry `gen_ai.response.finish_reasons` spelling.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::EndTurn => "stop",
+            Self::ToolUse => "tool_calls",
+            Self::MaxTokens => "length",
+            Self::StopSequence => "stop_sequence",
+            Self::ContentFilter => "content_filter",
+            Self::Refusal => "refusal",
+            Self::Other(s) => s,
+        }
+    }
+}
+
+/// Token counts of one round trip (tokens).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct TokenUsage {
+    /// Input (prompt) tokens, including cached ones (tokens).
+    pub input_tokens: u64,
+    /// Output (completion) tokens, reasoning tokens included (tokens).
+    pub output_tokens: u64,
+    /// Input tokens read from the provider's prompt cache (a subset of `input_tokens`).
+    pub cache_read_tokens: u64,
+    /// Input tokens written to the provider's prompt cache (Anthropic `cache_creation_input_tokens`).
+    pub cache_write_tokens: u64,
+}
+
+impl TokenUsage {
+    /// Usage with the given input and output tokens.
+    pub fn new(input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            input_tokens,
+            output_tokens,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+        }
+    }
+
+    /// Sets the cache token counts (tokens).
+    #[must_use]
+    pub fn with_cache(mut self, read: u64, write: u64) -> Self {
+        self.cache_read_tokens = read;
+        self.cache_write_tokens = write;
+        self
+    }
+}
+
+/// One model turn, normalized.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct LlmResponse {
+    /// The turn's text: all text blocks joined; empty when there was none.
+    pub text: String,
+    /// The tool calls, in emission order, each with a unique id.
+    pub tool_calls: Vec<ToolCall>,
+    /// Why the model stopped.
+    pub stop_reason: StopReason,
+    /// Token usage of this round trip.
+    pub usage: TokenUsage,
+    /// The provider's request id (`request-id`, `x-request-id`), when sent.
+    pub request_id: Option<String>,
+    /// The model that answered, when the provider says.
+    pub model: Option<String>,
+}
+
+impl LlmResponse {
+    /// A plain-text turn.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            ..Self::default()
+        }
+    }
+
+    /// A turn of tool calls (stop reason `ToolUse`).
+    pub fn tool_calls(calls: Vec<ToolCall>) -> Self {
+        Self {
+            tool_calls: calls,
+            stop_reason: StopReason::ToolUse,
+            ..Self::default()
+        }
+    }
+
+    /// Sets the text.
+    #[must_use]
+    pub fn with_text(mut self, text: impl Into<String>) -> Self {
+        self.text = text.into();
+        self
+    }
+
+    /// Sets the usage.
+    #[must_use]
+    pub fn with_usage(mut self, usage: TokenUsage) -> Self {
+        self.usage = usage;
+        self
+    }
+
+    /// Sets the stop reason.
+    #[must_use]
+    pub fn with_stop_reason(mut self, stop_reason: StopReason) -> Self {
+        self.stop_reason = stop_reason;
+        self
+    }
+
+    /// Sets the provider request id.
+    #[must_use]
+    pub fn with_request_id(mut self, id: impl Into<String>) -> Self {
+        self.request_id = Some(id.into());
+        self
+    }
+}
+
+/// Whether a provider failure may go away if the same request is sent again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LlmErrorKind {
+    /// Retry after backoff: connect errors, timeouts, 408, 409, 429 (rate limit), 5xx,
+    /// 529, a 200 whose body does not decode.
+    Transient,
+    /// Do not retry: 400, 401, 403, 404, 413, 422, 429 with exhausted quota or credit.
+    Permanent,
+}
+
+/// A failed round trip.
+///
+/// Never contains an API key: adapters build messages from status, error type and the
+/// provider's message only.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct LlmError {
+    /// Transient or permanent.
+    pub kind: LlmErrorKind,
+    /// A human-readable description (status, the provider's error type and message).
+    pub message: String,
+    /// The HTTP status, when there was a response.
+    pub status: Option<u16>,
+    /// The delay the server asked for (`retry-after-ms` / `retry-after`), when it did.
+    pub retry_after: Option<Duration>,
+    /// The provider's request id, when sent.
+    pub request_id: Option<String>,
+}
+
+impl LlmError {
+    /// A transient failure.
+    pub fn transient(message: impl Into<String>) -> Self {
+        Self::new(LlmErrorKind::Transient, message)
+    }
+
+    /// A permanent failure.
+    pub fn permanent(message: impl Into<String>) -> Self {
+        Self::new(LlmErrorKind::Permanent, message)
+    }
+
+    /// A failure of the given kind.
+    pub fn new(kind: LlmErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            status: None,
+            retry_after: None,
+            request_id: None,
+        }
+    }
+
+    /// Sets the HTTP status.
+    #[must_use]
+    pub fn with_status(mut self, status: u16) -> Self {
+        self.status = Some(status);
+        self
+    }
+
+    /// Sets the server-requested delay.
+    #[must_use]
+    pub fn with_retry_after(mut self, delay: Duration) -> Self {
+        self.retry_after = Some(delay);
+        self
+    }
+
+    /// Sets the provider request id.
+    #[must_use]
+    pub fn with_request_id(mut self, id: impl Into<String>) -> Self {
+        self.request_id = Some(id.into());
+        self
+    }
+
+    /// Whether the same request may succeed if sent again.
+    pub fn is_transient(&self) -> bool {
+        self.kind == LlmErrorKind::Transient
+    }
+}
+
+impl fmt::Display for LlmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.kind {
+            LlmErrorKind::Transient => "transient",
+            LlmErrorKind::Permanent => "permanent",
+        };
+        write!(f, "{kind} provider error")?;
+        if let Some(status) = self.status {
+            write!(f, " (HTTP {status})")?;
+        }
+        write!(f, ": {}", self.message)?;
+        if let Some(id) = &self.request_id {
+            write!(f, " [request id {id}]")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for LlmError {}

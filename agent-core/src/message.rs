@@ -1,0 +1,292 @@
+//! Conversation types: the messages of a run, tool calls and tool results.
+//!
+//! These are provider-neutral. Adapters translate them to each provider's wire format
+//! (for example, Anthropic wants every [`ToolResult`] of a turn in one user message).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One message of a conversation.
+///
+/// The system prompt is not a message: it travels in [`LlmRequest::system`](crate::LlmRequest).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Message {
+    /// Text from the user (the run's input, or a nudge written by the runner).
+    User {
+        /// The text; never empty when written by the runner.
+        content: String,
+    },
+    /// One model turn: optional text and zero or more tool calls, in emission order.
+    Assistant {
+        /// The turn's text (all text blocks joined); empty when the model wrote none.
+        text: String,
+        /// The tool calls of the turn, in the order the model emitted them.
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The answers to every tool call of the preceding assistant turn, in emission order.
+    ///
+    /// The runner always answers every call id exactly once.
+    Tool {
+        /// One result per tool call of the preceding assistant turn.
+        results: Vec<ToolResult>,
+    },
+}
+
+impl Message {
+    /// A user message.
+    pub fn user(content: impl Into<String>) -> Self {
+        Self::User {
+            content: content.into(),
+        }
+    }
+
+    /// An assistant message with text and tool calls.
+    pub fn assistant(text: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
+        Self::Assistant {
+            text: text.into(),
+            tool_calls,
+        }
+    }
+
+    /// A message answering the tool calls of the preceding assistant turn.
+    pub fn tool_results(results: Vec<ToolResult>) -> Self {
+        Self::Tool { results }
+    }
+}
+
+/// A tool call made by the model.
+///
+/// `arguments` is always a JSON value that can be re-sent to any provider. When the
+/// model's arguments could not be used as they came (truncated or malformed JSON, a
+/// non-object), `arguments` holds `{}` and [`arguments_error`](Self::arguments_error)
+/// says what was wrong; the runner feeds that back to the model instead of running the tool.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ToolCall {
+    /// The call id (provider-given, or synthesised when the provider sent none).
+    pub id: String,
+    /// The tool name as the model wrote it.
+    pub name: String,
+    /// The arguments: a JSON object (`{}` when absent or unusable).
+    pub arguments: Value,
+    /// Why the arguments as sent could not be used, if they could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments_error: Option<String>,
+}
+
+impl ToolCall {
+    /// A tool call with well-formed arguments.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+            arguments_error: None,
+        }
+    }
+
+    /// A tool call whose arguments arrived unusable (for example truncated JSON).
+    ///
+    /// `arguments` is set to `{}` so the call can be re-sent safely; `error` is fed back
+    /// to the model.
+    pub fn with_invalid_arguments(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        error: impl Into<String>,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            arguments: Value::Object(serde_json::Map::new()),
+            arguments_error: Some(error.into()),
+        }
+    }
+
+    /// Builds a call from arguments as a provider sent them: a JSON string, an object,
+    /// `""`, `null` or absent (all of the last three mean "no arguments", case C6).
+    ///
+    /// A string that does not parse (for example cut off by `max_tokens`, case C8), or
+    /// JSON that is not an object, gives a call with `{}` and an
+    /// [`arguments_error`](Self::arguments_error).
+    pub fn from_wire(id: impl Into<String>, name: impl Into<String>, raw: Option<&Value>) -> Self {
+        let (id, name) = (id.into(), name.into());
+        match raw {
+            None | Some(Value::Null) => Self::new(id, name, empty_object()),
+            Some(Value::Object(map)) => Self::new(id, name, Value::Object(map.clone())),
+            Some(Value::String(text)) => Self::from_json_text(id, name, text),
+            Some(other) => Self::with_invalid_arguments(
+                id,
+                name,
+                format!(
+                    "the arguments must be a JSON object, got {}",
+                    json_kind(other)
+                ),
+            ),
+        }
+    }
+
+    /// Builds a call from arguments given as JSON text (see [`from_wire`](Self::from_wire)).
+    pub fn from_json_text(id: impl Into<String>, name: impl Into<String>, text: &str) -> Self {
+        let (id, name) = (id.into(), name.into());
+        if text.trim().is_empty() {
+            return Self::new(id, name, empty_object());
+        }
+        match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(map)) => Self::new(id, name, Value::Object(map)),
+            Ok(Value::Null) => Self::new(id, name, empty_object()),
+            Ok(other) => Self::with_invalid_arguments(
+                id,
+                name,
+                format!(
+                    "the arguments must be a JSON object, got {}",
+                    json_kind(&other)
+                ),
+            ),
+            Err(e) if e.is_eof() => Self::with_invalid_arguments(
+                id,
+                name,
+                format!(
+                    "the arguments were truncated JSON ({e}); the output was probably cut off: send shorter arguments"
+                ),
+            ),
+            Err(e) => Self::with_invalid_arguments(
+                id,
+                name,
+                format!("the arguments were not valid JSON ({e})"),
+            ),
+        }
+    }
+}
+
+/// The answer to one tool call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ToolResult {
+    /// The id of the call this answers.
+    pub call_id: String,
+    /// The name of the tool that was called (as the model wrote it).
+    pub name: String,
+    /// The content shown to the model: the tool's output, or the error message.
+    pub content: String,
+    /// Whether this result reports a failure (unknown tool, invalid arguments, tool
+    /// error, panic, timeout, limit reached, rejected submission).
+    pub is_error: bool,
+}
+
+impl ToolResult {
+    /// A successful result.
+    pub fn ok(
+        call_id: impl Into<String>,
+        name: impl Into<String>,
+        content: impl Into<String>,
+    ) -> Self {
+        Self {
+            call_id: call_id.into(),
+            name: name.into(),
+            content: content.into(),
+            is_error: false,
+        }
+    }
+
+    /// A result marked as an error.
+    pub fn error(
+        call_id: impl Into<String>,
+        name: impl Into<String>,
+        content: impl Into<String>,
+    ) -> Self {
+        Self {
+            call_id: call_id.into(),
+            name: name.into(),
+            content: content.into(),
+            is_error: true,
+        }
+    }
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+/// The JSON kind of a value, for messages ("a string", "an array", ...).
+pub(crate) fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    // C6: "", null, "{}" and {} are the same empty object.
+    #[test]
+    fn c6_empty_arguments_in_every_spelling_are_an_empty_object() {
+        let spellings = [json!(""), json!(null), json!("{}"), json!({})];
+        for raw in &spellings {
+            let call = ToolCall::from_wire("id", "ping", Some(raw));
+            assert_eq!(call.arguments, json!({}), "{raw}");
+            assert_eq!(call.arguments_error, None, "{raw}");
+        }
+        let absent = ToolCall::from_wire("id", "ping", None);
+        assert_eq!(absent.arguments, json!({}));
+    }
+
+    // C7: arguments as a JSON object are accepted as they are.
+    #[test]
+    fn c7_object_arguments_are_accepted() {
+        let call = ToolCall::from_wire("id", "lookup", Some(&json!({"order_id": "A1"})));
+        assert_eq!(call.arguments, json!({"order_id": "A1"}));
+        assert!(call.arguments_error.is_none());
+    }
+
+    // C8: truncated JSON becomes {} plus an error that says it was truncated.
+    #[test]
+    fn c8_truncated_arguments_are_sanitized_and_explained() {
+        let call = ToolCall::from_wire("id", "lookup", Some(&json!("{\"order_id\": \"A1")));
+        assert_eq!(call.arguments, json!({}));
+        let err = call.arguments_error.unwrap();
+        assert!(err.contains("truncated"), "{err}");
+    }
+
+    #[test]
+    fn non_object_arguments_are_rejected_with_their_kind() {
+        let call = ToolCall::from_wire("id", "lookup", Some(&json!("[1,2]")));
+        assert_eq!(call.arguments, json!({}));
+        assert_eq!(
+            call.arguments_error.as_deref(),
+            Some("the arguments must be a JSON object, got an array")
+        );
+        let call = ToolCall::from_wire("id", "lookup", Some(&json!(7)));
+        assert!(call.arguments_error.unwrap().contains("a number"));
+    }
+
+    #[test]
+    fn garbage_arguments_are_invalid_json_not_truncated() {
+        let call = ToolCall::from_wire("id", "lookup", Some(&json!("{order_id: A1}")));
+        let err = call.arguments_error.unwrap();
+        assert!(
+            err.starts_with("the arguments were not valid JSON"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn messages_round_trip_through_serde() {
+        let msgs = vec![
+            Message::user("hi"),
+            Message::assistant("", vec![ToolCall::new("c1", "t", json!({"a": 1}))]),
+            Message::tool_results(vec![ToolResult::error("c1", "t", "boom")]),
+        ];
+        let text = serde_json::to_string(&msgs).unwrap();
+        let back: Vec<Message> = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, msgs);
+    }
+}

@@ -1,0 +1,82 @@
+//! [`Observer`]: typed events of a run, for progress bars and metrics.
+
+use std::time::Duration;
+
+use crate::error::Ending;
+use crate::llm::LlmError;
+use crate::usage::Usage;
+
+/// One thing that happened in a run. Borrowed: copy what you keep.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RunEvent<'a> {
+    /// The run started.
+    RunStarted {
+        /// The run's trace id.
+        trace_id: &'a str,
+        /// The config's name.
+        agent: &'a str,
+    },
+    /// A round trip is about to be sent.
+    TurnStarted {
+        /// The run's trace id.
+        trace_id: &'a str,
+        /// Which round trip (1-based).
+        llm_call: u32,
+    },
+    /// A tool execution finished (or was answered without running).
+    ToolFinished {
+        /// The run's trace id.
+        trace_id: &'a str,
+        /// The tool name.
+        tool: &'a str,
+        /// The call id.
+        call_id: &'a str,
+        /// Whether the result is an error.
+        is_error: bool,
+        /// How long it ran.
+        duration: Duration,
+    },
+    /// A transient provider failure; the same request goes again after `delay`.
+    RetryScheduled {
+        /// The run's trace id.
+        trace_id: &'a str,
+        /// The failed round trip (1-based).
+        llm_call: u32,
+        /// The wait before the next attempt.
+        delay: Duration,
+        /// The failure.
+        error: &'a LlmError,
+    },
+    /// The run ended.
+    RunEnded {
+        /// The run's trace id.
+        trace_id: &'a str,
+        /// How it ended.
+        ending: Ending,
+        /// The error category, when it failed.
+        category: Option<&'static str>,
+        /// What it spent.
+        usage: &'a Usage,
+        /// How long it took.
+        duration: Duration,
+    },
+}
+
+/// Receives the [`RunEvent`]s of every run of a config.
+///
+/// Called inline on the run's task: keep it quick. A panic in an observer is caught and
+/// traced; it never changes a run.
+pub trait Observer: Send + Sync {
+    /// Handles one event.
+    fn on_event(&self, event: &RunEvent<'_>);
+}
+
+impl<F> Observer for F
+where
+    F: Fn(&RunEvent<'_>) + Send + Sync,
+{
+    fn on_event(&self, event: &RunEvent<'_>) {
+        self(event);
+    }
+}

@@ -1,0 +1,50 @@
+//! [`AgentResult`]: what a run returns, always.
+
+use std::time::Duration;
+
+use crate::error::{AgentError, Ending};
+use crate::grader::Scores;
+use crate::message::Message;
+use crate::usage::Usage;
+
+/// The result of one run: exactly one of a validated value or an [`AgentError`], plus
+/// what the run spent and said.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct AgentResult<T> {
+    /// The validated value, or the one error the run ended with.
+    pub outcome: Result<T, AgentError>,
+    /// The raw final text: the submitted arguments as JSON on success, the last
+    /// assistant text otherwise (empty if there was none).
+    pub output: String,
+    /// The run's trace id (32 lowercase hex digits), also on its tracing spans.
+    pub trace_id: String,
+    /// What the run spent.
+    pub usage: Usage,
+    /// The grader's scores on success, when a grader is set and succeeded.
+    pub scores: Option<Scores>,
+    /// Wall-clock time of the run.
+    pub duration: Duration,
+    /// Every message of the run (the input first), for partial results and audits.
+    pub transcript: Vec<Message>,
+}
+
+impl<T> AgentResult<T> {
+    /// How the run ended: `Answered` on success, else the error's ending.
+    pub fn ending(&self) -> Ending {
+        match &self.outcome {
+            Ok(_) => Ending::Answered,
+            Err(e) => e.ending(),
+        }
+    }
+
+    /// The error category, or `None` on success.
+    pub fn category(&self) -> Option<&'static str> {
+        self.outcome.as_ref().err().map(AgentError::category)
+    }
+
+    /// Whether the run produced a value.
+    pub fn is_ok(&self) -> bool {
+        self.outcome.is_ok()
+    }
+}

@@ -1,0 +1,76 @@
+//! The texts the runner shows the model when a turn cannot be accepted.
+
+use crate::message::ToolCall;
+use crate::output::SUBMIT_OUTPUT;
+use crate::validate::ValidationErrors;
+
+pub(crate) fn rejected_submission(errors: &ValidationErrors) -> String {
+    let mut text = format!("{SUBMIT_OUTPUT} was rejected:");
+    for message in errors.messages() {
+        text.push_str("\n- ");
+        text.push_str(message);
+    }
+    text.push_str("\nFix these and call submit_output again, alone.");
+    text
+}
+
+pub(crate) fn unusable_arguments(tool: &str, error: &str) -> String {
+    format!("{tool} was not run: {error}. Call it again with a complete JSON object as arguments.")
+}
+
+pub(crate) fn plain_text_nudge() -> String {
+    format!(
+        "You answered in text. To finish, call the {SUBMIT_OUTPUT} tool once, alone in its turn, \
+         with arguments that match its schema."
+    )
+}
+
+fn call_names(calls: &[ToolCall]) -> String {
+    calls
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The feedback for each call of an ambiguous turn (a terminal call with others).
+pub(crate) fn ambiguous(call: &ToolCall, calls: &[ToolCall], terminal: &str) -> String {
+    let names = call_names(calls);
+    if call.name == terminal {
+        format!(
+            "Not accepted: {terminal} must be the only tool call in its turn, made exactly once; \
+             this turn had {} calls ({names}). Make one {terminal} call, alone; call any other \
+             tools in an earlier turn.",
+            calls.len()
+        )
+    } else {
+        format!(
+            "Not executed: this turn also called {terminal}, which must be alone in its turn \
+             ({names}). Call this tool in its own turn if you still need it."
+        )
+    }
+}
+
+pub(crate) fn unknown_tool(name: &str, available: &str) -> String {
+    format!("Unknown tool {name:?}. The available tools are: {available}.")
+}
+
+pub(crate) fn invalid_tool_arguments(tool: &str, errors: &ValidationErrors) -> String {
+    format!("{tool} was not run: invalid arguments: {errors}")
+}
+
+pub(crate) fn tool_limit(limit: u32, compat: bool) -> String {
+    if compat {
+        format!(
+            "Not executed: the tool call limit ({limit}) is reached. Give your final answer now, in text."
+        )
+    } else {
+        format!(
+            "Not executed: the tool call limit ({limit}) is reached. Call {SUBMIT_OUTPUT} now with your answer."
+        )
+    }
+}
+
+pub(crate) fn stopped(reason: &str) -> String {
+    format!("Not executed: the run stopped ({reason}).")
+}

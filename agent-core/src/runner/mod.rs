@@ -1,0 +1,631 @@
+//! [`run_agent`]: the total run loop.
+//!
+//! Every model turn is classified into exactly one transition (see `DESIGN.md`, "The
+//! loop"); every run ends in an [`AgentResult`] holding a validated value or one
+//! [`AgentError`].
+
+mod feedback;
+mod guard;
+mod tools;
+mod trace;
+
+use std::collections::HashSet;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use serde_json::Value;
+use tracing::Instrument;
+
+use crate::config::{AgentConfig, Compiled, ESCALATE_TO_HUMAN};
+use crate::error::{AgentError, Attempt, AttemptKind, Budget, Ending};
+use crate::grader::Scores;
+use crate::llm::{LlmError, LlmRequest, LlmResponse, ToolChoice};
+use crate::message::{Message, ToolCall, ToolResult};
+use crate::observe::RunEvent;
+use crate::output::{AgentOutput, SUBMIT_OUTPUT};
+use crate::result::AgentResult;
+use crate::tool::StateMap;
+use crate::usage::Usage;
+use crate::validate::ValidationErrors;
+
+use guard::Guard;
+use trace::{new_trace_id, notify, panic_message};
+
+/// Runs the agent on `input` until it answers or fails.
+///
+/// Never panics, never returns early, never waits forever on something the runner owns:
+/// the provider call, the tools, the grader and the observer sit behind catch
+/// boundaries, and every wait is bounded by a budget, a timeout or the deadline. Needs a
+/// Tokio runtime with timers (`#[tokio::main]` has one); without one the run ends with
+/// [`AgentError::Internal`]. Dropping the returned future stops the run, including its
+/// in-flight request and tool calls.
+pub async fn run_agent<T: AgentOutput>(
+    config: &AgentConfig<T>,
+    input: impl Into<String>,
+) -> AgentResult<T> {
+    let cfg: &Compiled<T> = &config.inner;
+    let started = Instant::now();
+    let trace_id: Arc<str> = Arc::from(new_trace_id());
+    let span = tracing::info_span!(
+        "invoke_agent",
+        otel.name = %format_args!("invoke_agent {}", cfg.settings.name),
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.agent.name = %cfg.settings.name,
+        gen_ai.provider.name = %cfg.client.provider(),
+        gen_ai.request.model = %cfg.wire_model,
+        trace_id = %trace_id,
+        agent.ending = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+    );
+    let mut run = Run::new(cfg, Arc::clone(&trace_id), input.into());
+    notify(
+        cfg.settings.observer.as_deref(),
+        &RunEvent::RunStarted {
+            trace_id: &trace_id,
+            agent: &cfg.settings.name,
+        },
+    );
+    let outcome = run.drive_bounded().instrument(span.clone()).await;
+    let duration = started.elapsed();
+    let result = run.finish(outcome, duration);
+    let ending = result.ending();
+    span.record("agent.ending", ending.as_str());
+    if let Some(category) = result.category() {
+        span.record("error.type", category);
+    }
+    notify(
+        cfg.settings.observer.as_deref(),
+        &RunEvent::RunEnded {
+            trace_id: &trace_id,
+            ending,
+            category: result.category(),
+            usage: &result.usage,
+            duration,
+        },
+    );
+    result
+}
+
+/// What the loop does after a turn.
+enum Next<T> {
+    /// Ask the model again.
+    Continue,
+    /// The run is over.
+    Stop(Result<T, AgentError>),
+}
+
+/// The state of one run.
+struct Run<'c, T> {
+    cfg: &'c Compiled<T>,
+    trace_id: Arc<str>,
+    input: String,
+    request: LlmRequest,
+    state: Arc<StateMap>,
+    usage: Usage,
+    cost_usd: f64,
+    last_call_tokens: u64,
+    last_call_cost: f64,
+    attempts: Vec<Attempt>,
+    failures: Vec<LlmError>,
+    force_tool_call: bool,
+    last_text: String,
+    output: String,
+    scores: Option<Scores>,
+    guard: Guard,
+}
+
+impl<'c, T: AgentOutput> Run<'c, T> {
+    fn new(cfg: &'c Compiled<T>, trace_id: Arc<str>, input: String) -> Self {
+        let s = &cfg.settings;
+        let mut request = LlmRequest::new(cfg.wire_model.clone());
+        request.system = s.system_prompt.clone();
+        request.messages.push(Message::user(input.clone()));
+        request.tools = Arc::clone(&cfg.offered);
+        request.max_tokens = s.max_tokens;
+        request.temperature = s.temperature;
+        Self {
+            cfg,
+            trace_id,
+            input,
+            request,
+            state: Arc::new(s.state.clone()),
+            usage: Usage::default(),
+            cost_usd: 0.0,
+            last_call_tokens: 0,
+            last_call_cost: 0.0,
+            attempts: Vec::new(),
+            failures: Vec::new(),
+            force_tool_call: false,
+            last_text: String::new(),
+            output: String::new(),
+            scores: None,
+            guard: Guard::new(s.repeated_call_limit, s.no_progress_turns),
+        }
+    }
+
+    /// The loop under the run-wide bounds: the deadline, the caller's cancellation token,
+    /// and a catch boundary for faults of the runner itself.
+    async fn drive_bounded(&mut self) -> Result<T, AgentError> {
+        let deadline = self.cfg.settings.deadline;
+        let token = self.cfg.settings.cancellation.clone();
+        if token.as_ref().is_some_and(|t| t.is_cancelled()) {
+            return Err(AgentError::Cancelled);
+        }
+        let drive = AssertUnwindSafe(self.drive()).catch_unwind();
+        let timer = async {
+            match deadline {
+                Some(limit) => tokio::time::sleep(limit).await,
+                None => std::future::pending().await,
+            }
+        };
+        let cancelled = async {
+            match &token {
+                Some(t) => t.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        let bounded = async {
+            tokio::select! {
+                biased;
+                outcome = drive => match outcome {
+                    Ok(outcome) => outcome,
+                    Err(payload) => Err(AgentError::Internal {
+                        message: format!("the runner panicked: {}", panic_message(payload.as_ref())),
+                    }),
+                },
+                () = cancelled => Err(AgentError::Cancelled),
+                () = timer => Err(AgentError::DeadlineExceeded {
+                    limit: deadline.unwrap_or_default(),
+                }),
+            }
+        };
+        // Building the timer outside a runtime panics; keep that inside the boundary too.
+        match AssertUnwindSafe(bounded).catch_unwind().await {
+            Ok(outcome) => outcome,
+            Err(payload) => Err(AgentError::Internal {
+                message: format!("the runner panicked: {}", panic_message(payload.as_ref())),
+            }),
+        }
+    }
+
+    async fn drive(&mut self) -> Result<T, AgentError> {
+        loop {
+            self.check_before_call()?;
+            let response = match self.call_model().await {
+                Ok(response) => response,
+                Err(error) => {
+                    self.on_provider_failure(error).await?;
+                    continue;
+                }
+            };
+            self.failures.clear();
+            self.force_tool_call = false;
+            match self.on_turn(response).await {
+                Next::Continue => {}
+                Next::Stop(outcome) => return outcome,
+            }
+        }
+    }
+
+    /// The checks made before every round trip: the call cap, then token and cost budgets.
+    fn check_before_call(&mut self) -> Result<(), AgentError> {
+        let s = &self.cfg.settings;
+        if self.usage.llm_calls >= s.max_llm_calls {
+            return Err(AgentError::MaxLlmCalls {
+                limit: s.max_llm_calls,
+                attempts: std::mem::take(&mut self.attempts),
+            });
+        }
+        if let Some(limit) = s.max_total_tokens {
+            let used = self.usage.total_tokens();
+            if used >= limit || used + self.last_call_tokens > limit {
+                return Err(AgentError::BudgetExhausted {
+                    budget: Budget::TotalTokens { limit, used },
+                });
+            }
+        }
+        if let Some(limit) = s.max_cost_usd {
+            let spent = self.cost_usd;
+            if spent >= limit || spent + self.last_call_cost > limit {
+                return Err(AgentError::BudgetExhausted {
+                    budget: Budget::CostUsd { limit, spent },
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether this round trip is the last one the budgets allow.
+    fn is_last_call(&self) -> bool {
+        let s = &self.cfg.settings;
+        if self.usage.llm_calls + 1 >= s.max_llm_calls {
+            return true;
+        }
+        let tokens_tight = s.max_total_tokens.is_some_and(|limit| {
+            self.last_call_tokens > 0
+                && self.usage.total_tokens() + 2 * self.last_call_tokens > limit
+        });
+        let cost_tight = s.max_cost_usd.is_some_and(|limit| {
+            self.last_call_cost > 0.0 && self.cost_usd + 2.0 * self.last_call_cost > limit
+        });
+        tokens_tight || cost_tight
+    }
+
+    async fn call_model(&mut self) -> Result<LlmResponse, LlmError> {
+        let cfg = self.cfg;
+        let wrap_up = match &cfg.wrap_up_offered {
+            Some(tools) if cfg.settings.wrap_up && self.is_last_call() => Some(tools),
+            _ => None,
+        };
+        match wrap_up {
+            Some(tools) => {
+                self.request.tools = Arc::clone(tools);
+                self.request.tool_choice = ToolChoice::Tool(SUBMIT_OUTPUT.to_owned());
+            }
+            None => {
+                self.request.tools = Arc::clone(&cfg.offered);
+                self.request.tool_choice = if self.force_tool_call {
+                    ToolChoice::Required
+                } else {
+                    ToolChoice::Auto
+                };
+            }
+        }
+        self.usage.llm_calls += 1;
+        let llm_call = self.usage.llm_calls;
+        notify(
+            cfg.settings.observer.as_deref(),
+            &RunEvent::TurnStarted {
+                trace_id: &self.trace_id,
+                llm_call,
+            },
+        );
+        let span = tracing::info_span!(
+            "chat",
+            otel.name = %format_args!("chat {}", self.request.model),
+            gen_ai.operation.name = "chat",
+            gen_ai.provider.name = %cfg.client.provider(),
+            gen_ai.request.model = %self.request.model,
+            gen_ai.request.max_tokens = self.request.max_tokens,
+            gen_ai.response.id = tracing::field::Empty,
+            gen_ai.response.finish_reasons = tracing::field::Empty,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            llm_call,
+            wrap_up = wrap_up.is_some(),
+        );
+        let request = &self.request;
+        let client = &cfg.client;
+        let guarded =
+            AssertUnwindSafe(async move { client.complete(request).await }).catch_unwind();
+        let outcome = match guarded.instrument(span.clone()).await {
+            Ok(outcome) => outcome,
+            Err(payload) => Err(LlmError::permanent(format!(
+                "the model client panicked: {}",
+                panic_message(payload.as_ref())
+            ))),
+        };
+        match &outcome {
+            Ok(response) => {
+                if let Some(id) = &response.request_id {
+                    span.record("gen_ai.response.id", id.as_str());
+                }
+                span.record(
+                    "gen_ai.response.finish_reasons",
+                    tracing::field::debug([response.stop_reason.as_str()]),
+                );
+                span.record("gen_ai.usage.input_tokens", response.usage.input_tokens);
+                span.record("gen_ai.usage.output_tokens", response.usage.output_tokens);
+            }
+            Err(error) => {
+                let kind = if error.is_transient() {
+                    "llm_transient_error"
+                } else {
+                    "llm_permanent_error"
+                };
+                span.record("error.type", kind);
+                tracing::warn!(parent: &span, error = %error, "model call failed");
+            }
+        }
+        outcome
+    }
+
+    /// A failed round trip: retry a transient failure after backoff (the request is
+    /// unchanged), or end the run.
+    async fn on_provider_failure(&mut self, error: LlmError) -> Result<(), AgentError> {
+        if !error.is_transient() {
+            return Err(AgentError::LlmPermanent { error });
+        }
+        let retry = u32::try_from(self.failures.len()).unwrap_or(u32::MAX);
+        let delay = self.cfg.settings.backoff.delay(retry, error.retry_after);
+        self.failures.push(error);
+        if self.failures.len() >= self.cfg.settings.max_llm_retries as usize {
+            return Err(AgentError::MaxLlmRetries {
+                failures: std::mem::take(&mut self.failures),
+            });
+        }
+        if let Some(last) = self.failures.last() {
+            notify(
+                self.cfg.settings.observer.as_deref(),
+                &RunEvent::RetryScheduled {
+                    trace_id: &self.trace_id,
+                    llm_call: self.usage.llm_calls,
+                    delay,
+                    error: last,
+                },
+            );
+        }
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        Ok(())
+    }
+
+    fn add_usage(&mut self, response: &LlmResponse) {
+        self.usage.add_tokens(&response.usage);
+        self.last_call_tokens = response.usage.input_tokens + response.usage.output_tokens;
+        if let Some(price) = &self.cfg.price {
+            let cost = price.cost(&response.usage);
+            self.cost_usd += cost;
+            self.last_call_cost = cost;
+            self.usage.cost_usd = Some(self.cost_usd);
+        }
+    }
+
+    /// Classifies a successful turn into exactly one transition.
+    async fn on_turn(&mut self, response: LlmResponse) -> Next<T> {
+        self.add_usage(&response);
+        let LlmResponse {
+            text,
+            mut tool_calls,
+            ..
+        } = response;
+        ensure_unique_ids(&mut tool_calls, &self.trace_id, self.usage.llm_calls);
+        if !text.is_empty() {
+            self.last_text.clone_from(&text);
+        }
+        self.request
+            .messages
+            .push(Message::assistant(text.clone(), tool_calls.clone()));
+        let terminal: Vec<&ToolCall> = tool_calls
+            .iter()
+            .filter(|c| self.is_terminal(&c.name))
+            .collect();
+        if tool_calls.is_empty() {
+            return self.on_text(&text);
+        }
+        if !terminal.is_empty() && tool_calls.len() > 1 {
+            return self.on_ambiguous(&tool_calls, terminal[0].name.clone());
+        }
+        if let Some(call) = terminal.first() {
+            return if call.name == SUBMIT_OUTPUT {
+                self.on_submit(call).await
+            } else {
+                self.on_escalate(call)
+            };
+        }
+        self.on_tool_calls(&tool_calls).await
+    }
+
+    fn is_terminal(&self, name: &str) -> bool {
+        (self.cfg.has_output_tool && name == SUBMIT_OUTPUT)
+            || (self.cfg.escalation_validator.is_some() && name == ESCALATE_TO_HUMAN)
+    }
+
+    fn on_text(&mut self, text: &str) -> Next<T> {
+        if !self.cfg.has_output_tool
+            && let Some(value) = T::from_text(text)
+        {
+            self.output = text.to_owned();
+            return Next::Stop(Ok(value));
+        }
+        self.request
+            .messages
+            .push(Message::user(feedback::plain_text_nudge()));
+        self.force_tool_call = true;
+        let summary = if text.trim().is_empty() {
+            "an empty turn: no text and no tool call".to_owned()
+        } else {
+            format!("plain text instead of a {SUBMIT_OUTPUT} call")
+        };
+        self.malformed(AttemptKind::SchemaNotCalled, summary)
+    }
+
+    fn on_ambiguous(&mut self, calls: &[ToolCall], terminal: String) -> Next<T> {
+        let results = calls
+            .iter()
+            .map(|c| ToolResult::error(&c.id, &c.name, feedback::ambiguous(c, calls, &terminal)))
+            .collect();
+        self.request.messages.push(Message::tool_results(results));
+        let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
+        self.malformed(
+            AttemptKind::AmbiguousTurn,
+            format!(
+                "{terminal} with other calls in one turn ({}); none executed",
+                names.join(", ")
+            ),
+        )
+    }
+
+    async fn on_submit(&mut self, call: &ToolCall) -> Next<T> {
+        let errors = match &call.arguments_error {
+            Some(error) => ValidationErrors::one(format!("/: {error}")),
+            None => match T::from_arguments(&call.arguments) {
+                Ok(value) => match self.check_output(&value) {
+                    Ok(()) => {
+                        self.output = call.arguments.to_string();
+                        self.grade(&value).await;
+                        return Next::Stop(Ok(value));
+                    }
+                    Err(errors) => errors,
+                },
+                Err(errors) => errors,
+            },
+        };
+        let feedback = feedback::rejected_submission(&errors);
+        self.request
+            .messages
+            .push(Message::tool_results(vec![ToolResult::error(
+                &call.id, &call.name, feedback,
+            )]));
+        self.malformed(AttemptKind::SchemaValidation, errors.to_string())
+    }
+
+    /// Runs the config's output validator, behind a catch boundary.
+    fn check_output(&self, value: &T) -> Result<(), ValidationErrors> {
+        let Some(check) = &self.cfg.settings.output_validator else {
+            return Ok(());
+        };
+        match std::panic::catch_unwind(AssertUnwindSafe(|| check(value))) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(message)) => Err(ValidationErrors::one(format!("/: {message}"))),
+            Err(payload) => Err(ValidationErrors::one(format!(
+                "/: the output validator panicked: {}",
+                panic_message(payload.as_ref())
+            ))),
+        }
+    }
+
+    async fn grade(&mut self, value: &T) {
+        let Some(grader) = &self.cfg.settings.grader else {
+            return;
+        };
+        let input = self.input.as_str();
+        let graded = AssertUnwindSafe(async move { grader.grade(value, input).await })
+            .catch_unwind()
+            .instrument(tracing::info_span!("grade"))
+            .await;
+        self.scores = match graded {
+            Ok(Ok(scores)) => match scores
+                .iter()
+                .find(|(_, v)| !(v.is_finite() && (0.0..=1.0).contains(*v)))
+            {
+                None => Some(scores),
+                Some((name, v)) => {
+                    tracing::warn!(score = %name, value = %v, "grader returned a score outside 0..=1; scores dropped");
+                    None
+                }
+            },
+            Ok(Err(message)) => {
+                tracing::warn!(error = %message, "grader failed; scores dropped");
+                None
+            }
+            Err(payload) => {
+                tracing::warn!(panic = %panic_message(payload.as_ref()), "grader panicked; scores dropped");
+                None
+            }
+        };
+    }
+
+    fn on_escalate(&mut self, call: &ToolCall) -> Next<T> {
+        let validated = match (&call.arguments_error, &self.cfg.escalation_validator) {
+            (Some(error), _) => Err(ValidationErrors::one(format!("/: {error}"))),
+            (None, Some(validator)) => validator.validate(&call.arguments),
+            (None, None) => Ok(()),
+        };
+        match validated {
+            Ok(()) => {
+                let field = |key: &str| {
+                    call.arguments
+                        .get(key)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned()
+                };
+                self.output = call.arguments.to_string();
+                Next::Stop(Err(AgentError::Escalated {
+                    reason: field("reason"),
+                    summary: field("summary"),
+                }))
+            }
+            Err(errors) => {
+                let feedback = format!("{ESCALATE_TO_HUMAN} was rejected: {errors}");
+                self.request
+                    .messages
+                    .push(Message::tool_results(vec![ToolResult::error(
+                        &call.id, &call.name, feedback,
+                    )]));
+                self.malformed(AttemptKind::SchemaValidation, errors.to_string())
+            }
+        }
+    }
+
+    async fn on_tool_calls(&mut self, calls: &[ToolCall]) -> Next<T> {
+        if let Some(reason) = self.guard.record_calls(calls) {
+            let error = AgentError::Stuck { reason };
+            let note = feedback::stopped(&error.to_string());
+            let results = calls
+                .iter()
+                .map(|c| ToolResult::error(&c.id, &c.name, note.clone()))
+                .collect();
+            self.request.messages.push(Message::tool_results(results));
+            return Next::Stop(Err(error));
+        }
+        let results = tools::run_tool_calls(
+            self.cfg,
+            calls,
+            &self.trace_id,
+            &self.state,
+            &mut self.usage.tool_calls,
+        )
+        .await;
+        let stuck = self.guard.record_results(&results);
+        self.request.messages.push(Message::tool_results(results));
+        match stuck {
+            Some(reason) => Next::Stop(Err(AgentError::Stuck { reason })),
+            None => Next::Continue,
+        }
+    }
+
+    /// Records a malformed turn; ends the run when the corrections are used up.
+    fn malformed(&mut self, kind: AttemptKind, message: String) -> Next<T> {
+        self.attempts
+            .push(Attempt::new(kind, self.usage.llm_calls, message));
+        if self.attempts.len() > self.cfg.settings.max_parse_retries as usize {
+            let attempts = std::mem::take(&mut self.attempts);
+            return Next::Stop(Err(AgentError::from_attempts(kind, attempts)));
+        }
+        Next::Continue
+    }
+
+    fn finish(self, outcome: Result<T, AgentError>, duration: Duration) -> AgentResult<T> {
+        let output = if outcome.is_ok() || !self.output.is_empty() {
+            self.output
+        } else {
+            self.last_text
+        };
+        let ending = match &outcome {
+            Ok(_) => Ending::Answered,
+            Err(e) => e.ending(),
+        };
+        tracing::debug!(
+            ending = ending.as_str(),
+            llm_calls = self.usage.llm_calls,
+            "run ended"
+        );
+        AgentResult {
+            outcome,
+            output,
+            trace_id: self.trace_id.to_string(),
+            usage: self.usage,
+            scores: self.scores,
+            duration,
+            transcript: self.request.messages,
+        }
+    }
+}
+
+/// Gives every call of a turn a unique, non-empty id (case C9: some servers send none).
+fn ensure_unique_ids(calls: &mut [ToolCall], trace_id: &str, llm_call: u32) {
+    let mut seen: HashSet<String> = HashSet::with_capacity(calls.len());
+    for (i, call) in calls.iter_mut().enumerate() {
+        if call.id.is_empty() || seen.contains(&call.id) {
+            let prefix = trace_id.get(..8).unwrap_or(trace_id);
+            call.id = format!("call_{prefix}_{llm_call}_{i}");
+        }
+        seen.insert(call.id.clone());
+    }
+}

@@ -1,0 +1,170 @@
+//! Running the user-tool calls of one turn: validation, the budget, bounded concurrency,
+//! and the catch boundary (errors, panics, timeouts become error results).
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::{FutureExt, StreamExt};
+use tracing::Instrument;
+
+use crate::config::{Compiled, CompiledTool};
+use crate::message::{ToolCall, ToolResult};
+use crate::observe::RunEvent;
+use crate::runner::feedback;
+use crate::runner::trace::{notify, panic_message};
+use crate::tool::{StateMap, ToolContext};
+
+/// What to do with one call.
+enum Plan<'c> {
+    /// Answer without running.
+    Answer(ToolResult),
+    /// Run this tool.
+    Run(&'c CompiledTool),
+}
+
+/// Runs the calls (none of them terminal) and returns one result per call, in emission
+/// order. `executed` is increased by the number of tool executions.
+pub(crate) async fn run_tool_calls<T>(
+    cfg: &Compiled<T>,
+    calls: &[ToolCall],
+    trace_id: &Arc<str>,
+    state: &Arc<StateMap>,
+    executed: &mut u32,
+) -> Vec<ToolResult> {
+    let limit = cfg.settings.max_tool_calls;
+    let plans: Vec<Plan<'_>> = calls
+        .iter()
+        .map(|call| {
+            let plan = plan_call(cfg, call);
+            match plan {
+                Plan::Run(_) if *executed >= limit => Plan::Answer(ToolResult::error(
+                    &call.id,
+                    &call.name,
+                    feedback::tool_limit(limit, !cfg.has_output_tool),
+                )),
+                Plan::Run(tool) => {
+                    *executed += 1;
+                    Plan::Run(tool)
+                }
+                answer => answer,
+            }
+        })
+        .collect();
+    let timeout = cfg.settings.tool_timeout;
+    let observer = cfg.settings.observer.as_deref();
+    let jobs = calls.iter().zip(plans).map(|(call, plan)| async move {
+        let started = Instant::now();
+        let result = match plan {
+            Plan::Answer(result) => result,
+            Plan::Run(tool) => execute(tool, call, trace_id, state, timeout).await,
+        };
+        notify(
+            observer,
+            &RunEvent::ToolFinished {
+                trace_id,
+                tool: &call.name,
+                call_id: &call.id,
+                is_error: result.is_error,
+                duration: started.elapsed(),
+            },
+        );
+        result
+    });
+    futures::stream::iter(jobs)
+        .buffered(cfg.settings.tool_concurrency)
+        .collect()
+        .await
+}
+
+fn plan_call<'c, T>(cfg: &'c Compiled<T>, call: &ToolCall) -> Plan<'c> {
+    let Some(&index) = cfg.tool_index.get(&call.name) else {
+        let available: Vec<&str> = cfg.offered.iter().map(|d| d.name.as_str()).collect();
+        return Plan::Answer(ToolResult::error(
+            &call.id,
+            &call.name,
+            feedback::unknown_tool(&call.name, &available.join(", ")),
+        ));
+    };
+    let Some(tool) = cfg.tools.get(index) else {
+        return Plan::Answer(ToolResult::error(
+            &call.id,
+            &call.name,
+            "tool table is inconsistent",
+        ));
+    };
+    if let Some(error) = &call.arguments_error {
+        return Plan::Answer(ToolResult::error(
+            &call.id,
+            &call.name,
+            feedback::unusable_arguments(&call.name, error),
+        ));
+    }
+    if let Err(errors) = tool.validator.validate(&call.arguments) {
+        return Plan::Answer(ToolResult::error(
+            &call.id,
+            &call.name,
+            feedback::invalid_tool_arguments(&call.name, &errors),
+        ));
+    }
+    Plan::Run(tool)
+}
+
+async fn execute(
+    tool: &CompiledTool,
+    call: &ToolCall,
+    trace_id: &Arc<str>,
+    state: &Arc<StateMap>,
+    timeout: Duration,
+) -> ToolResult {
+    let span = tracing::info_span!(
+        "execute_tool",
+        otel.name = %format_args!("execute_tool {}", call.name),
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %call.name,
+        gen_ai.tool.call.id = %call.id,
+        error.type = tracing::field::Empty,
+    );
+    let context = ToolContext::new(
+        &call.id,
+        &call.name,
+        Arc::clone(trace_id),
+        Arc::clone(state),
+    );
+    let arguments = call.arguments.clone();
+    let guarded =
+        AssertUnwindSafe(async move { tool.tool.call(arguments, context).await }).catch_unwind();
+    let outcome = tokio::time::timeout(timeout, guarded)
+        .instrument(span.clone())
+        .await;
+    let (content, error_type) = match outcome {
+        Ok(Ok(Ok(content))) => (Ok(content), None),
+        Ok(Ok(Err(e))) => (
+            Err(format!("{} failed: {e}", call.name)),
+            Some("tool_error"),
+        ),
+        Ok(Err(payload)) => (
+            Err(format!(
+                "{} failed: the tool panicked: {}",
+                call.name,
+                panic_message(payload.as_ref())
+            )),
+            Some("tool_panic"),
+        ),
+        Err(_) => (
+            Err(format!(
+                "{} failed: it timed out after {} ms",
+                call.name,
+                timeout.as_millis()
+            )),
+            Some("tool_timeout"),
+        ),
+    };
+    if let Some(kind) = error_type {
+        span.record("error.type", kind);
+    }
+    match content {
+        Ok(text) => ToolResult::ok(&call.id, &call.name, text),
+        Err(text) => ToolResult::error(&call.id, &call.name, text),
+    }
+}

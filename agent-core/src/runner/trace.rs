@@ -1,0 +1,36 @@
+//! Trace ids, panic messages, and observer calls behind a catch boundary.
+
+use std::any::Any;
+use std::fmt::Write;
+use std::panic::AssertUnwindSafe;
+
+use crate::observe::{Observer, RunEvent};
+
+/// A random W3C-style trace id: 32 lowercase hex digits.
+pub(crate) fn new_trace_id() -> String {
+    let mut id = String::with_capacity(32);
+    let value = fastrand::u128(1..);
+    let _ = write!(id, "{value:032x}");
+    id
+}
+
+/// The message of a caught panic.
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-string payload".to_owned()
+    }
+}
+
+/// Calls the observer, if any; a panic in it is caught and traced.
+pub(crate) fn notify(observer: Option<&dyn Observer>, event: &RunEvent<'_>) {
+    if let Some(observer) = observer
+        && let Err(payload) =
+            std::panic::catch_unwind(AssertUnwindSafe(|| observer.on_event(event)))
+    {
+        tracing::warn!(panic = %panic_message(payload.as_ref()), "observer panicked; event dropped");
+    }
+}

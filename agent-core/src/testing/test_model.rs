@@ -1,0 +1,125 @@
+//! [`TestModel`]: the built-in model `test`, schema-driven, no script, no network.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::config::ESCALATE_TO_HUMAN;
+use crate::llm::{
+    LlmClient, LlmFuture, LlmRequest, LlmResponse, StopReason, TokenUsage, ToolChoice,
+};
+use crate::message::{Message, ToolCall};
+use crate::output::SUBMIT_OUTPUT;
+use crate::testing::example::example_for_schema;
+use crate::tool::ToolDefinition;
+
+/// A model that needs no script: it reads the offered tools and answers with
+/// schema-valid arguments.
+///
+/// - With `submit_output` offered, it submits an example value built from its schema
+///   ([`example_for_schema`](crate::testing::example_for_schema)).
+/// - With [`calling_tools_first`](Self::calling_tools_first), it first calls every other
+///   offered tool once, in one turn, with example arguments; then submits.
+/// - Without `submit_output` (compat mode), it answers with a short text.
+///
+/// Usage is estimated at four characters per token, so token budgets behave plausibly.
+/// `.model("test")` routes here; the examples fall back to it when no provider is
+/// configured, and say so.
+#[derive(Debug, Default)]
+pub struct TestModel {
+    tools_first: bool,
+    next_id: AtomicU64,
+}
+
+impl TestModel {
+    /// A test model that submits at once.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Calls every other offered tool once before submitting.
+    #[must_use]
+    pub fn calling_tools_first(mut self) -> Self {
+        self.tools_first = true;
+        self
+    }
+
+    fn call(&self, def: &ToolDefinition) -> ToolCall {
+        let n = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        ToolCall::new(
+            format!("test_call_{n}"),
+            def.name.clone(),
+            example_for_schema(&def.parameters),
+        )
+    }
+
+    fn answer(&self, request: &LlmRequest) -> LlmResponse {
+        let forced = match &request.tool_choice {
+            ToolChoice::Tool(name) => request.tools.iter().find(|t| &t.name == name),
+            _ => None,
+        };
+        if let Some(def) = forced {
+            return LlmResponse::tool_calls(vec![self.call(def)]);
+        }
+        let has_results = request
+            .messages
+            .iter()
+            .any(|m| matches!(m, Message::Tool { .. }));
+        if self.tools_first && !has_results {
+            let calls: Vec<ToolCall> = request
+                .tools
+                .iter()
+                .filter(|t| t.name != SUBMIT_OUTPUT && t.name != ESCALATE_TO_HUMAN)
+                .map(|t| self.call(t))
+                .collect();
+            if !calls.is_empty() {
+                return LlmResponse::tool_calls(calls);
+            }
+        }
+        match request.tools.iter().find(|t| t.name == SUBMIT_OUTPUT) {
+            Some(def) => LlmResponse::tool_calls(vec![self.call(def)]),
+            None => LlmResponse::text("This is the built-in test model's answer.")
+                .with_stop_reason(StopReason::EndTurn),
+        }
+    }
+}
+
+fn estimate_tokens(request: &LlmRequest) -> u64 {
+    let mut chars = request.system.as_ref().map_or(0, String::len);
+    for m in &request.messages {
+        chars += match m {
+            Message::User { content } => content.len(),
+            Message::Assistant { text, tool_calls } => {
+                text.len()
+                    + tool_calls
+                        .iter()
+                        .map(|c| c.arguments.to_string().len())
+                        .sum::<usize>()
+            }
+            Message::Tool { results } => results.iter().map(|r| r.content.len()).sum(),
+        };
+    }
+    chars += request
+        .tools
+        .iter()
+        .map(|t| t.description.len() + t.parameters.to_string().len())
+        .sum::<usize>();
+    (chars as u64).div_ceil(4)
+}
+
+impl LlmClient for TestModel {
+    fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
+        let response = self.answer(request);
+        let output_chars = response.text.len()
+            + response
+                .tool_calls
+                .iter()
+                .map(|c| c.arguments.to_string().len())
+                .sum::<usize>();
+        let usage = TokenUsage::new(estimate_tokens(request), (output_chars as u64).div_ceil(4));
+        let response = response.with_usage(usage);
+        Box::pin(async move { Ok(response) })
+    }
+
+    fn provider(&self) -> &str {
+        "test"
+    }
+}

@@ -1,0 +1,247 @@
+//! The [`Tool`] trait, tool definitions, and the context a tool runs with.
+
+use std::any::{Any, TypeId, type_name};
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What the model sees of a tool: its name, description and parameter schema.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ToolDefinition {
+    /// The name; must match `^[A-Za-z0-9_-]{1,64}$` (the strictest provider rule, OpenAI's).
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// The JSON Schema of the arguments; an object schema at the root.
+    pub parameters: Value,
+}
+
+impl ToolDefinition {
+    /// A definition from its parts.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+        }
+    }
+}
+
+/// The future a [`Tool`] returns.
+pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<String, ToolError>> + Send + 'a>>;
+
+/// A tool the model can call.
+///
+/// Write one by hand, or let `#[tool]` generate it from an async fn. The runner
+/// validates the arguments against [`ToolDefinition::parameters`] before calling
+/// [`call`](Self::call), so a tool never sees arguments that break its schema. A tool
+/// that fails returns a [`ToolError`]; a panic or a timeout is caught by the runner.
+/// Every failure goes back to the model as a tool result marked as an error; tool
+/// failures never end a run.
+pub trait Tool: Send + Sync + 'static {
+    /// The tool's definition. Called once, when the registry is built.
+    fn definition(&self) -> ToolDefinition;
+
+    /// Runs the tool with schema-valid arguments. The returned string is the tool
+    /// result's content.
+    ///
+    /// # Errors
+    /// A [`ToolError`] whose message is shown to the model.
+    fn call<'a>(&'a self, arguments: Value, context: ToolContext) -> ToolFuture<'a>;
+
+    /// The application state types this tool reads through [`ToolContext::state`]. The
+    /// config's `build()` rejects a config that lacks one, with a `ConfigError`.
+    fn required_state(&self) -> Vec<StateRequirement> {
+        Vec::new()
+    }
+}
+
+/// A failed tool execution; the message is shown to the model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolError {
+    message: String,
+}
+
+impl ToolError {
+    /// A tool error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+/// One application state type a tool needs (see [`Tool::required_state`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StateRequirement {
+    /// The type's id.
+    pub type_id: TypeId,
+    /// The type's name, for the error message.
+    pub type_name: &'static str,
+}
+
+impl StateRequirement {
+    /// The requirement for state of type `S`.
+    pub fn of<S: Send + Sync + 'static>() -> Self {
+        Self {
+            type_id: TypeId::of::<S>(),
+            type_name: type_name::<S>(),
+        }
+    }
+}
+
+/// Application state shared with tools: one value per type (a DB pool, an HTTP client).
+///
+/// Set with the config builder's `state(value)`; read in a tool with
+/// [`ToolContext::state`] (or a `State<T>` parameter of a `#[tool]` fn).
+#[derive(Clone, Default)]
+pub struct StateMap {
+    values: HashMap<TypeId, (Arc<dyn Any + Send + Sync>, &'static str)>,
+}
+
+impl StateMap {
+    /// An empty map.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Inserts a value, replacing any earlier value of the same type.
+    pub fn insert<S: Send + Sync + 'static>(&mut self, value: S) {
+        self.insert_arc(Arc::new(value));
+    }
+
+    /// Inserts a shared value, replacing any earlier value of the same type.
+    pub fn insert_arc<S: Send + Sync + 'static>(&mut self, value: Arc<S>) {
+        self.values
+            .insert(TypeId::of::<S>(), (value, type_name::<S>()));
+    }
+
+    /// The value of type `S`, if present.
+    pub fn get<S: Send + Sync + 'static>(&self) -> Option<Arc<S>> {
+        let (value, _) = self.values.get(&TypeId::of::<S>())?;
+        Arc::clone(value).downcast::<S>().ok()
+    }
+
+    /// Whether a value of this type id is present.
+    pub fn contains(&self, type_id: TypeId) -> bool {
+        self.values.contains_key(&type_id)
+    }
+}
+
+impl fmt::Debug for StateMap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Only type names: state may hold secrets (clients with keys).
+        f.debug_set()
+            .entries(self.values.values().map(|(_, name)| name))
+            .finish()
+    }
+}
+
+/// What a tool knows about the call it serves: the call id, the run's trace id, and the
+/// application state.
+#[derive(Clone, Debug)]
+pub struct ToolContext {
+    call_id: String,
+    tool_name: String,
+    trace_id: Arc<str>,
+    state: Arc<StateMap>,
+}
+
+impl ToolContext {
+    /// A context (the runner builds these; tests of a tool may too).
+    pub fn new(
+        call_id: impl Into<String>,
+        tool_name: impl Into<String>,
+        trace_id: Arc<str>,
+        state: Arc<StateMap>,
+    ) -> Self {
+        Self {
+            call_id: call_id.into(),
+            tool_name: tool_name.into(),
+            trace_id,
+            state,
+        }
+    }
+
+    /// A context for calling a tool directly in a unit test: call id `test-call`,
+    /// trace id `test-trace`, the given state.
+    pub fn for_test(tool_name: impl Into<String>, state: StateMap) -> Self {
+        Self::new(
+            "test-call",
+            tool_name,
+            Arc::from("test-trace"),
+            Arc::new(state),
+        )
+    }
+
+    /// The id of the tool call being served.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// The name of the tool being called.
+    pub fn tool_name(&self) -> &str {
+        &self.tool_name
+    }
+
+    /// The run's trace id (32 lowercase hex digits).
+    pub fn trace_id(&self) -> &str {
+        &self.trace_id
+    }
+
+    /// The application state of type `S`, if the config holds one.
+    pub fn state<S: Send + Sync + 'static>(&self) -> Option<Arc<S>> {
+        self.state.get::<S>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_map_returns_values_by_type() {
+        let mut map = StateMap::new();
+        map.insert(41_u32);
+        map.insert(String::from("db"));
+        map.insert(42_u32);
+        assert_eq!(map.get::<u32>().as_deref(), Some(&42));
+        assert_eq!(
+            map.get::<String>().as_deref().map(String::as_str),
+            Some("db")
+        );
+        assert!(map.get::<i64>().is_none());
+        assert!(map.contains(TypeId::of::<u32>()));
+        assert_eq!(format!("{map:?}").matches("u32").count(), 1);
+    }
+
+    #[test]
+    fn context_exposes_ids_and_state() {
+        let mut map = StateMap::new();
+        map.insert(7_u8);
+        let ctx = ToolContext::for_test("lookup", map);
+        assert_eq!(ctx.call_id(), "test-call");
+        assert_eq!(ctx.trace_id(), "test-trace");
+        assert_eq!(ctx.tool_name(), "lookup");
+        assert_eq!(ctx.state::<u8>().as_deref(), Some(&7));
+    }
+}

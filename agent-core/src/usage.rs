@@ -1,0 +1,40 @@
+//! [`Usage`]: what a run spent.
+
+use serde::{Deserialize, Serialize};
+
+use crate::llm::TokenUsage;
+
+/// What a run spent: round trips, tool executions, tokens and cost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Usage {
+    /// Round trips to the model, failed ones included.
+    pub llm_calls: u32,
+    /// Tool executions (the tool's code ran; failed, panicked and timed-out ones included;
+    /// `submit_output` never).
+    pub tool_calls: u32,
+    /// Input tokens over all successful round trips (tokens).
+    pub input_tokens: u64,
+    /// Output tokens over all successful round trips (tokens).
+    pub output_tokens: u64,
+    /// Input tokens read from the prompt cache (tokens; part of `input_tokens`).
+    pub cache_read_tokens: u64,
+    /// Input tokens written to the prompt cache (tokens; part of `input_tokens`).
+    pub cache_write_tokens: u64,
+    /// The cost (USD), when the model has a price in the config's pricing table.
+    pub cost_usd: Option<f64>,
+}
+
+impl Usage {
+    /// Input plus output tokens (tokens).
+    pub fn total_tokens(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+
+    pub(crate) fn add_tokens(&mut self, tokens: &TokenUsage) {
+        self.input_tokens += tokens.input_tokens;
+        self.output_tokens += tokens.output_tokens;
+        self.cache_read_tokens += tokens.cache_read_tokens;
+        self.cache_write_tokens += tokens.cache_write_tokens;
+    }
+}

@@ -1,0 +1,172 @@
+//! Validation of JSON values against a JSON Schema, with path-qualified messages.
+//!
+//! The schema is compiled once (by the `jsonschema` crate, draft 2020-12) and reused.
+
+use std::fmt;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// A compiled JSON Schema.
+#[derive(Clone, Debug)]
+pub struct SchemaValidator {
+    inner: jsonschema::Validator,
+}
+
+impl SchemaValidator {
+    /// Compiles a schema (draft 2020-12; no remote references are fetched).
+    ///
+    /// # Errors
+    /// A message saying why the schema is not a valid JSON Schema.
+    pub fn new(schema: &Value) -> Result<Self, String> {
+        jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .build(schema)
+            .map(|inner| Self { inner })
+            .map_err(|e| format!("invalid JSON Schema: {e}"))
+    }
+
+    /// Checks `instance` against the schema.
+    ///
+    /// # Errors
+    /// Every violation, each as `"<JSON pointer>: <rule>"`, for example
+    /// `"/severity: 9 is greater than the maximum of 4"` (the root is `"/"`).
+    pub fn validate(&self, instance: &Value) -> Result<(), ValidationErrors> {
+        if self.inner.is_valid(instance) {
+            return Ok(());
+        }
+        let errors: Vec<String> = self
+            .inner
+            .iter_errors(instance)
+            .map(|e| format!("{}: {}", pointer_or_root(e.instance_path().as_str()), e))
+            .collect();
+        Err(ValidationErrors::new(errors))
+    }
+
+    /// Checks `instance` against the schema, then deserializes it.
+    ///
+    /// # Errors
+    /// The schema violations, or serde's error (with its path) when the value is
+    /// schema-valid but does not deserialize.
+    pub fn validate_into<T: DeserializeOwned>(
+        &self,
+        instance: &Value,
+    ) -> Result<T, ValidationErrors> {
+        self.validate(instance)?;
+        deserialize(instance)
+    }
+}
+
+/// Deserializes a value, turning serde's error into a [`ValidationErrors`].
+///
+/// # Errors
+/// One message naming what did not deserialize.
+pub fn deserialize<T: DeserializeOwned>(instance: &Value) -> Result<T, ValidationErrors> {
+    T::deserialize(instance).map_err(|e| ValidationErrors::one(format!("/: {e}")))
+}
+
+fn pointer_or_root(pointer: &str) -> &str {
+    if pointer.is_empty() { "/" } else { pointer }
+}
+
+/// Why a value was rejected: one message per violation, each naming the JSON path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValidationErrors {
+    messages: Vec<String>,
+}
+
+impl ValidationErrors {
+    /// Errors from a list of messages.
+    pub fn new(messages: Vec<String>) -> Self {
+        Self { messages }
+    }
+
+    /// A single error.
+    pub fn one(message: impl Into<String>) -> Self {
+        Self {
+            messages: vec![message.into()],
+        }
+    }
+
+    /// The messages, one per violation.
+    pub fn messages(&self) -> &[String] {
+        &self.messages
+    }
+}
+
+impl fmt::Display for ValidationErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.messages.join("; "))
+    }
+}
+
+impl std::error::Error for ValidationErrors {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn triage_schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "severity": {"type": "integer", "minimum": 1, "maximum": 4},
+                "summary": {"type": "string", "minLength": 3}
+            },
+            "required": ["severity", "summary"],
+            "additionalProperties": false
+        })
+    }
+
+    #[test]
+    fn messages_name_the_path_and_the_rule() {
+        let v = SchemaValidator::new(&triage_schema()).unwrap();
+        let err = v
+            .validate(&json!({"severity": 9, "summary": "ok!"}))
+            .unwrap_err();
+        assert_eq!(
+            err.messages(),
+            ["/severity: 9 is greater than the maximum of 4"]
+        );
+    }
+
+    #[test]
+    fn every_violation_is_reported_and_the_root_is_slash() {
+        let v = SchemaValidator::new(&triage_schema()).unwrap();
+        let err = v.validate(&json!({"severity": 0})).unwrap_err();
+        let msgs = err.messages();
+        assert_eq!(msgs.len(), 2, "{msgs:?}");
+        assert!(
+            msgs.iter()
+                .any(|m| m.starts_with("/: ") && m.contains("summary"))
+        );
+        assert!(msgs.iter().any(|m| m.starts_with("/severity: ")));
+    }
+
+    #[test]
+    fn valid_values_deserialize() {
+        #[derive(serde::Deserialize, Debug, PartialEq)]
+        struct T {
+            severity: u8,
+            summary: String,
+        }
+        let v = SchemaValidator::new(&triage_schema()).unwrap();
+        let t: T = v
+            .validate_into(&json!({"severity": 2, "summary": "abc"}))
+            .unwrap();
+        assert_eq!(
+            t,
+            T {
+                severity: 2,
+                summary: "abc".into()
+            }
+        );
+    }
+
+    #[test]
+    fn an_invalid_schema_is_an_error_not_a_panic() {
+        let err = SchemaValidator::new(&json!({"type": 12})).unwrap_err();
+        assert!(err.starts_with("invalid JSON Schema"), "{err}");
+    }
+}
