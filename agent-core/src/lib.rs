@@ -42,6 +42,7 @@ pub mod providers;
 mod registry;
 mod result;
 mod runner;
+pub mod schema;
 pub mod testing;
 mod tool;
 mod usage;

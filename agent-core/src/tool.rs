@@ -156,6 +156,27 @@ impl fmt::Debug for StateMap {
     }
 }
 
+/// Application state of type `S`, as a `#[tool]` fn parameter: `db: State<Db>`.
+///
+/// The macro reads it from the config's state (set with the builder's `state(value)`)
+/// and declares it in [`Tool::required_state`], so a config that lacks it is rejected
+/// at `build()`.
+#[derive(Debug)]
+pub struct State<S>(pub Arc<S>);
+
+impl<S> Clone for State<S> {
+    fn clone(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+}
+
+impl<S> std::ops::Deref for State<S> {
+    type Target = S;
+    fn deref(&self) -> &S {
+        &self.0
+    }
+}
+
 /// What a tool knows about the call it serves: the call id, the run's trace id, and the
 /// application state.
 #[derive(Clone, Debug)]
