@@ -68,7 +68,7 @@ pub use result::AgentResult;
 pub use runner::run_agent;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
-    StateMap, StateRequirement, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,
+    State, StateMap, StateRequirement, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,
 };
 pub use usage::Usage;
 pub use validate::{SchemaValidator, ValidationErrors};
