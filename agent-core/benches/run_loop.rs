@@ -45,7 +45,11 @@ fn triage_schema() -> Value {
 
 impl AgentOutput for Triage {
     fn output_tool() -> Option<ToolDefinition> {
-        Some(ToolDefinition::new("submit_output", "Submit the triage.", triage_schema()))
+        Some(ToolDefinition::new(
+            "submit_output",
+            "Submit the triage.",
+            triage_schema(),
+        ))
     }
     fn from_arguments(arguments: &Value) -> Result<Self, ValidationErrors> {
         static V: OnceLock<SchemaValidator> = OnceLock::new();
@@ -71,7 +75,9 @@ impl Tool for LookupOrder {
     fn call<'a>(&'a self, arguments: Value, _ctx: ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             let id = arguments["order_id"].as_str().unwrap_or_default();
-            Ok(format!(r#"{{"order_id":"{id}","status":"shipped","carrier":"DHL"}}"#))
+            Ok(format!(
+                r#"{{"order_id":"{id}","status":"shipped","carrier":"DHL"}}"#
+            ))
         })
     }
 }
@@ -84,8 +90,15 @@ struct TwoTurns {
 
 impl LlmClient for TwoTurns {
     fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
-        let answered = request.messages.iter().any(|m| matches!(m, Message::Tool { .. }));
-        let response = if answered { &self.submit_turn } else { &self.tool_turn };
+        let answered = request
+            .messages
+            .iter()
+            .any(|m| matches!(m, Message::Tool { .. }));
+        let response = if answered {
+            &self.submit_turn
+        } else {
+            &self.tool_turn
+        };
         let response = response.clone();
         Box::pin(async move { Ok(response) })
     }

@@ -30,6 +30,7 @@
 //! ```
 
 mod backoff;
+mod batch;
 mod config;
 mod error;
 mod grader;
@@ -50,6 +51,7 @@ mod validate;
 
 pub use agent_macros::{agent_output, tool};
 pub use backoff::Backoff;
+pub use batch::{Batch, Receipt, run_batch};
 pub use config::{
     AgentConfig, AgentConfigBuilder, ConfigError, ESCALATE_TO_HUMAN, OutputValidator,
 };

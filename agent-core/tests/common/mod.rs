@@ -69,6 +69,8 @@ pub enum Behaviour {
     Panic,
     /// Sleeps this long, then echoes.
     Sleep(Duration),
+    /// Returns this text whatever the arguments.
+    Fixed(&'static str),
 }
 
 /// A tool with a name, a behaviour, and a shared execution counter.
@@ -119,6 +121,7 @@ impl Tool for TestTool {
                 Behaviour::Echo => Ok(json!({"order_id": id, "status": "shipped"}).to_string()),
                 Behaviour::Fail => Err(ToolError::new(format!("order {id} not found"))),
                 Behaviour::Panic => panic!("lookup exploded on {id}"),
+                Behaviour::Fixed(text) => Ok(text.to_owned()),
                 Behaviour::Sleep(d) => {
                     tokio::time::sleep(d).await;
                     Ok(json!({"order_id": id, "slept_ms": d.as_millis() as u64}).to_string())

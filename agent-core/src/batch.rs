@@ -1,0 +1,178 @@
+//! [`run_batch`] and its [`Receipt`]: many inputs, every run accounted for.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use serde::Serialize;
+
+use crate::config::AgentConfig;
+use crate::error::{AgentError, Ending};
+use crate::output::AgentOutput;
+use crate::result::AgentResult;
+use crate::runner::run_agent;
+
+/// The results of a batch, in input order, and its receipt.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Batch<T> {
+    /// One result per input, in input order.
+    pub results: Vec<AgentResult<T>>,
+    /// Counts, spend and latency over all results.
+    pub receipt: Receipt,
+}
+
+/// Runs the agent on every input, at most `concurrency` runs at a time (a `concurrency`
+/// of 0 is treated as 1), and returns every result in input order with a [`Receipt`].
+///
+/// Like [`run_agent`], never panics and never returns early: each input ends in its own
+/// `AgentResult`. The runs share the current task, so dropping the returned future stops
+/// them all.
+pub async fn run_batch<T, I, S>(config: &AgentConfig<T>, inputs: I, concurrency: usize) -> Batch<T>
+where
+    T: AgentOutput,
+    I: IntoIterator<Item = S>,
+    S: Into<String>,
+{
+    let started = Instant::now();
+    let results: Vec<AgentResult<T>> = futures::stream::iter(inputs)
+        .map(|input| run_agent(config, input))
+        .buffered(concurrency.max(1))
+        .collect()
+        .await;
+    let mut receipt = Receipt::from_results(&results);
+    receipt.wall_time = started.elapsed();
+    Batch { results, receipt }
+}
+
+/// What a batch did: counts per ending and per category, tokens, cost, and run
+/// durations. Its `Display` is a plain-text table.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Receipt {
+    /// The number of runs.
+    pub runs: usize,
+    /// Runs per ending (every ending present, zero included).
+    pub endings: BTreeMap<Ending, usize>,
+    /// Failed runs per error category (only categories that occurred).
+    pub categories: BTreeMap<&'static str, usize>,
+    /// Round trips over all runs.
+    pub llm_calls: u64,
+    /// Tool executions over all runs.
+    pub tool_calls: u64,
+    /// Input tokens over all runs (tokens).
+    pub input_tokens: u64,
+    /// Output tokens over all runs (tokens).
+    pub output_tokens: u64,
+    /// Cost over the runs that have one (USD); `None` when no run was priced.
+    pub cost_usd: Option<f64>,
+    /// Median run duration.
+    pub p50: Duration,
+    /// 95th-percentile run duration.
+    pub p95: Duration,
+    /// Wall-clock time of the whole batch (zero when built with [`Receipt::from_results`]).
+    pub wall_time: Duration,
+}
+
+impl Receipt {
+    /// A receipt over any results.
+    pub fn from_results<T>(results: &[AgentResult<T>]) -> Self {
+        let mut endings: BTreeMap<Ending, usize> = Ending::ALL.iter().map(|e| (*e, 0)).collect();
+        let mut categories = BTreeMap::new();
+        let mut r = Receipt {
+            runs: results.len(),
+            ..Receipt::default()
+        };
+        let mut durations: Vec<Duration> = Vec::with_capacity(results.len());
+        for result in results {
+            *endings.entry(result.ending()).or_insert(0) += 1;
+            if let Err(e) = &result.outcome {
+                *categories.entry(AgentError::category(e)).or_insert(0) += 1;
+            }
+            r.llm_calls += u64::from(result.usage.llm_calls);
+            r.tool_calls += u64::from(result.usage.tool_calls);
+            r.input_tokens += result.usage.input_tokens;
+            r.output_tokens += result.usage.output_tokens;
+            if let Some(cost) = result.usage.cost_usd {
+                r.cost_usd = Some(r.cost_usd.unwrap_or(0.0) + cost);
+            }
+            durations.push(result.duration);
+        }
+        durations.sort_unstable();
+        r.p50 = percentile(&durations, 50);
+        r.p95 = percentile(&durations, 95);
+        r.endings = endings;
+        r.categories = categories;
+        r
+    }
+
+    /// The number of runs with this ending.
+    pub fn count(&self, ending: Ending) -> usize {
+        self.endings.get(&ending).copied().unwrap_or(0)
+    }
+}
+
+/// The nearest-rank percentile of sorted durations (zero for none).
+fn percentile(sorted: &[Duration], pct: usize) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = (pct * sorted.len()).div_ceil(100).max(1);
+    sorted[rank.min(sorted.len()) - 1]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
+}
+
+impl fmt::Display for Receipt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pct = |n: usize| {
+            if self.runs == 0 {
+                0.0
+            } else {
+                n as f64 * 100.0 / self.runs as f64
+            }
+        };
+        writeln!(f, "{:<28} {:>8} {:>7}", "ending", "runs", "share")?;
+        writeln!(f, "{}", "-".repeat(45))?;
+        for (ending, n) in &self.endings {
+            writeln!(f, "{:<28} {:>8} {:>6.1}%", ending.as_str(), n, pct(*n))?;
+        }
+        if !self.categories.is_empty() {
+            writeln!(f, "{}", "-".repeat(45))?;
+            writeln!(f, "{:<28} {:>8} {:>7}", "category", "runs", "share")?;
+            for (category, n) in &self.categories {
+                writeln!(f, "{:<28} {:>8} {:>6.1}%", category, n, pct(*n))?;
+            }
+        }
+        writeln!(f, "{}", "-".repeat(45))?;
+        writeln!(f, "{:<28} {:>16}", "runs", self.runs)?;
+        writeln!(f, "{:<28} {:>16}", "llm calls", self.llm_calls)?;
+        writeln!(f, "{:<28} {:>16}", "tool calls", self.tool_calls)?;
+        writeln!(f, "{:<28} {:>16}", "input tokens", self.input_tokens)?;
+        writeln!(f, "{:<28} {:>16}", "output tokens", self.output_tokens)?;
+        let cost = self
+            .cost_usd
+            .map_or_else(|| "n/a".to_owned(), |c| format!("${c:.4}"));
+        writeln!(f, "{:<28} {:>16}", "cost", cost)?;
+        writeln!(f, "{:<28} {:>16}", "duration p50", ms(self.p50))?;
+        writeln!(f, "{:<28} {:>16}", "duration p95", ms(self.p95))?;
+        write!(f, "{:<28} {:>16}", "wall time", ms(self.wall_time))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_use_the_nearest_rank() {
+        let d: Vec<Duration> = (1..=20).map(Duration::from_millis).collect();
+        assert_eq!(percentile(&d, 50), Duration::from_millis(10));
+        assert_eq!(percentile(&d, 95), Duration::from_millis(19));
+        assert_eq!(percentile(&d[..1], 95), Duration::from_millis(1));
+        assert_eq!(percentile(&[], 50), Duration::ZERO);
+    }
+}

@@ -1,0 +1,127 @@
+//! `run_batch` and its receipt: 10,000 scripted runs, every one accounted for.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use agent_core::{
+    Backoff, Ending, LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, Message, Receipt,
+    TokenUsage, ToolCall, run_batch,
+};
+use common::*;
+use serde_json::json;
+
+/// Behaves by the input's number modulo 7, so every ending and several categories occur.
+struct ByInput;
+
+impl LlmClient for ByInput {
+    fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
+        let n: u64 = match &request.messages[0] {
+            Message::User { content } => content.parse().unwrap(),
+            _ => unreachable!(),
+        };
+        let turn = request
+            .messages
+            .iter()
+            .filter(|m| matches!(m, Message::Assistant { .. }))
+            .count();
+        let call = |name: &str, args| {
+            LlmResponse::tool_calls(vec![ToolCall::new(format!("c{turn}"), name, args)])
+        };
+        let out = match (n % 7, turn) {
+            (0, _) => Ok(call("submit_output", valid())),
+            (1, _) => Ok(LlmResponse::text("no idea")),
+            (2, _) => Err(LlmError::permanent("bad request").with_status(400)),
+            (3, _) => Err(LlmError::transient("overloaded").with_status(529)),
+            (4, 0) => Ok(call("lookup", order(&format!("A{n}")))),
+            (4, _) => Ok(call("submit_output", valid())),
+            (5, _) => Ok(call(
+                "escalate_to_human",
+                json!({"reason": "r", "summary": "s"}),
+            )),
+            (6, _) => Ok(call("lookup", order("same"))),
+            _ => unreachable!(),
+        };
+        Box::pin(async move { out.map(|r| r.with_usage(TokenUsage::new(10, 2))) })
+    }
+}
+
+#[tokio::test]
+async fn ten_thousand_runs_are_all_accounted_for_in_input_order() {
+    let lookup = TestTool::new("lookup", Behaviour::Echo);
+    let config = agent_core::AgentConfig::<Triage>::builder("batch")
+        .llm(ByInput)
+        .tool(lookup.clone())
+        .escalation(true)
+        .backoff(Backoff::none())
+        .build()
+        .unwrap();
+    let inputs: Vec<String> = (0..10_000u64).map(|n| n.to_string()).collect();
+    let batch = run_batch(&config, inputs, 64).await;
+    assert_eq!(batch.results.len(), 10_000);
+    for (n, r) in batch.results.iter().enumerate() {
+        assert_eq!(r.transcript[0], Message::user(n.to_string()), "input order");
+        let expected = match n % 7 {
+            0 | 4 => None,
+            1 => Some("schema_not_called"),
+            2 => Some("llm_permanent_error"),
+            3 => Some("max_llm_retries"),
+            5 => Some("escalated"),
+            6 => Some("stuck"),
+            _ => unreachable!(),
+        };
+        assert_eq!(r.category(), expected, "input {n}");
+    }
+    let receipt = &batch.receipt;
+    let per_class = |k: u64| (0..10_000u64).filter(|n| n % 7 == k).count();
+    assert_eq!(receipt.runs, 10_000);
+    assert_eq!(receipt.count(Ending::Answered), per_class(0) + per_class(4));
+    assert_eq!(receipt.count(Ending::Exhausted), per_class(1));
+    assert_eq!(receipt.count(Ending::Failed), per_class(2) + per_class(3));
+    assert_eq!(receipt.count(Ending::Escalated), per_class(5));
+    assert_eq!(receipt.count(Ending::Stuck), per_class(6));
+    assert_eq!(receipt.endings.values().sum::<usize>(), 10_000);
+    assert_eq!(receipt.categories["max_llm_retries"], per_class(3));
+    assert_eq!(
+        receipt.categories.values().sum::<usize>(),
+        10_000 - per_class(0) - per_class(4)
+    );
+    // Round trips: 1 (answer), 3 (text x3), 1 (permanent), 3 (transient x3), 2, 1, 2 (stuck on the repeat).
+    let calls: u64 = [1u64, 3, 1, 3, 2, 1, 2]
+        .iter()
+        .enumerate()
+        .map(|(k, c)| c * per_class(k as u64) as u64)
+        .sum();
+    assert_eq!(receipt.llm_calls, calls);
+    assert_eq!(receipt.tool_calls, (per_class(4) + per_class(6)) as u64);
+    assert_eq!(u64::from(lookup.runs()), receipt.tool_calls);
+    assert!(receipt.p50 <= receipt.p95);
+    assert!(receipt.cost_usd.is_none());
+
+    let table = receipt.to_string();
+    assert!(table.contains("answered"), "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("stuck") && l.contains(&per_class(6).to_string())),
+        "{table}"
+    );
+}
+
+#[tokio::test]
+async fn an_empty_batch_and_zero_concurrency_are_fine() {
+    let config = agent_core::AgentConfig::<Triage>::builder("b")
+        .model("test")
+        .build()
+        .unwrap();
+    let batch = run_batch(&config, Vec::<String>::new(), 0).await;
+    assert!(batch.results.is_empty());
+    assert_eq!(batch.receipt.runs, 0);
+    let batch = run_batch(&config, ["a", "b"], 0).await;
+    assert_eq!(batch.receipt.count(Ending::Answered), 2);
+    assert_eq!(Receipt::from_results(&batch.results).runs, 2);
+    assert_eq!(
+        batch.receipt.cost_usd,
+        Some(0.0),
+        "the test model is priced at zero"
+    );
+}

@@ -1,0 +1,284 @@
+//! Token, cost, deadline and cancellation budgets: each fires before the call that would
+//! pass it, at an exact request count.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use agent_core::testing::{ScriptStep, ScriptedModel};
+use agent_core::{
+    AgentError, Budget, CancellationToken, ConfigError, Ending, LlmResponse, ModelPrice,
+    TokenUsage, Tool, ToolChoice, ToolContext, ToolDefinition, ToolFuture, run_agent,
+};
+use common::*;
+use serde_json::{Value, json};
+
+/// A tool-call turn that used 100 input and 50 output tokens.
+fn costly_tool_turn(model: &ScriptedModel, id: &str) -> LlmResponse {
+    LlmResponse::tool_calls(vec![model.call("lookup", order(id))])
+        .with_usage(TokenUsage::new(100, 50))
+}
+
+#[tokio::test]
+async fn token_budget_stops_before_the_call_that_would_pass_it() {
+    let lookup = TestTool::new("lookup", Behaviour::Echo);
+    let model = ScriptedModel::new();
+    let (t1, t2, t3) = (
+        costly_tool_turn(&model, "A1"),
+        costly_tool_turn(&model, "A2"),
+        costly_tool_turn(&model, "A3"),
+    );
+    let model = model.respond(t1).respond(t2).respond(t3).submit(valid());
+    // 150 tokens a call: after two calls 300 are used; a third would reach 450 > 400.
+    let config = builder(&model, &[&lookup])
+        .max_total_tokens(400)
+        .build()
+        .unwrap();
+    let r = run_agent(&config, "ticket").await;
+    let err = r.outcome.unwrap_err();
+    assert_eq!(err.category(), "budget_exhausted");
+    assert_eq!(err.ending(), Ending::Exhausted);
+    assert_eq!(
+        err,
+        AgentError::BudgetExhausted {
+            budget: Budget::TotalTokens {
+                limit: 400,
+                used: 300
+            }
+        }
+    );
+    assert_eq!(model.request_count(), 2);
+    assert_eq!((r.usage.input_tokens, r.usage.output_tokens), (200, 100));
+}
+
+#[tokio::test]
+async fn token_budget_offers_a_wrap_up_turn_when_one_more_ordinary_turn_would_pass_it() {
+    let lookup = TestTool::new("lookup", Behaviour::Echo);
+    let model = ScriptedModel::new();
+    let t1 = costly_tool_turn(&model, "A1");
+    let model = model.respond(t1).submit(valid());
+    let config = builder(&model, &[&lookup])
+        .wrap_up(true)
+        .max_total_tokens(400)
+        .build()
+        .unwrap();
+    let r = run_agent(&config, "ticket").await;
+    assert!(r.is_ok());
+    let reqs = model.requests();
+    assert_eq!(reqs[0].tools.len(), 2);
+    // 150 used; this call (~150) fits, the one after would not: wrap up now.
+    let names: Vec<&str> = reqs[1].tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["submit_output"]);
+    assert_eq!(
+        reqs[1].tool_choice,
+        ToolChoice::Tool("submit_output".into())
+    );
+}
+
+#[tokio::test]
+async fn cost_budget_stops_before_the_call_that_would_pass_it() {
+    let lookup = TestTool::new("lookup", Behaviour::Echo);
+    let model = ScriptedModel::new();
+    let (t1, t2, t3) = (
+        costly_tool_turn(&model, "A1"),
+        costly_tool_turn(&model, "A2"),
+        costly_tool_turn(&model, "A3"),
+    );
+    let model = model.respond(t1).respond(t2).respond(t3).submit(valid());
+    // 100 in * $1000/M + 50 out * $2000/M = $0.20 a call.
+    let config = builder(&model, &[&lookup])
+        .model("priced-model")
+        .price("priced-", ModelPrice::new(1000.0, 2000.0))
+        .max_cost_usd(0.5)
+        .build()
+        .unwrap();
+    let r = run_agent(&config, "ticket").await;
+    match r.outcome.unwrap_err() {
+        AgentError::BudgetExhausted {
+            budget: Budget::CostUsd { limit, spent },
+        } => {
+            assert_eq!(limit, 0.5);
+            assert!((spent - 0.4).abs() < 1e-9, "{spent}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(model.request_count(), 2);
+    assert!((r.usage.cost_usd.unwrap() - 0.4).abs() < 1e-9);
+}
+
+#[test]
+fn a_cost_cap_on_a_model_without_a_price_is_a_config_error() {
+    let model = ScriptedModel::new();
+    let err = builder(&model, &[])
+        .model("dispatch/gemma")
+        .max_cost_usd(1.0)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ConfigError::MissingPrice {
+            model: "dispatch/gemma".into()
+        }
+    );
+    assert!(err.to_string().contains(".price("), "{err}");
+}
+
+#[test]
+fn zero_and_nonsense_budgets_are_config_errors() {
+    let model = ScriptedModel::new();
+    let cases: Vec<(&str, agent_core::AgentConfigBuilder<Triage>)> = vec![
+        ("max_llm_calls", builder(&model, &[]).max_llm_calls(0)),
+        ("max_llm_retries", builder(&model, &[]).max_llm_retries(0)),
+        ("max_tokens", builder(&model, &[]).max_tokens(0)),
+        ("max_total_tokens", builder(&model, &[]).max_total_tokens(0)),
+        (
+            "max_cost_usd",
+            builder(&model, &[]).model("test").max_cost_usd(f64::NAN),
+        ),
+        ("deadline", builder(&model, &[]).deadline(Duration::ZERO)),
+        ("temperature", builder(&model, &[]).temperature(3.5)),
+        (
+            "tool_timeout",
+            builder(&model, &[]).tool_timeout(Duration::ZERO),
+        ),
+        ("tool_concurrency", builder(&model, &[]).tool_concurrency(0)),
+        (
+            "repeated_call_limit",
+            builder(&model, &[]).repeated_call_limit(1),
+        ),
+        (
+            "no_progress_turns",
+            builder(&model, &[]).no_progress_turns(0),
+        ),
+    ];
+    for (setting, b) in cases {
+        match b.build() {
+            Err(ConfigError::InvalidSetting { setting: s, .. }) => assert_eq!(s, setting),
+            other => panic!("{setting}: {other:?}"),
+        }
+    }
+    assert_eq!(model.request_count(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_ends_a_run_waiting_on_the_model() {
+    let lookup = TestTool::new("lookup", Behaviour::Echo);
+    let model = ScriptedModel::new();
+    let t1 = LlmResponse::tool_calls(vec![model.call("lookup", order("A1"))]);
+    let model = model
+        .step(ScriptStep::Delayed(
+            Duration::from_secs(2),
+            Box::new(ScriptStep::Respond(t1)),
+        ))
+        .step(ScriptStep::Hang);
+    let config = builder(&model, &[&lookup])
+        .deadline(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    let r = run_agent(&config, "ticket").await;
+    assert_eq!(started.elapsed(), Duration::from_secs(5));
+    let err = r.outcome.unwrap_err();
+    assert_eq!(
+        err,
+        AgentError::DeadlineExceeded {
+            limit: Duration::from_secs(5)
+        }
+    );
+    assert_eq!(err.category(), "deadline_exceeded");
+    assert_eq!(err.ending(), Ending::Exhausted);
+    assert_eq!((r.usage.llm_calls, r.usage.tool_calls), (2, 1));
+    assert_eq!(r.transcript.len(), 3, "the partial transcript is kept");
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancelling_the_token_ends_the_run_as_cancelled() {
+    let model = ScriptedModel::new().step(ScriptStep::Hang);
+    let token = CancellationToken::new();
+    let config = builder(&model, &[])
+        .cancellation(token.clone())
+        .build()
+        .unwrap();
+    let canceller = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        token.cancel();
+    });
+    let started = tokio::time::Instant::now();
+    let r = run_agent(&config, "ticket").await;
+    canceller.await.unwrap();
+    assert_eq!(started.elapsed(), Duration::from_secs(1));
+    assert_eq!(r.outcome.unwrap_err(), AgentError::Cancelled);
+    assert_eq!(r.usage.llm_calls, 1);
+}
+
+#[tokio::test]
+async fn a_cancelled_token_means_no_request_at_all() {
+    let model = ScriptedModel::new().submit(valid());
+    let token = CancellationToken::new();
+    token.cancel();
+    let config = builder(&model, &[]).cancellation(token).build().unwrap();
+    let r = run_agent(&config, "ticket").await;
+    assert_eq!(r.category(), Some("cancelled"));
+    assert_eq!(model.request_count(), 0);
+}
+
+/// A tool that notes when it finishes and when its future is dropped.
+#[derive(Clone)]
+struct Watched {
+    finished: Arc<AtomicBool>,
+    dropped: Arc<AtomicBool>,
+}
+
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Tool for Watched {
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition::new("watched", "Sleeps a long time.", json!({"type": "object"}))
+    }
+    fn call<'a>(&'a self, _arguments: Value, _context: ToolContext) -> ToolFuture<'a> {
+        let guard = SetOnDrop(Arc::clone(&self.dropped));
+        let finished = Arc::clone(&self.finished);
+        Box::pin(async move {
+            let _guard = guard;
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            finished.store(true, Ordering::SeqCst);
+            Ok("done".to_owned())
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_the_run_future_stops_its_in_flight_tools() {
+    let tool = Watched {
+        finished: Arc::default(),
+        dropped: Arc::default(),
+    };
+    let model = ScriptedModel::new()
+        .tool_call("watched", json!({}))
+        .submit(valid());
+    let config = agent_core::AgentConfig::<Triage>::builder("drop")
+        .llm(model.clone())
+        .tool(tool.clone())
+        .build()
+        .unwrap();
+    let outcome = tokio::time::timeout(Duration::from_secs(1), run_agent(&config, "ticket")).await;
+    assert!(outcome.is_err(), "the caller gave up after 1 s");
+    assert!(
+        tool.dropped.load(Ordering::SeqCst),
+        "the tool's future was dropped"
+    );
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert!(
+        !tool.finished.load(Ordering::SeqCst),
+        "the tool never finished"
+    );
+}

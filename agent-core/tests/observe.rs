@@ -1,0 +1,243 @@
+//! Observability: OpenTelemetry GenAI spans through `tracing`, and the observer hook.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_core::testing::ScriptedModel;
+use agent_core::{LlmError, LlmResponse, RunEvent, TokenUsage, run_agent};
+use common::*;
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
+
+#[derive(Clone, Debug, Default)]
+struct SpanData {
+    name: &'static str,
+    fields: BTreeMap<String, String>,
+    parent: Option<String>,
+}
+
+#[derive(Clone, Default)]
+struct Capture {
+    spans: Arc<Mutex<Vec<(u64, SpanData)>>>,
+}
+
+struct FieldVisitor<'a>(&'a mut BTreeMap<String, String>);
+
+impl Visit for FieldVisitor<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.0.insert(field.name().to_owned(), value.to_string());
+    }
+}
+
+impl<S> tracing_subscriber::Layer<S> for Capture
+where
+    S: tracing::Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let mut data = SpanData {
+            name: attrs.metadata().name(),
+            ..SpanData::default()
+        };
+        attrs.record(&mut FieldVisitor(&mut data.fields));
+        data.parent = ctx
+            .span(id)
+            .and_then(|s| s.parent())
+            .map(|p| p.name().to_owned());
+        self.spans.lock().unwrap().push((id.into_u64(), data));
+    }
+    fn on_record(&self, id: &Id, values: &Record<'_>, _ctx: Context<'_, S>) {
+        let mut spans = self.spans.lock().unwrap();
+        if let Some((_, data)) = spans.iter_mut().rev().find(|(i, _)| *i == id.into_u64()) {
+            values.record(&mut FieldVisitor(&mut data.fields));
+        }
+    }
+}
+
+impl Capture {
+    fn named(&self, name: &str) -> Vec<SpanData> {
+        self.spans
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, d)| d.name == name)
+            .map(|(_, d)| d.clone())
+            .collect()
+    }
+}
+
+fn run_traced<T>(f: impl std::future::Future<Output = T>) -> (T, Capture) {
+    let capture = Capture::default();
+    let subscriber = tracing_subscriber::registry().with(capture.clone());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let out = tracing::subscriber::with_default(subscriber, || runtime.block_on(f));
+    (out, capture)
+}
+
+#[test]
+fn spans_follow_the_genai_conventions() {
+    let lookup = TestTool::new("lookup", Behaviour::Echo);
+    let failing = TestTool::new("failing", Behaviour::Fail);
+    let model = ScriptedModel::new();
+    let calls = vec![
+        model.call("lookup", order("A1")),
+        model.call("failing", order("A2")),
+    ];
+    let model = model
+        .respond(
+            LlmResponse::tool_calls(calls)
+                .with_usage(TokenUsage::new(120, 30))
+                .with_request_id("req_1"),
+        )
+        .respond(LlmResponse::text("hmm").with_usage(TokenUsage::new(200, 5)))
+        .respond(LlmResponse::text("hmm").with_usage(TokenUsage::new(210, 5)))
+        .respond(LlmResponse::text("hmm").with_usage(TokenUsage::new(220, 5)));
+    let config = builder(&model, &[&lookup, &failing])
+        .model("gpt-test")
+        .build()
+        .unwrap();
+    let (r, capture) = run_traced(run_agent(&config, "ticket"));
+    assert_eq!(r.category(), Some("schema_not_called"));
+
+    let root = capture.named("invoke_agent");
+    assert_eq!(root.len(), 1);
+    let root = &root[0].fields;
+    assert_eq!(root["trace_id"], r.trace_id);
+    assert_eq!(root["gen_ai.operation.name"], "invoke_agent");
+    assert_eq!(root["gen_ai.agent.name"], "test-agent");
+    assert_eq!(root["error.type"], "schema_not_called");
+    assert_eq!(root["agent.ending"], "exhausted");
+
+    let chats = capture.named("chat");
+    assert_eq!(chats.len() as u32, r.usage.llm_calls);
+    assert_eq!(chats[0].parent.as_deref(), Some("invoke_agent"));
+    let first = &chats[0].fields;
+    assert_eq!(first["gen_ai.request.model"], "gpt-test");
+    assert_eq!(first["gen_ai.usage.input_tokens"], "120");
+    assert_eq!(first["gen_ai.usage.output_tokens"], "30");
+    assert_eq!(first["gen_ai.response.finish_reasons"], r#"["tool_calls"]"#);
+    assert_eq!(first["gen_ai.response.id"], "req_1");
+    assert_eq!(
+        chats[1].fields["gen_ai.response.finish_reasons"],
+        r#"["stop"]"#
+    );
+
+    let tools = capture.named("execute_tool");
+    assert_eq!(tools.len(), 2);
+    assert_eq!(tools[0].fields["gen_ai.tool.name"], "lookup");
+    assert_eq!(tools[0].fields["gen_ai.tool.call.id"], "call_1");
+    assert!(!tools[0].fields.contains_key("error.type"));
+    assert_eq!(tools[1].fields["gen_ai.tool.name"], "failing");
+    assert_eq!(tools[1].fields["error.type"], "tool_error");
+    assert_eq!(tools[1].parent.as_deref(), Some("invoke_agent"));
+}
+
+#[test]
+fn a_failed_provider_call_marks_its_chat_span() {
+    let model = ScriptedModel::new()
+        .fail(LlmError::transient("overloaded").with_status(529))
+        .submit(valid());
+    let config = builder(&model, &[]).build().unwrap();
+    let (r, capture) = run_traced(run_agent(&config, "ticket"));
+    assert!(r.is_ok());
+    let chats = capture.named("chat");
+    assert_eq!(chats.len(), 2);
+    assert_eq!(chats[0].fields["error.type"], "llm_transient_error");
+    assert!(!chats[1].fields.contains_key("error.type"));
+    assert!(
+        !capture.named("invoke_agent")[0]
+            .fields
+            .contains_key("error.type")
+    );
+}
+
+#[tokio::test]
+async fn the_observer_receives_typed_events_in_order() {
+    let events: Arc<Mutex<Vec<String>>> = Arc::default();
+    let sink = Arc::clone(&events);
+    let lookup = TestTool::new("lookup", Behaviour::Echo);
+    let model = ScriptedModel::new()
+        .fail(
+            LlmError::transient("rate limited")
+                .with_status(429)
+                .with_retry_after(Duration::from_millis(20)),
+        )
+        .tool_call("lookup", order("A1"))
+        .submit(valid());
+    let config = builder(&model, &[&lookup])
+        .observer(move |e: &RunEvent<'_>| {
+            let line = match e {
+                RunEvent::RunStarted { agent, .. } => format!("started {agent}"),
+                RunEvent::TurnStarted { llm_call, .. } => format!("turn {llm_call}"),
+                RunEvent::RetryScheduled {
+                    llm_call,
+                    delay,
+                    error,
+                    ..
+                } => {
+                    format!(
+                        "retry after call {llm_call} in {} ms ({:?})",
+                        delay.as_millis(),
+                        error.status
+                    )
+                }
+                RunEvent::ToolFinished {
+                    tool,
+                    call_id,
+                    is_error,
+                    ..
+                } => format!("tool {tool} {call_id} error={is_error}"),
+                RunEvent::RunEnded {
+                    ending,
+                    category,
+                    usage,
+                    ..
+                } => {
+                    format!("ended {ending} {category:?} calls={}", usage.llm_calls)
+                }
+                _ => "other".to_owned(),
+            };
+            sink.lock().unwrap().push(line);
+        })
+        .build()
+        .unwrap();
+    let r = run_agent(&config, "ticket").await;
+    assert!(r.is_ok());
+    assert_eq!(
+        *events.lock().unwrap(),
+        [
+            "started test-agent",
+            "turn 1",
+            "retry after call 1 in 20 ms (Some(429))",
+            "turn 2",
+            "tool lookup call_1 error=false",
+            "turn 3",
+            "ended answered None calls=3",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_panicking_observer_never_changes_a_run() {
+    let model = ScriptedModel::new().submit(valid());
+    let config = builder(&model, &[])
+        .observer(|_: &RunEvent<'_>| panic!("observer bug"))
+        .build()
+        .unwrap();
+    let r = run_agent(&config, "ticket").await;
+    assert!(r.is_ok());
+}
