@@ -1,0 +1,211 @@
+//! `AgentConfig`: `build()` and `with_` reject malformed configs before any request.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use agent_core::testing::{ScriptedModel, TestModel};
+use agent_core::{
+    AgentConfig, ConfigError, State, StateRequirement, Tool, ToolContext, ToolDefinition,
+    ToolFuture, run_agent,
+};
+use common::*;
+use serde_json::{Value, json};
+
+struct Named(&'static str, Value);
+
+impl Tool for Named {
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition::new(self.0, "A tool.", self.1.clone())
+    }
+    fn call<'a>(&'a self, _arguments: Value, _context: ToolContext) -> ToolFuture<'a> {
+        Box::pin(async { Ok(String::new()) })
+    }
+}
+
+fn object() -> Value {
+    json!({"type": "object"})
+}
+
+#[test]
+fn tool_names_must_be_unique_legal_and_not_reserved() {
+    let model = ScriptedModel::new();
+    let b = || builder(&model, &[]);
+    let err = b()
+        .tool(Named("a", object()))
+        .tool(Named("a", object()))
+        .build()
+        .unwrap_err();
+    assert_eq!(err, ConfigError::DuplicateTool { name: "a".into() });
+    for bad in ["", "has space", "dot.name", &"x".repeat(65)] {
+        let name: &'static str = Box::leak(bad.to_owned().into_boxed_str());
+        let err = b().tool(Named(name, object())).build().unwrap_err();
+        assert_eq!(err, ConfigError::InvalidToolName { name: bad.into() });
+    }
+    assert!(
+        b().tool(Named(Box::leak("x".repeat(64).into_boxed_str()), object()))
+            .build()
+            .is_ok()
+    );
+    for reserved in ["submit_output", "escalate_to_human"] {
+        let err = b().tool(Named(reserved, object())).build().unwrap_err();
+        assert_eq!(
+            err,
+            ConfigError::ReservedToolName {
+                name: reserved.into()
+            }
+        );
+    }
+}
+
+#[test]
+fn tool_schemas_must_be_compilable_objects() {
+    let model = ScriptedModel::new();
+    let err = builder(&model, &[])
+        .tool(Named("t", json!({"type": "string"})))
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(err, ConfigError::InvalidSchema { ref tool, .. } if tool == "t"),
+        "{err}"
+    );
+    let err = builder(&model, &[])
+        .tool(Named(
+            "t",
+            json!({"type": "object", "properties": {"a": {"type": 7}}}),
+        ))
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("invalid JSON Schema"), "{err}");
+}
+
+struct NeedsDb;
+struct Db;
+
+impl Tool for NeedsDb {
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition::new("query", "Query the db.", object())
+    }
+    fn call<'a>(&'a self, _arguments: Value, context: ToolContext) -> ToolFuture<'a> {
+        let found = context.state::<Db>().is_some();
+        Box::pin(async move { Ok(format!("db present: {found}")) })
+    }
+    fn required_state(&self) -> Vec<StateRequirement> {
+        vec![StateRequirement::of::<Db>()]
+    }
+}
+
+#[tokio::test]
+async fn tools_needing_state_are_rejected_without_it_and_get_it_with_it() {
+    let model = ScriptedModel::new()
+        .tool_call("query", json!({}))
+        .submit(valid());
+    let err = builder(&model, &[]).tool(NeedsDb).build().unwrap_err();
+    assert!(
+        matches!(err, ConfigError::MissingState { ref tool, type_name } if tool == "query" && type_name.ends_with("Db")),
+        "{err}"
+    );
+    let config = builder(&model, &[])
+        .tool(NeedsDb)
+        .state(Db)
+        .build()
+        .unwrap();
+    let r = run_agent(&config, "t").await;
+    assert!(r.is_ok());
+    assert_eq!(
+        last_results(&model.requests()[1])[0].content,
+        "db present: true"
+    );
+    let _ = State(std::sync::Arc::new(Db));
+}
+
+#[test]
+fn models_are_routed_by_prefix_and_unknown_ones_rejected() {
+    let err = AgentConfig::<Triage>::builder("x")
+        .model("llama-3")
+        .build()
+        .unwrap_err();
+    match &err {
+        ConfigError::UnknownModel { model, prefixes } => {
+            assert_eq!(model, "llama-3");
+            assert!(prefixes.contains("claude-") && prefixes.contains("dispatch/"));
+        }
+        other => panic!("{other:?}"),
+    }
+    let err = AgentConfig::<Triage>::builder("x").build().unwrap_err();
+    assert!(matches!(err, ConfigError::MissingModel { .. }));
+    let config = AgentConfig::<Triage>::builder("x")
+        .model("test")
+        .build()
+        .unwrap();
+    assert_eq!(config.provider(), "test");
+    assert_eq!(config.model(), "test");
+}
+
+#[tokio::test]
+async fn with_derives_a_checked_variant_that_keeps_the_output_type() {
+    let model = ScriptedModel::new().submit(valid());
+    let base = builder(&model, &[]).max_llm_calls(20).build().unwrap();
+    let cheaper: AgentConfig<Triage> = base.with_(|b| b.model("test").max_llm_calls(5)).unwrap();
+    assert_eq!((base.max_llm_calls(), cheaper.max_llm_calls()), (20, 5));
+    assert_eq!(cheaper.name(), "test-agent");
+    let err = base.with_(|b| b.max_llm_calls(0)).unwrap_err();
+    assert!(matches!(
+        err,
+        ConfigError::InvalidSetting {
+            setting: "max_llm_calls",
+            ..
+        }
+    ));
+    // The base is untouched and still runs.
+    assert!(run_agent(&base, "t").await.is_ok());
+    let clone = base.clone();
+    assert_eq!(format!("{clone:?}"), format!("{base:?}"));
+}
+
+#[test]
+fn config_debug_never_shows_the_api_key() {
+    let model = ScriptedModel::new();
+    let config = builder(&model, &[])
+        .api_key("sk-secret-123")
+        .build()
+        .unwrap();
+    let text = format!("{config:?}");
+    assert!(!text.contains("sk-secret-123"), "{text}");
+    assert!(text.contains("redacted"), "{text}");
+}
+
+#[tokio::test]
+async fn the_test_model_answers_any_schema_without_a_script() {
+    let config = AgentConfig::<Triage>::builder("t")
+        .model("test")
+        .build()
+        .unwrap();
+    let r = run_agent(&config, "ticket").await;
+    let value = r.outcome.unwrap();
+    assert!((1..=4).contains(&value.severity));
+    assert_eq!(r.usage.llm_calls, 1);
+    assert!(r.usage.input_tokens > 0 && r.usage.output_tokens > 0);
+
+    let lookup = TestTool::new("lookup", Behaviour::Echo);
+    let config = AgentConfig::<Triage>::builder("t")
+        .llm(TestModel::new().calling_tools_first())
+        .tool(lookup.clone())
+        .build()
+        .unwrap();
+    let r = run_agent(&config, "ticket").await;
+    assert!(r.is_ok());
+    assert_eq!(
+        (r.usage.llm_calls, r.usage.tool_calls, lookup.runs()),
+        (2, 1, 1)
+    );
+
+    let config = AgentConfig::<String>::builder("t")
+        .model("test")
+        .build()
+        .unwrap();
+    let r = run_agent(&config, "hello").await;
+    assert_eq!(
+        r.outcome.as_deref(),
+        Ok("This is the built-in test model's answer.")
+    );
+}
