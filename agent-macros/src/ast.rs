@@ -291,12 +291,6 @@ fn parse_params(item: &mut ItemFn, errors: &mut Errors) -> Vec<Param> {
             if attr::is_serde_or_schemars(&attr) {
                 forwarded.push(attr);
             } else {
-                if attr.path().is_ident("cfg") || attr.path().is_ident("cfg_attr") {
-                    errors.at(
-                        &attr,
-                        "`#[cfg]` on a #[tool] parameter is not supported: the argument schema must be fixed",
-                    );
-                }
                 kept.push(attr);
             }
         }
@@ -325,11 +319,7 @@ fn parse_params(item: &mut ItemFn, errors: &mut Errors) -> Vec<Param> {
             Kind::Context
         } else {
             match valid::single_type_arg(&ty, "State") {
-                Some(Some(inner)) => Kind::State(Box::new(inner.clone())),
-                Some(None) => {
-                    errors.at(&ty, "`State` takes one type argument: `State<T>`");
-                    continue;
-                }
+                Some(inner) => Kind::State(Box::new(inner.clone())),
                 None => {
                     valid::owned_type(&ty, Place::ToolParam, errors);
                     Kind::Json {

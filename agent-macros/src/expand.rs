@@ -204,6 +204,7 @@ fn strip_helper_attrs(item: &mut Item) {
     match item {
         Item::Struct(s) => {
             keep(&mut s.attrs);
+            drop_own_derives(&mut s.attrs);
             s.fields.iter_mut().for_each(|f| keep(&mut f.attrs));
         }
         Item::Enum(e) => {
@@ -225,5 +226,24 @@ fn strip_helper_attrs(item: &mut Item) {
             }
         }
         _ => {}
+    }
+}
+
+/// Removes `Deserialize` and `JsonSchema` from `#[derive(..)]` lists (they are what
+/// `#[agent_output]` derives, and the fallback item must not need serde or schemars).
+fn drop_own_derives(attrs: &mut [syn::Attribute]) {
+    use syn::punctuated::Punctuated;
+    for attr in attrs.iter_mut().filter(|a| a.path().is_ident("derive")) {
+        let Ok(paths) =
+            attr.parse_args_with(Punctuated::<syn::Path, syn::Token![,]>::parse_terminated)
+        else {
+            continue;
+        };
+        let kept = paths.into_iter().filter(|p| {
+            p.segments
+                .last()
+                .is_none_or(|s| s.ident != "Deserialize" && s.ident != "JsonSchema")
+        });
+        *attr = syn::parse_quote!(#[derive(#(#kept),*)]);
     }
 }

@@ -138,8 +138,8 @@ pub(crate) fn owned_type(ty: &Type, place: Place, errors: &mut Errors) {
 }
 
 /// The single generic type argument of the last path segment, when that segment is
-/// `name` (`State<Db>` gives `Db`).
-pub(crate) fn single_type_arg<'t>(ty: &'t Type, name: &str) -> Option<Option<&'t Type>> {
+/// `name` with exactly one type argument (`State<Db>` gives `Db`).
+pub(crate) fn single_type_arg<'t>(ty: &'t Type, name: &str) -> Option<&'t Type> {
     let Type::Path(path) = ty else {
         return None;
     };
@@ -151,15 +151,15 @@ pub(crate) fn single_type_arg<'t>(ty: &'t Type, name: &str) -> Option<Option<&'t
         return None;
     }
     let PathArguments::AngleBracketed(args) = &last.arguments else {
-        return Some(None);
+        return None;
     };
     let mut types = args.args.iter().filter_map(|a| match a {
         GenericArgument::Type(t) => Some(t),
         _ => None,
     });
     match (types.next(), types.next()) {
-        (Some(t), None) => Some(Some(t)),
-        _ => Some(None),
+        (Some(t), None) if args.args.len() == 1 => Some(t),
+        _ => None,
     }
 }
 
@@ -188,7 +188,7 @@ const MAX_NAME: usize = 64;
 /// Checks a tool name against `^[A-Za-z0-9_-]{1,64}$` and the reserved names.
 pub(crate) fn tool_name(name: &str, span: Span, from_fn: bool, errors: &mut Errors) {
     let fix = if from_fn {
-        "; set another with `#[tool(name = \"...\")]`"
+        "; rename the fn or set a name with `#[tool(name = \"...\")]`"
     } else {
         ""
     };
@@ -216,7 +216,14 @@ pub(crate) fn tool_name(name: &str, span: Span, from_fn: bool, errors: &mut Erro
     } else if let Some((_, what)) = RESERVED.iter().find(|(r, _)| *r == name) {
         errors.span(
             span,
-            format!("tool name `{name}` is reserved for {what}; give this tool another name{fix}"),
+            format!(
+                "tool name `{name}` is reserved for {what}{}",
+                if from_fn {
+                    fix
+                } else {
+                    "; choose another name"
+                }
+            ),
         );
     }
 }
