@@ -51,7 +51,8 @@ pub fn openai_strict_violations(schema: &Value) -> Vec<String> {
     walk::visit(schema, "", &mut |pointer, node| {
         let at = display_pointer(pointer);
         let Value::Object(map) = node else {
-            if !pointer.is_empty() {
+            // `additionalProperties: false` is required, not a boolean subschema.
+            if !pointer.is_empty() && !pointer.ends_with("/additionalProperties") {
                 out.push(format!("{at}: boolean schemas are not allowed"));
             }
             return;
