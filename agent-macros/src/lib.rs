@@ -4,10 +4,10 @@
 //! `::agent_core` paths (its hidden `__private` module re-exports serde, schemars and
 //! serde_json), so a user crate depends on `agent-core` alone.
 //!
-//! Layout, as in serde_derive and thiserror: [`attr`] parses the macros' own arguments
-//! and doc comments, [`ast`] turns the annotated item into the macro's model, [`valid`]
+//! Layout, as in serde_derive and thiserror: `attr` parses the macros' own arguments
+//! and doc comments, `ast` turns the annotated item into the macro's model, `valid`
 //! holds the checks (every mistake a `syn::Error` spanned on the token at fault), and
-//! [`expand`] writes the code.
+//! `expand` writes the code.
 
 mod ast;
 mod attr;
