@@ -29,12 +29,16 @@
 //! # }
 //! ```
 
+// Lets the macros' `::agent_core::..` paths resolve inside this crate's own tests.
+extern crate self as agent_core;
+
 mod backoff;
 mod batch;
 mod config;
 mod error;
 mod grader;
 mod llm;
+mod macro_support;
 mod message;
 mod observe;
 mod output;
@@ -75,21 +79,52 @@ pub use tool::{
 pub use usage::Usage;
 pub use validate::{SchemaValidator, ValidationErrors};
 
-/// Builds a [`ToolRegistry`] from tools, in order: `tools![lookup_order, refund_status]`.
+/// Builds a [`ToolRegistry`] from `#[tool]` fns, in order: `tools![lookup_order, refund_status]`.
 ///
-/// Each argument is an expression whose value implements [`Tool`].
+/// Each argument is the path of a `#[tool]` fn (`lookup_order`, `orders::lookup_order`).
+/// Two tools with the same tool name are a compile error. A hand-written [`Tool`] is
+/// added with [`ToolRegistry::with`] (`tools![a, b].with(MyTool::new())`); the config's
+/// `build()` rejects duplicates among those with a [`ConfigError`].
+///
+/// ```
+/// use agent_core::{tool, tools};
+///
+/// /// Adds two numbers.
+/// #[tool]
+/// async fn add(a: i64, b: i64) -> i64 {
+///     a + b
+/// }
+///
+/// /// Says hello.
+/// #[tool(name = "greet")]
+/// async fn hello(name: String) -> String {
+///     format!("Hello, {name}!")
+/// }
+///
+/// let registry = tools![add, hello];
+/// assert_eq!(registry.names().collect::<Vec<_>>(), ["add", "greet"]);
+/// ```
 #[macro_export]
 macro_rules! tools {
     () => { $crate::ToolRegistry::new() };
-    ($($tool:expr),+ $(,)?) => {
-        $crate::ToolRegistry::new()$(.with($tool))+
-    };
+    ($($tool:path),+ $(,)?) => {{
+        const _: () = if let ::core::option::Option::Some(message) =
+            $crate::__private::duplicate_tool_message(
+                &[$(<$tool as $crate::__private::ToolName>::NAME),+],
+            )
+        {
+            ::core::panic!("{}", message.as_str());
+        };
+        $crate::ToolRegistry::new()
+            $(.with(<$tool as $crate::__private::ToolName>::instance()))+
+    }};
 }
 
-/// Re-exports for the code the macros generate. Not a public API: it may change in any
-/// release.
+/// Re-exports and helpers for the code the macros generate. Not a public API: it may
+/// change in any release.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::macro_support::*;
     pub use schemars;
     pub use serde;
     pub use serde_json;

@@ -1,0 +1,34 @@
+//! JSON Schemas for tool parameters: how they are generated, the per-provider
+//! transforms, and checkers for each provider's rules.
+//!
+//! [`parameters_for`] makes the *canonical* schema of a type (draft 2020-12, object
+//! root, no `$schema`, every type inlined except truly recursive ones, documented unit
+//! enums folded into a plain `enum`). That schema is what the runner validates arguments
+//! against. The provider adapters send a transformed copy:
+//!
+//! | function | provider | what changes |
+//! |---|---|---|
+//! | [`for_anthropic`] | Anthropic `input_schema` | `$schema` dropped, root `type: object` ensured |
+//! | [`for_openai`] | OpenAI and compatible servers | as above, plus `properties: {}` on an empty root |
+//! | [`for_openai_strict`] | OpenAI with `strict: true` | every object closed and fully required, `oneOf` to `anyOf`, `$ref` siblings, `default` and unsupported `format`s dropped |
+//! | [`for_gemini`] | Gemini function declarations | every `$ref` inlined, type arrays and null branches to `nullable`, `const` to `enum`, unknown keywords dropped |
+//!
+//! Every transform only tightens the canonical schema or drops annotations, except where
+//! a provider cannot express a constraint at all (Gemini: `additionalProperties`,
+//! `patternProperties`); then a value the provider accepts may still fail the runner's
+//! validation, and the model gets that error back. The checkers
+//! ([`anthropic_violations`], [`openai_violations`], [`openai_strict_violations`],
+//! [`gemini_violations`]) state each provider's rules from `PROVIDERS.md`; an adapter can
+//! use [`openai_strict_violations`] to fall back to `strict: false` for a schema that strict
+//! mode cannot express (maps, `serde_json::Value`, tuples).
+
+mod generate;
+mod rules;
+mod transform;
+mod walk;
+
+pub use generate::{normalize, parameters_for};
+pub use rules::{
+    anthropic_violations, gemini_violations, openai_strict_violations, openai_violations,
+};
+pub use transform::{for_anthropic, for_gemini, for_openai, for_openai_strict};

@@ -1,0 +1,249 @@
+//! The generated code. Every path is absolute through `::agent_core` (its hidden
+//! `__private` module re-exports serde, schemars and serde_json).
+
+use proc_macro2::TokenStream;
+use quote::{ToTokens, format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{FnArg, Item};
+
+use crate::ast::{Kind, Output, Returns, ToolFn};
+use crate::attr::{self, OutputArgs, ToolArgs};
+
+/// The derives and crate paths `#[agent_output]` and the tool arguments struct use.
+fn derives() -> TokenStream {
+    quote! {
+        #[derive(
+            ::agent_core::__private::serde::Deserialize,
+            ::agent_core::__private::schemars::JsonSchema
+        )]
+        #[serde(crate = "::agent_core::__private::serde")]
+        #[schemars(crate = "::agent_core::__private::schemars")]
+    }
+}
+
+/// Expands `#[agent_output]`.
+pub(crate) fn agent_output(args: TokenStream, input: TokenStream) -> syn::Result<TokenStream> {
+    let args = OutputArgs::parse(args);
+    let item = syn::parse2::<Item>(input);
+    let (args, item) = match (args, item) {
+        (Ok(args), Ok(item)) => (args, item),
+        (Err(mut a), Err(b)) => {
+            a.combine(b);
+            return Err(a);
+        }
+        (Err(e), _) | (_, Err(e)) => return Err(e),
+    };
+    let output = Output::from_syn(args, item)?;
+    let item = &output.item;
+    let ident = &item.ident;
+    let description = &output.description;
+    let derives = derives();
+    let check = output.validate.as_ref().map(|path| {
+        quote_spanned! {path.span()=>
+            ::agent_core::__private::run_output_check(#path, &value)?;
+        }
+    });
+    Ok(quote! {
+        #derives
+        #item
+
+        impl ::agent_core::AgentOutput for #ident {
+            fn output_tool() -> ::core::option::Option<::agent_core::ToolDefinition> {
+                ::core::option::Option::Some(
+                    ::agent_core::__private::output_tool::<Self>(#description),
+                )
+            }
+
+            fn from_arguments(
+                arguments: &::agent_core::__private::serde_json::Value,
+            ) -> ::core::result::Result<Self, ::agent_core::ValidationErrors> {
+                static SCHEMA: ::agent_core::__private::ValidatorCell =
+                    ::agent_core::__private::ValidatorCell::new();
+                let value: Self =
+                    ::agent_core::__private::output_from_arguments::<Self>(&SCHEMA, arguments)?;
+                #check
+                ::core::result::Result::Ok(value)
+            }
+        }
+    })
+}
+
+/// Expands `#[tool]`.
+pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenStream> {
+    let args = ToolArgs::parse(args);
+    let item = syn::parse2::<Item>(input);
+    let (args, item) = match (args, item) {
+        (Ok(args), Ok(item)) => (args, item),
+        (Err(mut a), Err(b)) => {
+            a.combine(b);
+            return Err(a);
+        }
+        (Err(e), _) | (_, Err(e)) => return Err(e),
+    };
+    let tool = ToolFn::from_syn(args, item)?;
+    let item = &tool.item;
+    let vis = &item.vis;
+    let fn_ident = &item.sig.ident;
+    let name = &tool.name;
+    let description = &tool.description;
+    let derives = derives();
+
+    let mut fields = Vec::new();
+    let mut locals = Vec::new();
+    let mut extracts = Vec::new();
+    let mut states = Vec::new();
+    for (i, param) in tool.params.iter().enumerate() {
+        let local = format_ident!("__param{}", i);
+        let ident = &param.ident;
+        let ty = &param.ty;
+        let extract = match &param.kind {
+            Kind::Json { attrs, description } => {
+                let description = description
+                    .as_ref()
+                    .map(|text| quote!(#[schemars(description = #text)]));
+                fields.push(quote! {
+                    #(#attrs)*
+                    #description
+                    #ident: #ty,
+                });
+                quote!(__arguments.#ident)
+            }
+            Kind::State(inner) => {
+                states.push(inner);
+                quote_spanned! {ty.span()=>
+                    ::agent_core::__private::tool_state::<#inner>(&context)?
+                }
+            }
+            Kind::Context => quote!(::core::clone::Clone::clone(&context)),
+        };
+        extracts.push(quote!(let #local: #ty = #extract;));
+        locals.push(local);
+    }
+    let convert = match tool.returns {
+        Returns::Result(span) => quote_spanned! {span=>
+            ::agent_core::__private::ToolReturn::into_tool_result(__returned)
+        },
+        Returns::Plain(span) => quote_spanned! {span=>
+            ::agent_core::__private::ToolReturn::into_tool_result(
+                ::agent_core::__private::Plain(__returned),
+            )
+        },
+    };
+    let doc = format!(
+        "The tool `{name}` made by `#[tool]` from the fn `{fn_ident}`: list it in `tools![..]`."
+    );
+    Ok(quote! {
+        #item
+
+        #[doc = #doc]
+        #[allow(non_camel_case_types)]
+        #vis struct #fn_ident {}
+
+        const _: () = {
+            #derives
+            #[allow(non_camel_case_types)]
+            struct __ToolArguments {
+                #(#fields)*
+            }
+
+            impl ::agent_core::__private::ToolName for #fn_ident {
+                const NAME: &'static str = #name;
+                fn instance() -> Self {
+                    #fn_ident {}
+                }
+            }
+
+            impl ::agent_core::Tool for #fn_ident {
+                fn definition(&self) -> ::agent_core::ToolDefinition {
+                    ::agent_core::ToolDefinition::new(
+                        #name,
+                        #description,
+                        ::agent_core::schema::parameters_for::<__ToolArguments>(),
+                    )
+                }
+
+                fn call<'a>(
+                    &'a self,
+                    arguments: ::agent_core::__private::serde_json::Value,
+                    context: ::agent_core::ToolContext,
+                ) -> ::agent_core::ToolFuture<'a> {
+                    ::std::boxed::Box::pin(async move {
+                        let __arguments: __ToolArguments =
+                            ::agent_core::__private::tool_arguments(&arguments)?;
+                        #(#extracts)*
+                        let __returned = #fn_ident(#(#locals),*).await;
+                        #convert
+                    })
+                }
+
+                fn required_state(&self) -> ::std::vec::Vec<::agent_core::StateRequirement> {
+                    ::std::vec![#(::agent_core::StateRequirement::of::<#states>()),*]
+                }
+            }
+        };
+    })
+}
+
+/// The error, plus the item as written minus the `#[serde]`/`#[schemars]` attributes
+/// that only the derives would have accepted, so one mistake does not cascade into
+/// "cannot find type" errors elsewhere.
+pub(crate) fn with_fallback(error: syn::Error, input: TokenStream) -> TokenStream {
+    let mut out = error.to_compile_error();
+    match syn::parse2::<Item>(input.clone()) {
+        Ok(mut item) => {
+            strip_helper_attrs(&mut item);
+            item.to_tokens(&mut out);
+        }
+        Err(_) => out.extend(input),
+    }
+    out
+}
+
+fn strip_helper_attrs(item: &mut Item) {
+    let keep = |attrs: &mut Vec<syn::Attribute>| attrs.retain(|a| !attr::is_serde_or_schemars(a));
+    match item {
+        Item::Struct(s) => {
+            keep(&mut s.attrs);
+            drop_own_derives(&mut s.attrs);
+            s.fields.iter_mut().for_each(|f| keep(&mut f.attrs));
+        }
+        Item::Enum(e) => {
+            keep(&mut e.attrs);
+            for variant in &mut e.variants {
+                keep(&mut variant.attrs);
+                variant.fields.iter_mut().for_each(|f| keep(&mut f.attrs));
+            }
+        }
+        Item::Union(u) => {
+            keep(&mut u.attrs);
+            u.fields.named.iter_mut().for_each(|f| keep(&mut f.attrs));
+        }
+        Item::Fn(f) => {
+            for input in &mut f.sig.inputs {
+                if let FnArg::Typed(arg) = input {
+                    keep(&mut arg.attrs);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Removes `Deserialize` and `JsonSchema` from `#[derive(..)]` lists (they are what
+/// `#[agent_output]` derives, and the fallback item must not need serde or schemars).
+fn drop_own_derives(attrs: &mut [syn::Attribute]) {
+    use syn::punctuated::Punctuated;
+    for attr in attrs.iter_mut().filter(|a| a.path().is_ident("derive")) {
+        let Ok(paths) =
+            attr.parse_args_with(Punctuated::<syn::Path, syn::Token![,]>::parse_terminated)
+        else {
+            continue;
+        };
+        let kept = paths.into_iter().filter(|p| {
+            p.segments
+                .last()
+                .is_none_or(|s| s.ident != "Deserialize" && s.ident != "JsonSchema")
+        });
+        *attr = syn::parse_quote!(#[derive(#(#kept),*)]);
+    }
+}

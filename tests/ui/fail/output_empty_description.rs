@@ -1,0 +1,8 @@
+use agent_core::agent_output;
+
+#[agent_output(description = "  ")]
+pub struct Triage {
+    pub severity: u8,
+}
+
+fn main() {}
