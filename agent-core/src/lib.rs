@@ -53,7 +53,7 @@ mod tool;
 mod usage;
 mod validate;
 
-pub use agent_macros::{agent_output, tool};
+pub use agent_macros::{agent_output, agent_type, tool};
 pub use backoff::Backoff;
 pub use batch::{Batch, Receipt, run_batch};
 pub use config::{

@@ -28,7 +28,7 @@ pub(crate) struct Output {
 
 /// The span of an item's leading keyword (`enum`, `fn`, ...), to point at the item
 /// without underlining all of it.
-fn keyword_span(item: &Item) -> Span {
+pub(crate) fn keyword_span(item: &Item) -> Span {
     match item {
         Item::Struct(i) => i.struct_token.span,
         Item::Enum(i) => i.enum_token.span,

@@ -68,6 +68,40 @@ pub(crate) fn agent_output(args: TokenStream, input: TokenStream) -> syn::Result
     })
 }
 
+/// Expands `#[agent_type]`: the three derives on a struct or an enum.
+pub(crate) fn agent_type(args: TokenStream, input: TokenStream) -> syn::Result<TokenStream> {
+    let mut errors = crate::valid::Errors::default();
+    if !args.is_empty() {
+        errors.at(
+            &args,
+            "`#[agent_type]` takes no keys; write `#[agent_type]`",
+        );
+    }
+    let item = syn::parse2::<Item>(input)?;
+    match &item {
+        Item::Struct(_) | Item::Enum(_) => {}
+        Item::Union(u) => errors.span(
+            u.union_token.span,
+            "`#[agent_type]` goes on a struct or an enum; a union has no JSON form",
+        ),
+        other => errors.span(
+            crate::ast::keyword_span(other),
+            "`#[agent_type]` goes on a struct or an enum",
+        ),
+    }
+    errors.finish()?;
+    Ok(quote! {
+        #[derive(
+            ::agent_core::__private::serde::Serialize,
+            ::agent_core::__private::serde::Deserialize,
+            ::agent_core::__private::schemars::JsonSchema
+        )]
+        #[serde(crate = "::agent_core::__private::serde")]
+        #[schemars(crate = "::agent_core::__private::schemars")]
+        #item
+    })
+}
+
 /// Expands `#[tool]`.
 pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenStream> {
     let args = ToolArgs::parse(args);
@@ -229,7 +263,7 @@ fn strip_helper_attrs(item: &mut Item) {
     }
 }
 
-/// Removes `Deserialize` and `JsonSchema` from `#[derive(..)]` lists (they are what
+/// Removes `Serialize`, `Deserialize` and `JsonSchema` from `#[derive(..)]` lists (they are what
 /// `#[agent_output]` derives, and the fallback item must not need serde or schemars).
 fn drop_own_derives(attrs: &mut [syn::Attribute]) {
     use syn::punctuated::Punctuated;
@@ -240,9 +274,9 @@ fn drop_own_derives(attrs: &mut [syn::Attribute]) {
             continue;
         };
         let kept = paths.into_iter().filter(|p| {
-            p.segments
-                .last()
-                .is_none_or(|s| s.ident != "Deserialize" && s.ident != "JsonSchema")
+            p.segments.last().is_none_or(|s| {
+                s.ident != "Serialize" && s.ident != "Deserialize" && s.ident != "JsonSchema"
+            })
         });
         *attr = syn::parse_quote!(#[derive(#(#kept),*)]);
     }

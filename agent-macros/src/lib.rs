@@ -35,6 +35,21 @@ pub fn agent_output(args: TokenStream, input: TokenStream) -> TokenStream {
     }
 }
 
+/// Makes a struct or enum usable inside an output type, as a tool parameter, or as a
+/// tool's return value, with no serde or schemars dependency in the user's crate.
+///
+/// Derives `Serialize`, `Deserialize` and `JsonSchema` through `agent_core::__private`;
+/// the item's own `#[serde(..)]` and `#[schemars(..)]` attributes keep working, and doc
+/// comments on enum variants reach the model. Takes no keys.
+#[proc_macro_attribute]
+pub fn agent_type(args: TokenStream, input: TokenStream) -> TokenStream {
+    let input = proc_macro2::TokenStream::from(input);
+    match expand::agent_type(args.into(), input.clone()) {
+        Ok(tokens) => tokens.into(),
+        Err(error) => expand::with_fallback(error, input).into(),
+    }
+}
+
 /// Turns an async fn into a tool the model can call; the fn stays callable as written.
 ///
 /// The tool's name is the fn's name or `name = "..."` (`^[A-Za-z0-9_-]{1,64}$`, not a
