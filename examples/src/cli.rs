@@ -1,0 +1,209 @@
+//! Command-line plumbing shared by the examples: flags, the model choice, progress, and
+//! per-ticket output lines.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agent_core::testing::TestModel;
+use agent_core::{AgentConfigBuilder, AgentOutput, AgentResult, RunEvent};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{Value, json};
+
+/// Which model a run uses, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelChoice {
+    /// A routed model name (see agent-core's providers table).
+    Named {
+        /// The model name, e.g. `claude-sonnet-4-5` or `dispatch/gemma`.
+        model: String,
+        /// Where the name came from: `--model`, `AGENT_MODEL`, or the key found.
+        source: &'static str,
+    },
+    /// No provider configured: the built-in test model, which calls each tool once and
+    /// then submits a schema-valid example.
+    Fallback,
+}
+
+impl ModelChoice {
+    /// `--model`, else `AGENT_MODEL`, else the first configured provider key
+    /// (`ANTHROPIC_API_KEY` → `claude-sonnet-4-5`, `OPENAI_API_KEY` → `gpt-5-mini`), else
+    /// the built-in test model.
+    pub fn resolve(flag: Option<String>) -> Self {
+        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        if let Some(model) = flag {
+            return Self::Named {
+                model,
+                source: "--model",
+            };
+        }
+        if let Some(model) = env("AGENT_MODEL") {
+            return Self::Named {
+                model,
+                source: "AGENT_MODEL",
+            };
+        }
+        if env("ANTHROPIC_API_KEY").is_some() {
+            return Self::Named {
+                model: "claude-sonnet-4-5".into(),
+                source: "ANTHROPIC_API_KEY",
+            };
+        }
+        if env("OPENAI_API_KEY").is_some() {
+            return Self::Named {
+                model: "gpt-5-mini".into(),
+                source: "OPENAI_API_KEY",
+            };
+        }
+        Self::Fallback
+    }
+
+    /// Sets the model on a builder.
+    pub fn apply<T: AgentOutput>(&self, builder: AgentConfigBuilder<T>) -> AgentConfigBuilder<T> {
+        match self {
+            Self::Named { model, .. } => builder.model(model.clone()),
+            Self::Fallback => builder
+                .model("test")
+                .llm(TestModel::new().calling_tools_first()),
+        }
+    }
+
+    /// The line to print on stderr before running.
+    pub fn banner(&self) -> String {
+        match self {
+            Self::Named { model, source } => format!("model: {model} (from {source})"),
+            Self::Fallback => {
+                "note: no model configured (--model, AGENT_MODEL, ANTHROPIC_API_KEY or \
+                OPENAI_API_KEY); using the built-in test model, which answers with schema-valid \
+                placeholders, not real triage"
+                    .to_owned()
+            }
+        }
+    }
+}
+
+/// The flags of the triage examples.
+#[derive(Debug, Clone)]
+pub struct Args {
+    /// `--model NAME`.
+    pub model: Option<String>,
+    /// `--concurrency N` (default 4).
+    pub concurrency: usize,
+    /// `--json`: one JSON object per ticket per line on stdout.
+    pub json: bool,
+    /// `--tickets DIR` (default `examples/data/tickets`).
+    pub tickets: PathBuf,
+    /// `--limit N`: only the first N tickets.
+    pub limit: Option<usize>,
+}
+
+/// The usage text.
+pub const USAGE: &str =
+    "usage: triage [--model NAME] [--concurrency N] [--json] [--tickets DIR] [--limit N]";
+
+impl Args {
+    /// Parses the process arguments.
+    ///
+    /// # Errors
+    /// A message for an unknown flag or a bad value; `Ok(None)` for `--help`.
+    pub fn parse() -> Result<Option<Self>, String> {
+        use lexopt::prelude::*;
+        let mut args = Args {
+            model: None,
+            concurrency: 4,
+            json: false,
+            tickets: crate::triage::data_dir().join("tickets"),
+            limit: None,
+        };
+        let mut parser = lexopt::Parser::from_env();
+        let text = |e: lexopt::Error| e.to_string();
+        while let Some(arg) = parser.next().map_err(text)? {
+            match arg {
+                Long("model") => {
+                    args.model = Some(parser.value().map_err(text)?.string().map_err(text)?)
+                }
+                Long("concurrency") => {
+                    args.concurrency = parser.value().map_err(text)?.parse().map_err(text)?;
+                }
+                Long("json") => args.json = true,
+                Long("tickets") => args.tickets = parser.value().map_err(text)?.into(),
+                Long("limit") => {
+                    args.limit = Some(parser.value().map_err(text)?.parse().map_err(text)?)
+                }
+                Short('h') | Long("help") => return Ok(None),
+                other => return Err(other.unexpected().to_string()),
+            }
+        }
+        if args.concurrency == 0 {
+            return Err("--concurrency must be at least 1".into());
+        }
+        Ok(Some(args))
+    }
+}
+
+/// A progress bar on stderr (hidden when stderr is not a terminal).
+pub fn progress(len: usize) -> ProgressBar {
+    let bar = ProgressBar::new(len as u64);
+    if let Ok(style) = ProgressStyle::with_template(
+        "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} tickets {msg}",
+    ) {
+        bar.set_style(style);
+    }
+    bar.enable_steady_tick(Duration::from_millis(120));
+    bar
+}
+
+/// An observer that advances `bar` when a run ends.
+pub fn progress_observer(bar: ProgressBar) -> impl Fn(&RunEvent<'_>) + Send + Sync + 'static {
+    move |event| {
+        if let RunEvent::RunEnded { .. } = event {
+            bar.inc(1);
+        }
+    }
+}
+
+/// The JSON line of one ticket: `ticket`, `ending`, `category`, `llm_calls`,
+/// `tool_calls`, `output` (the submitted value, or null), `error`, tokens, `duration_ms`
+/// and `trace_id`.
+pub fn json_line<T>(ticket: &str, result: &AgentResult<T>) -> Value {
+    let output = match &result.outcome {
+        Ok(_) => serde_json::from_str::<Value>(&result.output).unwrap_or(Value::Null),
+        Err(_) => Value::Null,
+    };
+    json!({
+        "ticket": ticket,
+        "ending": result.ending().as_str(),
+        "category": result.category(),
+        "llm_calls": result.usage.llm_calls,
+        "tool_calls": result.usage.tool_calls,
+        "input_tokens": result.usage.input_tokens,
+        "output_tokens": result.usage.output_tokens,
+        "output": output,
+        "error": result.outcome.as_ref().err().map(ToString::to_string),
+        "duration_ms": result.duration.as_millis() as u64,
+        "trace_id": result.trace_id,
+    })
+}
+
+/// A one-line, human-readable summary of one ticket's result.
+pub fn human_line<T>(ticket: &str, result: &AgentResult<T>) -> String {
+    let calls = format!(
+        "{} llm, {} tools",
+        result.usage.llm_calls, result.usage.tool_calls
+    );
+    match &result.outcome {
+        Ok(_) => {
+            let v: Value = serde_json::from_str(&result.output).unwrap_or(Value::Null);
+            format!(
+                "{ticket:<34} answered   sev {} {:<9} {:<9} ({calls}) {}",
+                v["severity"],
+                v["queue"].as_str().unwrap_or("?"),
+                v["order_id"].as_str().unwrap_or("-"),
+                v["summary"].as_str().unwrap_or(""),
+            )
+        }
+        Err(e) => format!(
+            "{ticket:<34} {:<10} ({calls}) {e}",
+            result.ending().as_str()
+        ),
+    }
+}

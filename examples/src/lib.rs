@@ -1,0 +1,5 @@
+//! Shared code of the examples: the support-ticket triage agent over the invented shop
+//! data in `examples/data/` (tickets and `orders.json`).
+
+pub mod cli;
+pub mod triage;

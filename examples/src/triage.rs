@@ -1,0 +1,330 @@
+//! The triage agent: an `#[agent_output]` decision, two `#[tool]`s over `orders.json`,
+//! and the config the examples share.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use agent_core::{
+    AgentConfig, AgentConfigBuilder, ConfigError, State, agent_output, agent_type, tool, tools,
+};
+
+/// The queue that should handle a ticket.
+#[agent_type]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Queue {
+    /// Late, lost or misdelivered parcels; tracking questions.
+    Shipping,
+    /// Returns, exchanges, damaged or wrong items.
+    Returns,
+    /// Refunds, charges, promo codes, invoices.
+    Billing,
+    /// Login, profile and address changes, order changes or cancellations.
+    Account,
+    /// Suspected account takeover, fraud, orders the customer did not place.
+    Security,
+    /// Legal threats, chargebacks, regulators.
+    Legal,
+    /// Praise, feature requests, general questions.
+    Feedback,
+    /// Spam and messages unrelated to the shop.
+    Spam,
+}
+
+/// Triage decision for one support ticket.
+#[agent_output(validate = Triage::check)]
+#[derive(Debug, Clone, PartialEq)]
+pub struct Triage {
+    /// Severity from 1 (lowest: questions, thanks, spam) to 4 (critical: security, legal,
+    /// money lost).
+    #[schemars(range(min = 1, max = 4))]
+    pub severity: u8,
+    /// The queue that should handle the ticket.
+    pub queue: Queue,
+    /// The order the ticket is about, as lookup_order found it (like NW-10231); null if
+    /// the ticket names no order or the order does not exist.
+    #[schemars(regex(pattern = r"^NW-\d{5}$"))]
+    pub order_id: Option<String>,
+    /// One or two sentences for the agent who picks the ticket up: what happened and
+    /// what to do next.
+    #[schemars(length(min = 10, max = 400))]
+    pub summary: String,
+    /// Whether the order records support what the customer says; null when there is no
+    /// order to check.
+    pub claims_match_records: Option<bool>,
+}
+
+impl Triage {
+    /// Checks a schema cannot express: security and legal tickets are never low severity.
+    ///
+    /// # Errors
+    /// The message fed back to the model.
+    pub fn check(&self) -> Result<(), String> {
+        let grave = matches!(self.queue, Queue::Security | Queue::Legal);
+        if grave && self.severity < 3 {
+            return Err(format!(
+                "/severity: a {:?} ticket is severity 3 or 4, not {}",
+                self.queue, self.severity
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One line of an order.
+#[agent_type]
+#[derive(Debug, Clone)]
+pub struct Item {
+    /// Product name.
+    pub name: String,
+    /// Quantity.
+    pub qty: u32,
+    /// Unit price (USD).
+    pub unit_price_usd: f64,
+}
+
+/// A refund on an order.
+#[agent_type]
+#[derive(Debug, Clone)]
+pub struct Refund {
+    /// requested, approved, rejected or paid.
+    pub status: String,
+    /// Amount (USD).
+    pub amount_usd: f64,
+    /// When it was requested (ISO date).
+    pub requested_on: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// An order as stored in `orders.json`.
+#[agent_type]
+#[derive(Debug, Clone)]
+pub struct Order {
+    /// Like NW-10231.
+    pub order_id: String,
+    /// First name and last initial.
+    pub customer: String,
+    /// ISO date.
+    pub placed_on: String,
+    /// The lines.
+    pub items: Vec<Item>,
+    /// Total (USD).
+    pub total_usd: f64,
+    /// processing, shipped, delivered, cancelled or returned.
+    pub status: String,
+    /// The carrier, once shipped.
+    #[serde(default)]
+    pub carrier: Option<String>,
+    /// The tracking number, once shipped.
+    #[serde(default)]
+    pub tracking: Option<String>,
+    /// ISO date of delivery, once delivered.
+    #[serde(default)]
+    pub delivered_on: Option<String>,
+    /// The refund, if any.
+    #[serde(default)]
+    pub refund: Option<Refund>,
+}
+
+/// The shop's orders: the application state the tools read.
+#[derive(Debug, Default)]
+pub struct OrderBook {
+    orders: HashMap<String, Order>,
+}
+
+/// Why an order could not be found.
+#[derive(Debug)]
+pub struct NotFound(String);
+
+impl fmt::Display for NotFound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no order with id {:?}; ids look like NW-10231", self.0)
+    }
+}
+
+impl OrderBook {
+    /// Loads `orders.json`.
+    ///
+    /// # Errors
+    /// A message naming the file when it cannot be read or parsed.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let list: Vec<Order> =
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(Self {
+            orders: list.into_iter().map(|o| (o.order_id.clone(), o)).collect(),
+        })
+    }
+
+    /// The order with this id, forgiving how customers type ids: case, spaces, and the
+    /// letter O for the digit 0 (`nw 1O225` finds NW-10225).
+    ///
+    /// # Errors
+    /// [`NotFound`] with the id as given.
+    pub fn find(&self, id: &str) -> Result<&Order, NotFound> {
+        let digits: String = id
+            .chars()
+            .skip_while(|c| !c.is_ascii_digit() && !matches!(c, 'o' | 'O'))
+            .filter(|c| !matches!(c, ' ' | '-'))
+            .map(|c| if matches!(c, 'o' | 'O') { '0' } else { c })
+            .collect();
+        self.orders
+            .get(&format!("NW-{digits}"))
+            .ok_or_else(|| NotFound(id.to_owned()))
+    }
+
+    /// The number of orders.
+    pub fn len(&self) -> usize {
+        self.orders.len()
+    }
+
+    /// Whether there are no orders.
+    pub fn is_empty(&self) -> bool {
+        self.orders.is_empty()
+    }
+}
+
+/// Look up an order: status, items, total, carrier, tracking number and delivery date.
+#[tool(params(order_id = "The order id, like NW-10231 (customers sometimes mistype it)."))]
+pub async fn lookup_order(orders: State<OrderBook>, order_id: String) -> Result<Order, NotFound> {
+    orders.find(&order_id).cloned()
+}
+
+/// The refund state of an order: its status, amount, request date and reason.
+#[agent_type]
+#[derive(Debug)]
+pub struct RefundView {
+    /// The order id.
+    pub order_id: String,
+    /// The refund, or null when none was ever requested.
+    pub refund: Option<Refund>,
+}
+
+/// Get the refund of an order, if any: requested, approved, rejected or paid, with the
+/// amount and dates.
+#[tool(params(order_id = "The order id, like NW-10231."))]
+pub async fn refund_status(
+    orders: State<OrderBook>,
+    order_id: String,
+) -> Result<RefundView, NotFound> {
+    let order = orders.find(&order_id)?;
+    Ok(RefundView {
+        order_id: order.order_id.clone(),
+        refund: order.refund.clone(),
+    })
+}
+
+/// The system prompt of the triage agent.
+pub const SYSTEM_PROMPT: &str = "You triage support tickets for Northwind Outfitters, an outdoor \
+gear shop. Today is 2026-05-18. For each ticket: find the order it is about with lookup_order \
+(and refund_status for refund questions), compare what the customer says with the records, \
+then call submit_output once with your decision. Hand the ticket to a human with \
+escalate_to_human only when it cannot be triaged at all.";
+
+/// The folder of the example data (`examples/data`).
+pub fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data")
+}
+
+/// The triage config, before its model is chosen: prompt, tools, state, budgets.
+///
+/// # Errors
+/// A message when `orders.json` cannot be loaded.
+pub fn base_config(data: &Path) -> Result<AgentConfigBuilder<Triage>, String> {
+    let orders = OrderBook::load(&data.join("orders.json"))?;
+    Ok(AgentConfig::builder("ticket-triage")
+        .system_prompt(SYSTEM_PROMPT)
+        .tools(tools![lookup_order, refund_status])
+        .state(orders)
+        .escalation(true)
+        .max_llm_calls(8)
+        .max_tool_calls(6)
+        .max_tokens(1024)
+        .temperature(0.0))
+}
+
+/// Builds the triage config for a model choice (see [`crate::cli::ModelChoice`]).
+///
+/// # Errors
+/// The [`ConfigError`] of `build()`, as text, or the data loading error.
+pub fn triage_config(
+    data: &Path,
+    choice: &crate::cli::ModelChoice,
+) -> Result<AgentConfig<Triage>, String> {
+    let builder = base_config(data)?;
+    choice
+        .apply(builder)
+        .build()
+        .map_err(|e: ConfigError| format!("invalid config: {e}"))
+}
+
+/// One ticket: its file stem and text.
+#[derive(Debug, Clone)]
+pub struct Ticket {
+    /// The file name without `.txt`, like `001-parcel-not-arrived`.
+    pub name: String,
+    /// The ticket text.
+    pub text: String,
+}
+
+/// The tickets of a folder (`*.txt`), sorted by file name.
+///
+/// # Errors
+/// A message naming the folder or file that cannot be read.
+pub fn load_tickets(dir: &Path) -> Result<Vec<Ticket>, String> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let name = p
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            Ok(Ticket { name, text })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_ids_are_found_however_customers_type_them() {
+        let book = OrderBook::load(&data_dir().join("orders.json")).unwrap();
+        assert_eq!(book.len(), 30);
+        for typed in ["NW-10225", "nw-10225", "NW 1O225", " NW10225"] {
+            assert_eq!(book.find(typed).unwrap().order_id, "NW-10225", "{typed}");
+        }
+        assert!(book.find("NW-10217").is_err());
+        assert!(book.find("hello").is_err());
+    }
+
+    #[test]
+    fn every_ticket_loads() {
+        let tickets = load_tickets(&data_dir().join("tickets")).unwrap();
+        assert!(tickets.len() >= 20);
+        assert!(tickets.iter().all(|t| t.text.starts_with("Subject: ")));
+    }
+
+    #[test]
+    fn security_and_legal_tickets_are_never_low_severity() {
+        let t = Triage {
+            severity: 2,
+            queue: Queue::Legal,
+            order_id: None,
+            summary: "threatens to sue".into(),
+            claims_match_records: None,
+        };
+        assert!(t.check().unwrap_err().starts_with("/severity:"));
+        assert!(Triage { severity: 3, ..t }.check().is_ok());
+    }
+}

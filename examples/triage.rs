@@ -1,0 +1,70 @@
+//! The main job: triage every ticket in `examples/data/tickets/`.
+//!
+//! ```text
+//! cargo run --release --example triage                 # no key: the built-in test model
+//! cargo run --release --example triage -- --model claude-sonnet-4-5 --concurrency 8
+//! AGENT_DISPATCH_URL=http://127.0.0.1:8080/v1 \
+//!   cargo run --release --example triage -- --model dispatch/gemma --json
+//! ```
+//!
+//! Every ticket ends typed: answered with a validated `Triage`, or one named failure.
+//! The batch receipt (endings, categories, tokens, cost, p50/p95) closes the run.
+
+use std::process::ExitCode;
+
+use agent_core::run_batch;
+use agent_examples::cli::{self, Args, ModelChoice};
+use agent_examples::triage::{self, data_dir};
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = match Args::parse() {
+        Ok(Some(args)) => args,
+        Ok(None) => {
+            println!("{}", cli::USAGE);
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("error: {e}\n{}", cli::USAGE);
+            return ExitCode::from(2);
+        }
+    };
+    match run(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<(), String> {
+    let mut tickets = triage::load_tickets(&args.tickets)?;
+    if let Some(limit) = args.limit {
+        tickets.truncate(limit);
+    }
+    let choice = ModelChoice::resolve(args.model.clone());
+    eprintln!("{}", choice.banner());
+    let config = triage::triage_config(&data_dir(), &choice)?;
+    let bar = cli::progress(tickets.len());
+    let observed = config
+        .with_(|b| b.observer(cli::progress_observer(bar.clone())))
+        .map_err(|e| e.to_string())?;
+    let inputs = tickets.iter().map(|t| t.text.clone());
+    let batch = run_batch(&observed, inputs, args.concurrency).await;
+    bar.finish_and_clear();
+
+    for (ticket, result) in tickets.iter().zip(&batch.results) {
+        if args.json {
+            println!("{}", cli::json_line(&ticket.name, result));
+        } else {
+            println!("{}", cli::human_line(&ticket.name, result));
+        }
+    }
+    if args.json {
+        eprintln!("\n{}", batch.receipt);
+    } else {
+        println!("\n{}", batch.receipt);
+    }
+    Ok(())
+}
