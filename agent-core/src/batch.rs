@@ -36,6 +36,9 @@ where
     S: Into<String>,
 {
     let started = Instant::now();
+    // Converted up front: a stream adapter whose closure takes a borrowed input type
+    // (`&str`) keeps rustc from proving the batch's future `Send`.
+    let inputs: Vec<String> = inputs.into_iter().map(Into::into).collect();
     let results: Vec<AgentResult<T>> = futures::stream::iter(inputs)
         .map(|input| run_agent(config, input))
         .buffered(concurrency.max(1))

@@ -18,3 +18,17 @@ async fn run_agent_can_be_spawned_on_a_multi_thread_runtime() {
     assert_eq!(result.outcome.as_deref(), Ok("done"));
     assert_eq!(result.usage.llm_calls, 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_batch_can_be_spawned_on_a_multi_thread_runtime() {
+    let config: AgentConfig<String> = AgentConfig::builder("spawned")
+        .model("test")
+        .build()
+        .unwrap();
+    let batch =
+        tokio::spawn(async move { agent_core::run_batch(&config, ["a", "b", "c"], 2).await })
+            .await
+            .unwrap();
+    assert_eq!(batch.receipt.runs, 3);
+    assert_eq!(batch.receipt.count(agent_core::Ending::Answered), 3);
+}
