@@ -1,0 +1,2 @@
+//! Adapter benchmark (filled in below).
+fn main() {}
