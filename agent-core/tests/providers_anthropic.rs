@@ -25,6 +25,11 @@ fn client(server: &MockServer) -> AnthropicClient {
     .unwrap()
 }
 
+fn lookup_definition() -> agent_core::ToolDefinition {
+    use agent_core::Tool;
+    CountingTool::lookup_order().definition()
+}
+
 async fn mount(server: &MockServer, response: ResponseTemplate) {
     Mock::given(method("POST"))
         .and(path("/v1/messages"))
@@ -158,7 +163,15 @@ async fn a_run_groups_parallel_results_in_one_user_message_results_first() {
     let tools = bodies[0]["tools"].as_array().unwrap();
     let names: Vec<_> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["lookup_order", "submit_output"]);
-    assert!(tools.iter().all(|t| t["input_schema"]["type"] == "object"));
+    // The Anthropic schema transform is applied to every definition.
+    assert_eq!(
+        tools[0]["input_schema"],
+        agent_core::schema::for_anthropic(&lookup_definition().parameters)
+    );
+    assert_eq!(
+        tools[1]["input_schema"],
+        agent_core::schema::for_anthropic(&triage_schema())
+    );
     assert_eq!(bodies[0]["tool_choice"], json!({"type": "auto"}));
 
     let messages = bodies[1]["messages"].as_array().unwrap();

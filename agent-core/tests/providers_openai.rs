@@ -8,7 +8,7 @@ mod providers_support;
 use std::time::Duration;
 
 use agent_core::providers::{OpenAiClient, ProviderOptions};
-use agent_core::{AgentError, LlmClient, LlmErrorKind, StopReason, run_agent, tools};
+use agent_core::{AgentError, LlmClient, LlmErrorKind, StopReason, Tool, run_agent, tools};
 use providers_support::*;
 use serde_json::json;
 use wiremock::matchers::{method, path};
@@ -135,9 +135,22 @@ async fn a_run_echoes_calls_with_string_arguments_and_one_tool_message_each() {
 
     let bodies = bodies(&server).await;
     let tools = bodies[0]["tools"].as_array().unwrap();
-    assert!(tools.iter().all(|t| t["type"] == "function"
-        && t["function"]["parameters"]["type"] == "object"
-        && t["function"]["description"].is_string()));
+    assert!(
+        tools
+            .iter()
+            .all(|t| t["type"] == "function" && t["function"]["description"].is_string())
+    );
+    // The OpenAI (non-strict) schema transform is applied to every definition.
+    let expected = [
+        agent_core::schema::for_openai(&lookup.definition().parameters),
+        agent_core::schema::for_openai(&refund.definition().parameters),
+        agent_core::schema::for_openai(&triage_schema()),
+    ];
+    let sent: Vec<_> = tools
+        .iter()
+        .map(|t| t["function"]["parameters"].clone())
+        .collect();
+    assert_eq!(sent, expected);
     assert_eq!(bodies[0]["tool_choice"], "auto");
     let messages = bodies[1]["messages"].as_array().unwrap();
     assert_eq!(

@@ -116,24 +116,20 @@ pub(crate) fn route_with(
             )
         }
         Target::Ollama(name) => {
+            let name = non_empty_name(name, "ollama/").map_err(invalid)?;
             let host = url_or_env("OLLAMA_HOST").unwrap_or_else(|| OLLAMA_DEFAULT_HOST.to_owned());
             resolved.base_url = Some(ollama_base(&host));
             let client = OpenAiClient::build_compatible("ollama", &resolved).map_err(invalid)?;
-            (
-                Arc::new(client),
-                non_empty_name(name, "ollama/").map_err(invalid)?,
-            )
+            (Arc::new(client), name)
         }
         Target::Dispatch(name) => {
+            let name = non_empty_name(name, "dispatch/").map_err(invalid)?;
             resolved.base_url = Some(
                 url_or_env("AGENT_DISPATCH_URL").ok_or_else(|| missing("AGENT_DISPATCH_URL"))?,
             );
             resolved.api_key = key_or_env("AGENT_DISPATCH_API_KEY");
             let client = OpenAiClient::build_compatible("dispatch", &resolved).map_err(invalid)?;
-            (
-                Arc::new(client),
-                non_empty_name(name, "dispatch/").map_err(invalid)?,
-            )
+            (Arc::new(client), name)
         }
     };
     Ok(Route {
