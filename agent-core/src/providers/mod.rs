@@ -1,25 +1,51 @@
-//! Provider routing: `.model(name)` picks an adapter by the name's prefix.
+//! Provider adapters and routing: `.model(name)` picks an adapter by the name's prefix.
 //!
 //! | prefix | provider | endpoint and key |
 //! |---|---|---|
-//! | `claude-` | Anthropic Messages API | `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL` optional |
-//! | `gpt-`, `o1`, `o3`, `o4`, `chatgpt-` | OpenAI Chat Completions | `OPENAI_API_KEY`, `OPENAI_BASE_URL` optional |
-//! | `ollama/NAME` | OpenAI-compatible | `OLLAMA_HOST`, default `http://127.0.0.1:11434` |
-//! | `dispatch/NAME` | OpenAI-compatible fleet | `AGENT_DISPATCH_URL` (ends in `/v1`), `AGENT_DISPATCH_API_KEY` optional |
-//! | `test` | the built-in test model (no network) | |
+//! | `claude-` | Anthropic Messages API ([`AnthropicClient`]) | `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL` optional |
+//! | `gpt-`, `o1`, `o3`, `o4`, `chatgpt-` | OpenAI Chat Completions ([`OpenAiClient::openai`]) | `OPENAI_API_KEY`, `OPENAI_BASE_URL` optional |
+//! | `ollama/NAME` | OpenAI-compatible ([`OpenAiClient::compatible`]) | `OLLAMA_HOST`, default `http://127.0.0.1:11434` |
+//! | `dispatch/NAME` | OpenAI-compatible fleet (vLLM, llama.cpp, TGI behind a load balancer) | `AGENT_DISPATCH_URL` (ends in `/v1`), `AGENT_DISPATCH_API_KEY` optional |
+//! | `test` | the built-in [`TestModel`](crate::testing::TestModel) (no network) | |
+//!
+//! `o1`, `o3` and `o4` match the bare name or the name followed by `-` (`o3`, `o4-mini`).
+//! For `ollama/` and `dispatch/`, `NAME` is sent as the request's `model`; the other
+//! names are sent whole. The builder's `api_key` and `base_url` replace the environment
+//! variables; a base URL has the variable's meaning (`OLLAMA_HOST` is a host, the other
+//! URLs are API roots: `https://api.anthropic.com`, `https://api.openai.com/v1`).
+//!
+//! Every adapter makes exactly one HTTP round trip per
+//! [`complete`](crate::LlmClient::complete) call and never retries: the runner re-sends
+//! on a transient [`LlmError`](crate::LlmError), after its backoff. Failures are
+//! classified as `DESIGN.md` fixes it: transient for connect errors and timeouts, 408,
+//! 409, 429, 5xx and 529, and for a 2xx whose body is not the expected JSON; permanent
+//! for the other statuses and for a 429 (or any status) whose body says the quota or
+//! credit is exhausted; an `x-should-retry: true|false` header decides otherwise. The
+//! server's `retry-after-ms` / `retry-after` (seconds or an HTTP date) is reported in
+//! [`LlmError::retry_after`](crate::LlmError::retry_after).
+//!
+//! HTTP is reqwest over rustls with the *ring* crypto provider (no OpenSSL, no C
+//! toolchain beyond what *ring* needs). Building the first adapter installs *ring* as
+//! the process's default rustls provider unless one is installed already.
+
+mod anthropic;
+mod classify;
+mod history;
+mod http;
+mod normalize;
+mod openai;
+mod routing;
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::ConfigError;
-use crate::llm::LlmClient;
-use crate::testing::TestModel;
+pub use anthropic::AnthropicClient;
+pub use openai::OpenAiClient;
+pub use routing::PREFIXES;
+pub(crate) use routing::route;
 
-/// The routable prefixes, for error messages.
-pub const PREFIXES: &str = "claude-, gpt-, o1, o3, o4, chatgpt-, ollama/, dispatch/, test";
-
-/// An API key. Its `Debug` and `Display` never show the key.
+/// An API key. Its `Debug` and `Display` never show the key, and the adapters remove it
+/// from every error message they build.
 #[derive(Clone, PartialEq, Eq)]
 pub struct ApiKey(String);
 
@@ -47,7 +73,8 @@ impl fmt::Display for ApiKey {
     }
 }
 
-/// Transport settings shared by the HTTP adapters; set through the config builder.
+/// Transport settings shared by the HTTP adapters; set through the config builder, or
+/// with the `with_` methods when building an adapter by hand.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct ProviderOptions {
@@ -55,11 +82,13 @@ pub struct ProviderOptions {
     pub api_key: Option<ApiKey>,
     /// An explicit base URL (else the provider's environment variable or default).
     pub base_url: Option<String>,
-    /// The whole-request timeout (default 600 s).
+    /// The whole-request timeout, connect to last body byte (default 600 s, as the
+    /// official SDKs).
     pub request_timeout: Duration,
-    /// The connect timeout (default 5 s).
+    /// The connect timeout (default 5 s, as the official SDKs).
     pub connect_timeout: Duration,
-    /// The largest response body accepted (bytes, default 32 MiB).
+    /// The largest response body accepted (bytes, default 32 MiB); a larger one is a
+    /// permanent error, never an out-of-memory.
     pub max_response_bytes: usize,
 }
 
@@ -75,27 +104,39 @@ impl Default for ProviderOptions {
     }
 }
 
-/// A routed model: the client and the model name to send.
-pub(crate) struct Route {
-    pub(crate) client: Arc<dyn LlmClient>,
-    pub(crate) wire_model: String,
-}
-
-/// Routes a model name to a client.
-///
-/// # Errors
-/// [`ConfigError::UnknownModel`] for a name with no known prefix,
-/// [`ConfigError::MissingEnv`] when the provider's key or URL is not set.
-pub(crate) fn route(model: &str, options: &ProviderOptions) -> Result<Route, ConfigError> {
-    let _ = options;
-    if model == "test" {
-        return Ok(Route {
-            client: Arc::new(TestModel::new()),
-            wire_model: "test".to_owned(),
-        });
+impl ProviderOptions {
+    /// Sets the API key.
+    #[must_use]
+    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(ApiKey::new(key));
+        self
     }
-    Err(ConfigError::UnknownModel {
-        model: model.to_owned(),
-        prefixes: PREFIXES.to_owned(),
-    })
+
+    /// Sets the base URL (see the module docs for its meaning per provider).
+    #[must_use]
+    pub fn with_base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = Some(url.into());
+        self
+    }
+
+    /// Sets the whole-request timeout.
+    #[must_use]
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Sets the connect timeout.
+    #[must_use]
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Sets the largest response body accepted (bytes).
+    #[must_use]
+    pub fn with_max_response_bytes(mut self, bytes: usize) -> Self {
+        self.max_response_bytes = bytes;
+        self
+    }
 }

@@ -1,0 +1,303 @@
+//! One HTTP round trip: POST a JSON body, read a capped response body, turn transport
+//! failures into [`LlmError`]s.
+
+use std::error::Error as _;
+use std::fmt;
+
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::{Client, Url};
+
+use crate::llm::LlmError;
+use crate::providers::classify::{redact, request_id, status_error};
+use crate::providers::{ApiKey, ProviderOptions};
+
+/// How much of a non-2xx body is read for the error message (bytes); the rest is
+/// dropped, so a huge error page never decides the classification.
+const ERROR_BODY_BYTES: usize = 64 * 1024;
+
+/// A 2xx response, its body read whole.
+pub(crate) struct Reply {
+    /// The status (200..=299).
+    pub(crate) status: u16,
+    /// The response headers.
+    pub(crate) headers: HeaderMap,
+    /// The body.
+    pub(crate) body: Vec<u8>,
+}
+
+/// A configured endpoint: the reqwest client, the URL, the headers of every request
+/// (the key among them, marked sensitive), and the body cap.
+pub(crate) struct Transport {
+    provider: String,
+    client: Client,
+    url: Url,
+    headers: HeaderMap,
+    key: Option<ApiKey>,
+    max_response_bytes: usize,
+}
+
+impl fmt::Debug for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Transport")
+            .field("provider", &self.provider)
+            .field("url", &self.url.as_str())
+            .field("api_key", &self.key)
+            .field("max_response_bytes", &self.max_response_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Makes *ring* the process's rustls crypto provider unless one is installed already
+/// (reqwest is built with `rustls-no-provider`, and builds no client without one).
+fn ensure_crypto_provider() {
+    // An Err means a provider is installed already, which is all we need.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// Parses an endpoint URL (`http` or `https`).
+///
+/// # Errors
+/// A message naming the URL and what is wrong with it.
+pub(crate) fn parse_url(url: &str) -> Result<Url, String> {
+    let parsed = Url::parse(url).map_err(|e| format!("invalid URL {url:?}: {e}"))?;
+    match parsed.scheme() {
+        "http" | "https" if parsed.has_host() => Ok(parsed),
+        _ => Err(format!(
+            "invalid URL {url:?}: it must be http:// or https:// with a host"
+        )),
+    }
+}
+
+impl Transport {
+    /// A transport for `url`, sending `headers` (plus `content-type: application/json`)
+    /// with every request.
+    ///
+    /// # Errors
+    /// A message when the URL is invalid or the HTTP client cannot be built.
+    pub(crate) fn new(
+        provider: impl Into<String>,
+        url: &str,
+        mut headers: HeaderMap,
+        key: Option<ApiKey>,
+        options: &ProviderOptions,
+    ) -> Result<Self, String> {
+        let url = parse_url(url)?;
+        ensure_crypto_provider();
+        let client = Client::builder()
+            .connect_timeout(options.connect_timeout)
+            .timeout(options.request_timeout)
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {}", chain(&e)))?;
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        Ok(Self {
+            provider: provider.into(),
+            client,
+            url,
+            headers,
+            key,
+            max_response_bytes: options.max_response_bytes,
+        })
+    }
+
+    /// A header value holding a secret: never shown in `Debug` output.
+    ///
+    /// # Errors
+    /// A message (without the key) when the key is not a legal header value.
+    pub(crate) fn secret_header(value: &str) -> Result<HeaderValue, String> {
+        let mut value = HeaderValue::from_str(value)
+            .map_err(|_| "the API key contains characters not allowed in an HTTP header")?;
+        value.set_sensitive(true);
+        Ok(value)
+    }
+
+    /// Adds a header to every request.
+    pub(crate) fn insert_header(headers: &mut HeaderMap, name: &'static str, value: HeaderValue) {
+        headers.insert(HeaderName::from_static(name), value);
+    }
+
+    /// The provider name used in messages.
+    pub(crate) fn provider(&self) -> &str {
+        &self.provider
+    }
+
+    /// The key, for redacting messages.
+    pub(crate) fn key(&self) -> Option<&ApiKey> {
+        self.key.as_ref()
+    }
+
+    /// The endpoint URL.
+    pub(crate) fn url(&self) -> &Url {
+        &self.url
+    }
+
+    /// POSTs `body` and returns a 2xx reply with its body.
+    ///
+    /// # Errors
+    /// A non-2xx status, classified by [`status_error`]; connect errors, timeouts and a
+    /// connection lost while reading the body as transient; a body over the cap as
+    /// permanent.
+    pub(crate) async fn post(&self, body: Vec<u8>) -> Result<Reply, LlmError> {
+        let sent = self
+            .client
+            .post(self.url.clone())
+            .headers(self.headers.clone())
+            .body(body)
+            .send()
+            .await;
+        let mut response = match sent {
+            Ok(response) => response,
+            Err(e) => return Err(self.transport_error(e, None)),
+        };
+        let status = response.status().as_u16();
+        let headers = std::mem::take(response.headers_mut());
+        let success = (200..300).contains(&status);
+        let cap = if success {
+            self.max_response_bytes
+        } else {
+            ERROR_BODY_BYTES.min(self.max_response_bytes)
+        };
+        if success
+            && let Some(length) = response.content_length()
+            && length > cap as u64
+        {
+            return Err(self.too_large(status, &headers, length));
+        }
+        let mut body = Vec::with_capacity(
+            response
+                .content_length()
+                .map_or(8 * 1024, |n| usize::try_from(n).unwrap_or(cap).min(cap)),
+        );
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    let room = cap - body.len();
+                    if chunk.len() > room {
+                        if success {
+                            return Err(self.too_large(
+                                status,
+                                &headers,
+                                (body.len() + chunk.len()) as u64,
+                            ));
+                        }
+                        body.extend_from_slice(&chunk[..room]);
+                        break;
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                // A cut-off error body still has a status to classify by.
+                Err(_) if !success => break,
+                Err(e) => return Err(self.transport_error(e, Some((status, &headers)))),
+            }
+        }
+        if success {
+            Ok(Reply {
+                status,
+                headers,
+                body,
+            })
+        } else {
+            Err(status_error(
+                &self.provider,
+                status,
+                &headers,
+                &body,
+                self.key.as_ref(),
+            ))
+        }
+    }
+
+    fn too_large(&self, status: u16, headers: &HeaderMap, length: u64) -> LlmError {
+        let message = format!(
+            "{} returned HTTP {status} with a body of at least {length} bytes, over max_response_bytes ({} bytes)",
+            self.provider, self.max_response_bytes
+        );
+        let mut error = LlmError::permanent(message).with_status(status);
+        if let Some(id) = request_id(headers) {
+            error = error.with_request_id(id);
+        }
+        error
+    }
+
+    /// A failure without a usable status: transient (connect errors, timeouts, a body cut
+    /// off mid-read), or permanent when the request could not even be built.
+    fn transport_error(
+        &self,
+        error: reqwest::Error,
+        response: Option<(u16, &HeaderMap)>,
+    ) -> LlmError {
+        let error = error.without_url();
+        let what = if error.is_timeout() {
+            "the request timed out"
+        } else if error.is_connect() {
+            "cannot connect"
+        } else if response.is_some() || error.is_body() || error.is_decode() {
+            "the connection failed while reading the response body"
+        } else if error.is_builder() {
+            "the request could not be built"
+        } else {
+            "the request failed"
+        };
+        let message = redact(
+            format!(
+                "{} at {}: {what}: {}",
+                self.provider,
+                self.url_for_messages(),
+                chain(&error)
+            ),
+            self.key.as_ref(),
+        );
+        let mut out = if error.is_builder() {
+            LlmError::permanent(message)
+        } else {
+            LlmError::transient(message)
+        };
+        if let Some((status, headers)) = response {
+            out = out.with_status(status);
+            if let Some(id) = request_id(headers) {
+                out = out.with_request_id(id);
+            }
+        }
+        out
+    }
+
+    /// The URL without user info, query or fragment.
+    fn url_for_messages(&self) -> String {
+        let url = &self.url;
+        let host = url.host_str().unwrap_or("");
+        match url.port() {
+            Some(port) => format!("{}://{host}:{port}{}", url.scheme(), url.path()),
+            None => format!("{}://{host}{}", url.scheme(), url.path()),
+        }
+    }
+}
+
+/// An error and its sources, joined by `: ` (reqwest's own message alone is vague).
+/// Pass errors through `without_url` first: a URL may hold credentials.
+fn chain(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(inner) = source {
+        let part = inner.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = inner.source();
+    }
+    text
+}
+
+/// Records a failed round trip as a `tracing` debug event with the provider's request
+/// id (the runner's `chat` span, the parent, records the error type and a warning).
+pub(crate) fn trace_failure(provider: &str, error: &LlmError) {
+    tracing::debug!(
+        gen_ai.provider.name = provider,
+        http.response.status_code = error.status,
+        request_id = error.request_id.as_deref(),
+        transient = error.is_transient(),
+        retry_after_ms = error.retry_after.map(|d| d.as_millis() as u64),
+        error = %error.message,
+        "provider request failed"
+    );
+}

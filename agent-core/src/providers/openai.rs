@@ -1,0 +1,623 @@
+//! [`OpenAiClient`]: OpenAI Chat Completions (`POST /chat/completions`) and the servers
+//! that copy it (Ollama, llama.cpp's llama-server, vLLM, TGI, routers).
+//!
+//! Wire format from the Chat Completions reference
+//! (<https://platform.openai.com/docs/api-reference/chat>) and openai-python; the quirks of
+//! compatible servers are listed in `PROVIDERS.md`.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use reqwest::header::{AUTHORIZATION, HeaderMap};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::config::ConfigError;
+use crate::llm::{
+    LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, StopReason, TokenUsage, ToolChoice,
+};
+use crate::message::{Message, ToolCall};
+use crate::providers::classify::{ErrorBody, embedded_error, request_id, undecodable};
+use crate::providers::history::{self, Turn};
+use crate::providers::http::{Reply, Transport, trace_failure};
+use crate::providers::normalize::{fill_ids, recover_tool_calls};
+use crate::providers::{ApiKey, ProviderOptions};
+use crate::schema;
+use crate::tool::ToolDefinition;
+
+/// Which server the client talks to; the quirks differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flavor {
+    /// api.openai.com (or a faithful proxy).
+    OpenAi,
+    /// An OpenAI-compatible server.
+    Compatible,
+}
+
+/// A client of OpenAI Chat Completions, or of an OpenAI-compatible server.
+///
+/// Requests: `Authorization: Bearer KEY` (when there is a key); the system prompt as the
+/// first `system` message; an assistant turn echoed with its calls, `arguments` always a
+/// JSON **string** of an object (never the invalid text a model sent: `from_wire`
+/// already replaced it with `{}`), content `null` when it has calls and no text, and
+/// `(empty)` when it has neither; then one `tool` message per call, in call order (a
+/// failed result's content starts with `Error: `, since the format has no error flag);
+/// each tool's parameters through [`schema::for_openai`]; `tool_choice` auto / required /
+/// none / `{"type":"function",..}`.
+///
+/// Differences of [`compatible`](Self::compatible) servers from
+/// [`openai`](Self::openai):
+/// - the output cap is sent as `max_tokens` (OpenAI: `max_completion_tokens`, which its
+///   reasoning models require);
+/// - a named tool choice is sent as `"required"` when that tool is the only one offered
+///   (the same constraint, and the form llama.cpp and older vLLM understand);
+/// - tool calls written as `<tool_call>{..}</tool_call>` text with an empty `tool_calls`
+///   list are recovered into calls (see `normalize::recover_tool_calls`); JSON text
+///   without those tags stays text (case C5).
+///
+/// Responses: `choices[0]`; the turn is classified by its content, never by
+/// `finish_reason` (case C5); `arguments` as a string, an object, `""`, `null` or cut-off
+/// JSON are read by [`ToolCall::from_wire`] (cases C6-C8); missing or repeated call ids
+/// are synthesised (case C9); usage with cached prompt tokens as cache reads;
+/// `x-request-id` kept (else the body's `id`).
+pub struct OpenAiClient {
+    transport: Transport,
+    flavor: Flavor,
+}
+
+impl fmt::Debug for OpenAiClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiClient")
+            .field("flavor", &self.flavor)
+            .field("transport", &self.transport)
+            .finish()
+    }
+}
+
+impl OpenAiClient {
+    /// The API root used when no base URL is given.
+    pub const DEFAULT_BASE_URL: &'static str = "https://api.openai.com/v1";
+
+    /// A client of OpenAI itself, from explicit options; reads no environment variable.
+    /// Needs `options.api_key`; `options.base_url` is the API root, ending in `/v1`
+    /// (default [`DEFAULT_BASE_URL`](Self::DEFAULT_BASE_URL)); `/chat/completions` is
+    /// appended.
+    ///
+    /// # Errors
+    /// [`ConfigError::InvalidProvider`] (with `model` set to `"openai"`) when the key is
+    /// missing or unusable in a header, or the base URL is invalid.
+    pub fn openai(options: &ProviderOptions) -> Result<Self, ConfigError> {
+        Self::build_openai(options).map_err(|message| ConfigError::InvalidProvider {
+            model: "openai".to_owned(),
+            message,
+        })
+    }
+
+    /// A client of an OpenAI-compatible server called `provider` (reported as
+    /// `gen_ai.provider.name`, e.g. `"ollama"`), from explicit options; reads no
+    /// environment variable. Needs `options.base_url`, the API root ending in `/v1`
+    /// (`/chat/completions` is appended); the key is optional.
+    ///
+    /// # Errors
+    /// [`ConfigError::InvalidProvider`] (with `model` set to `provider`) when the base
+    /// URL is missing or invalid, or the key is unusable in a header.
+    pub fn compatible(
+        provider: impl Into<String>,
+        options: &ProviderOptions,
+    ) -> Result<Self, ConfigError> {
+        let provider = provider.into();
+        Self::build_compatible(&provider, options).map_err(|message| ConfigError::InvalidProvider {
+            model: provider,
+            message,
+        })
+    }
+
+    pub(crate) fn build_openai(options: &ProviderOptions) -> Result<Self, String> {
+        if options.api_key.is_none() {
+            return Err("an API key is required (OPENAI_API_KEY)".to_owned());
+        }
+        let base = options
+            .base_url
+            .as_deref()
+            .unwrap_or(Self::DEFAULT_BASE_URL);
+        Self::build("openai", base, options, Flavor::OpenAi)
+    }
+
+    pub(crate) fn build_compatible(
+        provider: &str,
+        options: &ProviderOptions,
+    ) -> Result<Self, String> {
+        let base = options
+            .base_url
+            .as_deref()
+            .ok_or("a base URL is required for an OpenAI-compatible server")?;
+        Self::build(provider, base, options, Flavor::Compatible)
+    }
+
+    fn build(
+        provider: &str,
+        base: &str,
+        options: &ProviderOptions,
+        flavor: Flavor,
+    ) -> Result<Self, String> {
+        let url = format!("{}/chat/completions", base.trim_end_matches('/'));
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &options.api_key {
+            let bearer = Transport::secret_header(&format!("Bearer {}", key.expose()))?;
+            headers.insert(AUTHORIZATION, bearer);
+        }
+        let transport = Transport::new(provider, &url, headers, options.api_key.clone(), options)?;
+        Ok(Self { transport, flavor })
+    }
+
+    /// The endpoint this client posts to.
+    pub fn endpoint(&self) -> &str {
+        self.transport.url().as_str()
+    }
+
+    async fn round_trip(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
+        let body = encode(request, self.flavor == Flavor::Compatible)?;
+        let reply = self.transport.post(body).await?;
+        decode(
+            &reply,
+            self.transport.provider(),
+            self.flavor == Flavor::Compatible,
+            self.transport.key(),
+        )
+    }
+}
+
+impl LlmClient for OpenAiClient {
+    fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
+        Box::pin(async move {
+            let outcome = self.round_trip(request).await;
+            if let Err(error) = &outcome {
+                trace_failure(self.transport.provider(), error);
+            }
+            outcome
+        })
+    }
+
+    fn provider(&self) -> &str {
+        self.transport.provider()
+    }
+}
+
+// ---- request ----
+
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<WireChoice<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f32>,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum WireMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: &'a str,
+    },
+    Assistant {
+        content: Option<&'a str>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<WireCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: Cow<'a, str>,
+    },
+}
+
+#[derive(Serialize)]
+struct WireCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    arguments: String,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireToolFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireToolFunction<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    description: &'a str,
+    parameters: Value,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum WireChoice<'a> {
+    Mode(&'static str),
+    Function {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        function: NamedFunction<'a>,
+    },
+}
+
+#[derive(Serialize)]
+struct NamedFunction<'a> {
+    name: &'a str,
+}
+
+/// The JSON body for a request (`compatible`: the quirks of compatible servers).
+///
+/// # Errors
+/// A permanent [`LlmError`] if serialization fails (it does not for these types).
+pub(crate) fn encode(request: &LlmRequest, compatible: bool) -> Result<Vec<u8>, LlmError> {
+    let body = Body {
+        model: &request.model,
+        messages: messages(request.system.as_deref(), &request.messages),
+        tools: request
+            .tools
+            .iter()
+            .map(|def| WireTool {
+                kind: "function",
+                function: WireToolFunction {
+                    name: &def.name,
+                    description: &def.description,
+                    parameters: schema::for_openai(&def.parameters),
+                },
+            })
+            .collect(),
+        tool_choice: tool_choice(&request.tool_choice, &request.tools, compatible),
+        max_completion_tokens: (!compatible).then_some(request.max_tokens),
+        max_tokens: compatible.then_some(request.max_tokens),
+        temperature: request.temperature,
+    };
+    serde_json::to_vec(&body)
+        .map_err(|e| LlmError::permanent(format!("cannot serialize the chat request: {e}")))
+}
+
+fn tool_choice<'a>(
+    choice: &'a ToolChoice,
+    tools: &[ToolDefinition],
+    compatible: bool,
+) -> Option<WireChoice<'a>> {
+    if tools.is_empty() {
+        return None;
+    }
+    Some(match choice {
+        ToolChoice::Required => WireChoice::Mode("required"),
+        ToolChoice::None => WireChoice::Mode("none"),
+        ToolChoice::Tool(name) if compatible && tools.len() == 1 && tools[0].name == *name => {
+            WireChoice::Mode("required")
+        }
+        ToolChoice::Tool(name) => WireChoice::Function {
+            kind: "function",
+            function: NamedFunction { name },
+        },
+        _ => WireChoice::Mode("auto"),
+    })
+}
+
+fn messages<'a>(system: Option<&'a str>, history: &'a [Message]) -> Vec<WireMessage<'a>> {
+    let turns = history::turns(history);
+    let mut out = Vec::with_capacity(turns.len() + 2);
+    if let Some(system) = system.filter(|s| !s.trim().is_empty()) {
+        out.push(WireMessage::System { content: system });
+    }
+    for turn in turns {
+        match turn {
+            Turn::User(content) => out.push(WireMessage::User { content }),
+            Turn::Assistant { text, calls } => {
+                let content = if !text.trim().is_empty() {
+                    Some(text)
+                } else if calls.is_empty() {
+                    Some(history::EMPTY_TURN)
+                } else {
+                    None
+                };
+                out.push(WireMessage::Assistant {
+                    content,
+                    tool_calls: calls.iter().map(wire_call).collect(),
+                });
+            }
+            Turn::Results(answers) => {
+                out.extend(answers.into_iter().map(|a| WireMessage::Tool {
+                    tool_call_id: a.call_id,
+                    content: if a.is_error {
+                        Cow::Owned(format!("Error: {}", a.content))
+                    } else {
+                        Cow::Borrowed(a.content)
+                    },
+                }));
+            }
+        }
+    }
+    out
+}
+
+fn wire_call(call: &ToolCall) -> WireCall<'_> {
+    let arguments = match &call.arguments {
+        object @ Value::Object(_) => object.to_string(),
+        _ => "{}".to_owned(),
+    };
+    WireCall {
+        id: &call.id,
+        kind: "function",
+        function: WireFunction {
+            name: &call.name,
+            arguments,
+        },
+    }
+}
+
+// ---- response ----
+
+#[derive(Deserialize)]
+struct WireResponse {
+    id: Option<Value>,
+    model: Option<String>,
+    choices: Option<Vec<WireChoiceOut>>,
+    usage: Option<WireUsage>,
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct WireChoiceOut {
+    message: Option<WireMessageOut>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireMessageOut {
+    content: Option<Value>,
+    refusal: Option<String>,
+    tool_calls: Option<Vec<WireCallOut>>,
+}
+
+#[derive(Deserialize)]
+struct WireCallOut {
+    id: Option<Value>,
+    function: Option<WireFunctionOut>,
+}
+
+#[derive(Deserialize)]
+struct WireFunctionOut {
+    name: Option<String>,
+    arguments: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    cached_tokens: Option<u64>,
+}
+
+/// A string, or a number written as text (some servers send numeric ids).
+fn id_text(value: Option<Value>) -> String {
+    match value {
+        Some(Value::String(s)) => s,
+        Some(Value::Number(n)) => n.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// Message content as text: a string, or the `text` of each part of an array.
+fn content_text(content: Option<Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s,
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+/// Normalizes a 2xx reply (`compatible`: recover `<tool_call>` text).
+///
+/// # Errors
+/// Transient when the body is not JSON, is cut off, or has no `choices[0].message`
+/// (case C20); an `error` object in a 2xx body is classified by [`embedded_error`].
+pub(crate) fn decode(
+    reply: &Reply,
+    provider: &str,
+    compatible: bool,
+    key: Option<&ApiKey>,
+) -> Result<LlmResponse, LlmError> {
+    let wire: WireResponse = serde_json::from_slice(&reply.body)
+        .map_err(|e| undecodable(provider, reply.status, &reply.headers, &reply.body, &e, key))?;
+    let choice = wire.choices.and_then(|c| c.into_iter().next());
+    let Some((message, finish_reason)) = choice.and_then(|c| Some((c.message?, c.finish_reason)))
+    else {
+        if let Some(error) = wire.error.and_then(ErrorBody::from_value) {
+            return Err(embedded_error(
+                provider,
+                reply.status,
+                &reply.headers,
+                error,
+                key,
+            ));
+        }
+        let missing = <serde_json::Error as serde::de::Error>::missing_field("choices[0].message");
+        return Err(undecodable(
+            provider,
+            reply.status,
+            &reply.headers,
+            &reply.body,
+            &missing,
+            key,
+        ));
+    };
+    let mut text = content_text(message.content);
+    let mut tool_calls: Vec<ToolCall> = message
+        .tool_calls
+        .unwrap_or_default()
+        .into_iter()
+        .map(|call| {
+            let (name, arguments) = call
+                .function
+                .map(|f| (f.name.unwrap_or_default(), f.arguments))
+                .unwrap_or_default();
+            ToolCall::from_wire(id_text(call.id), name, arguments.as_ref())
+        })
+        .collect();
+    if compatible
+        && tool_calls.is_empty()
+        && let Some((rest, recovered)) = recover_tool_calls(&text)
+    {
+        tracing::debug!(
+            calls = recovered.len(),
+            "recovered tool calls written as <tool_call> text"
+        );
+        text = rest;
+        tool_calls = recovered;
+    }
+    fill_ids(&mut tool_calls);
+    let mut stop_reason = match finish_reason.as_deref() {
+        Some("stop") | None => StopReason::EndTurn,
+        Some("tool_calls" | "function_call") => StopReason::ToolUse,
+        Some("length") => StopReason::MaxTokens,
+        Some("content_filter") => StopReason::ContentFilter,
+        Some(other) => StopReason::Other(other.to_owned()),
+    };
+    if text.is_empty()
+        && tool_calls.is_empty()
+        && let Some(refusal) = message.refusal.filter(|r| !r.is_empty())
+    {
+        text = refusal;
+        stop_reason = StopReason::Refusal;
+    }
+    let usage = wire.usage.map_or_else(TokenUsage::default, |u| {
+        let cached = u
+            .prompt_tokens_details
+            .and_then(|d| d.cached_tokens)
+            .unwrap_or(0);
+        TokenUsage::new(
+            u.prompt_tokens.unwrap_or(0),
+            u.completion_tokens.unwrap_or(0),
+        )
+        .with_cache(cached, 0)
+    });
+    let mut response = LlmResponse::tool_calls(tool_calls)
+        .with_text(text)
+        .with_stop_reason(stop_reason)
+        .with_usage(usage);
+    response.model = wire.model;
+    let body_id = Some(id_text(wire.id)).filter(|id| !id.is_empty());
+    response.request_id = request_id(&reply.headers).or(body_id);
+    Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+    use crate::message::ToolResult;
+    use serde_json::json;
+
+    fn body(request: &LlmRequest, compatible: bool) -> Value {
+        serde_json::from_slice(&encode(request, compatible).unwrap()).unwrap()
+    }
+
+    fn submit_only() -> Vec<ToolDefinition> {
+        vec![ToolDefinition::new(
+            "submit_output",
+            "",
+            json!({"type": "object"}),
+        )]
+    }
+
+    #[test]
+    fn history_is_echoed_with_string_arguments_and_tool_messages() {
+        let request = LlmRequest::new("gpt-x")
+            .with_system("sys")
+            .with_message(Message::user("hi"))
+            .with_message(Message::assistant(
+                "",
+                vec![
+                    ToolCall::new("c1", "a", json!({"x": 1})),
+                    ToolCall::with_invalid_arguments("c2", "b", "truncated"),
+                ],
+            ))
+            .with_message(Message::tool_results(vec![
+                ToolResult::ok("c1", "a", "one"),
+                ToolResult::error("c2", "b", "bad args"),
+            ]));
+        let b = body(&request, false);
+        assert_eq!(
+            b["messages"],
+            json!([
+                {"role": "system", "content": "sys"},
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "a", "arguments": "{\"x\":1}"}},
+                    {"id": "c2", "type": "function", "function": {"name": "b", "arguments": "{}"}}
+                ]},
+                {"role": "tool", "tool_call_id": "c1", "content": "one"},
+                {"role": "tool", "tool_call_id": "c2", "content": "Error: bad args"}
+            ])
+        );
+        assert_eq!(b["max_completion_tokens"], json!(4096));
+        assert!(b.get("max_tokens").is_none());
+        assert!(b.get("tools").is_none() && b.get("tool_choice").is_none());
+        let compat = body(&request, true);
+        assert_eq!(compat["max_tokens"], json!(4096));
+        assert!(compat.get("max_completion_tokens").is_none());
+    }
+
+    #[test]
+    fn tool_choice_is_mapped_per_flavor() {
+        let named = ToolChoice::Tool("submit_output".into());
+        let request = LlmRequest::new("m")
+            .with_tools(submit_only())
+            .with_tool_choice(named.clone());
+        assert_eq!(
+            body(&request, false)["tool_choice"],
+            json!({"type": "function", "function": {"name": "submit_output"}})
+        );
+        assert_eq!(body(&request, true)["tool_choice"], json!("required"));
+        let mut two = submit_only();
+        two.push(ToolDefinition::new("other", "", json!({"type": "object"})));
+        let request = LlmRequest::new("m").with_tools(two).with_tool_choice(named);
+        assert_eq!(
+            body(&request, true)["tool_choice"],
+            json!({"type": "function", "function": {"name": "submit_output"}})
+        );
+        for (choice, wire) in [
+            (ToolChoice::Auto, "auto"),
+            (ToolChoice::Required, "required"),
+            (ToolChoice::None, "none"),
+        ] {
+            let request = LlmRequest::new("m")
+                .with_tools(submit_only())
+                .with_tool_choice(choice);
+            assert_eq!(body(&request, false)["tool_choice"], json!(wire));
+        }
+    }
+}

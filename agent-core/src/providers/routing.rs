@@ -1,0 +1,273 @@
+//! Prefix routing: a model name and the options become a client and a wire model name.
+
+use std::sync::Arc;
+
+use crate::config::ConfigError;
+use crate::llm::LlmClient;
+use crate::providers::{AnthropicClient, ApiKey, OpenAiClient, ProviderOptions};
+use crate::testing::TestModel;
+
+/// The routable prefixes, for error messages.
+pub const PREFIXES: &str = "claude-, gpt-, o1, o3, o4, chatgpt-, ollama/, dispatch/, test";
+
+/// The host Ollama listens on when `OLLAMA_HOST` is not set.
+const OLLAMA_DEFAULT_HOST: &str = "http://127.0.0.1:11434";
+
+/// A routed model: the client and the model name to send.
+pub(crate) struct Route {
+    pub(crate) client: Arc<dyn LlmClient>,
+    pub(crate) wire_model: String,
+}
+
+/// Routes a model name to a client, reading the provider's environment variables for
+/// what the options do not set.
+///
+/// # Errors
+/// [`ConfigError::UnknownModel`] for a name with no known prefix,
+/// [`ConfigError::MissingEnv`] when the provider's key or URL is not set,
+/// [`ConfigError::InvalidProvider`] for an empty name after `ollama/` or `dispatch/`, a
+/// malformed URL, or a key that cannot be sent in a header.
+pub(crate) fn route(model: &str, options: &ProviderOptions) -> Result<Route, ConfigError> {
+    route_with(model, options, &|var| {
+        std::env::var(var).ok().filter(|v| !v.trim().is_empty())
+    })
+}
+
+/// Which provider a name routes to.
+#[derive(Debug, PartialEq, Eq)]
+enum Target<'m> {
+    Test,
+    Anthropic,
+    OpenAi,
+    Ollama(&'m str),
+    Dispatch(&'m str),
+}
+
+fn target(model: &str) -> Option<Target<'_>> {
+    if model == "test" {
+        return Some(Target::Test);
+    }
+    if let Some(name) = model.strip_prefix("ollama/") {
+        return Some(Target::Ollama(name));
+    }
+    if let Some(name) = model.strip_prefix("dispatch/") {
+        return Some(Target::Dispatch(name));
+    }
+    if model.starts_with("claude-") {
+        return Some(Target::Anthropic);
+    }
+    let o_series = ["o1", "o3", "o4"].iter().any(|p| {
+        model
+            .strip_prefix(p)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
+    });
+    if o_series || model.starts_with("gpt-") || model.starts_with("chatgpt-") {
+        return Some(Target::OpenAi);
+    }
+    None
+}
+
+/// [`route`] with an injectable environment (for tests).
+pub(crate) fn route_with(
+    model: &str,
+    options: &ProviderOptions,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Route, ConfigError> {
+    let Some(target) = target(model) else {
+        return Err(ConfigError::UnknownModel {
+            model: model.to_owned(),
+            prefixes: PREFIXES.to_owned(),
+        });
+    };
+    let invalid = |message: String| ConfigError::InvalidProvider {
+        model: model.to_owned(),
+        message,
+    };
+    let missing = |var: &str| ConfigError::MissingEnv {
+        model: model.to_owned(),
+        var: var.to_owned(),
+    };
+    let key_or_env = |var: &str| {
+        options
+            .api_key
+            .clone()
+            .or_else(|| env(var).map(ApiKey::new))
+    };
+    let url_or_env = |var: &str| options.base_url.clone().or_else(|| env(var));
+    let mut resolved = options.clone();
+    let (client, wire_model): (Arc<dyn LlmClient>, &str) = match target {
+        Target::Test => (Arc::new(TestModel::new()), model),
+        Target::Anthropic => {
+            resolved.api_key =
+                Some(key_or_env("ANTHROPIC_API_KEY").ok_or_else(|| missing("ANTHROPIC_API_KEY"))?);
+            resolved.base_url = url_or_env("ANTHROPIC_BASE_URL");
+            (
+                Arc::new(AnthropicClient::build(&resolved).map_err(invalid)?),
+                model,
+            )
+        }
+        Target::OpenAi => {
+            resolved.api_key =
+                Some(key_or_env("OPENAI_API_KEY").ok_or_else(|| missing("OPENAI_API_KEY"))?);
+            resolved.base_url = url_or_env("OPENAI_BASE_URL");
+            (
+                Arc::new(OpenAiClient::build_openai(&resolved).map_err(invalid)?),
+                model,
+            )
+        }
+        Target::Ollama(name) => {
+            let name = non_empty_name(name, "ollama/").map_err(invalid)?;
+            let host = url_or_env("OLLAMA_HOST").unwrap_or_else(|| OLLAMA_DEFAULT_HOST.to_owned());
+            resolved.base_url = Some(ollama_base(&host));
+            let client = OpenAiClient::build_compatible("ollama", &resolved).map_err(invalid)?;
+            (Arc::new(client), name)
+        }
+        Target::Dispatch(name) => {
+            let name = non_empty_name(name, "dispatch/").map_err(invalid)?;
+            resolved.base_url = Some(
+                url_or_env("AGENT_DISPATCH_URL").ok_or_else(|| missing("AGENT_DISPATCH_URL"))?,
+            );
+            resolved.api_key = key_or_env("AGENT_DISPATCH_API_KEY");
+            let client = OpenAiClient::build_compatible("dispatch", &resolved).map_err(invalid)?;
+            (Arc::new(client), name)
+        }
+    };
+    Ok(Route {
+        client,
+        wire_model: wire_model.to_owned(),
+    })
+}
+
+fn non_empty_name<'m>(name: &'m str, prefix: &str) -> Result<&'m str, String> {
+    if name.trim().is_empty() {
+        Err(format!(
+            "the model name after {prefix} is empty (write {prefix}NAME)"
+        ))
+    } else {
+        Ok(name)
+    }
+}
+
+/// The API root for an `OLLAMA_HOST` value: `http://` added when no scheme is given,
+/// `/v1` appended unless present (`0.0.0.0:11434` → `http://0.0.0.0:11434/v1`).
+fn ollama_base(host: &str) -> String {
+    let host = host.trim().trim_end_matches('/');
+    let with_scheme = if host.contains("://") {
+        host.to_owned()
+    } else {
+        format!("http://{host}")
+    };
+    if with_scheme.ends_with("/v1") {
+        with_scheme
+    } else {
+        format!("{with_scheme}/v1")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |var| map.get(var).cloned()
+    }
+
+    fn routed(model: &str, pairs: &[(&str, &str)]) -> Result<Route, ConfigError> {
+        route_with(model, &ProviderOptions::default(), &env_of(pairs))
+    }
+
+    #[test]
+    fn prefixes_route_to_their_providers() {
+        let full = [
+            ("ANTHROPIC_API_KEY", "sk-ant-xxxxxxxx"),
+            ("OPENAI_API_KEY", "sk-xxxxxxxx"),
+            ("AGENT_DISPATCH_URL", "http://10.0.0.1:8000/v1"),
+        ];
+        let cases = [
+            ("claude-sonnet-4-5", "anthropic", "claude-sonnet-4-5"),
+            ("gpt-5-mini", "openai", "gpt-5-mini"),
+            ("o1", "openai", "o1"),
+            ("o3-mini", "openai", "o3-mini"),
+            ("o4-mini", "openai", "o4-mini"),
+            ("chatgpt-4o-latest", "openai", "chatgpt-4o-latest"),
+            ("ollama/llama3.2", "ollama", "llama3.2"),
+            ("dispatch/gemma", "dispatch", "gemma"),
+            ("test", "test", "test"),
+        ];
+        for (model, provider, wire) in cases {
+            let route = routed(model, &full).unwrap();
+            assert_eq!(route.client.provider(), provider, "{model}");
+            assert_eq!(route.wire_model, wire, "{model}");
+        }
+    }
+
+    #[test]
+    fn unknown_names_list_the_prefixes() {
+        for model in ["gemini-2.5-pro", "o1x", "o5", "claude", "llama3"] {
+            match routed(model, &[]) {
+                Err(ConfigError::UnknownModel { prefixes, .. }) => assert_eq!(prefixes, PREFIXES),
+                other => panic!("{model}: {:?}", other.map(|r| r.wire_model)),
+            }
+        }
+    }
+
+    #[test]
+    fn missing_env_names_the_variable() {
+        let var = |model: &str| match routed(model, &[]) {
+            Err(ConfigError::MissingEnv { var, .. }) => var,
+            other => panic!("{model}: {:?}", other.map(|r| r.wire_model)),
+        };
+        assert_eq!(var("claude-haiku-4-5"), "ANTHROPIC_API_KEY");
+        assert_eq!(var("gpt-5"), "OPENAI_API_KEY");
+        assert_eq!(var("dispatch/gemma"), "AGENT_DISPATCH_URL");
+        // Ollama needs nothing: it has a default host.
+        assert!(routed("ollama/qwen3", &[]).is_ok());
+    }
+
+    #[test]
+    fn explicit_options_replace_the_environment() {
+        let options = ProviderOptions::default()
+            .with_api_key("sk-explicit")
+            .with_base_url("http://127.0.0.1:9/v1");
+        let route = route_with("dispatch/m", &options, &env_of(&[])).unwrap();
+        assert_eq!(route.client.provider(), "dispatch");
+        assert!(route_with("claude-x", &options, &env_of(&[])).is_ok());
+    }
+
+    #[test]
+    fn bad_urls_and_empty_names_are_invalid_provider_errors() {
+        let bad = [("AGENT_DISPATCH_URL", "not a url")];
+        assert!(matches!(
+            routed("dispatch/m", &bad),
+            Err(ConfigError::InvalidProvider { .. })
+        ));
+        let ok = [("AGENT_DISPATCH_URL", "http://h/v1")];
+        assert!(matches!(
+            routed("dispatch/", &ok),
+            Err(ConfigError::InvalidProvider { .. })
+        ));
+        assert!(matches!(
+            routed("ollama/ ", &[]),
+            Err(ConfigError::InvalidProvider { .. })
+        ));
+        let ftp = [("OPENAI_API_KEY", "k"), ("OPENAI_BASE_URL", "ftp://x/v1")];
+        assert!(matches!(
+            routed("gpt-5", &ftp),
+            Err(ConfigError::InvalidProvider { .. })
+        ));
+    }
+
+    #[test]
+    fn ollama_hosts_become_api_roots() {
+        assert_eq!(ollama_base("0.0.0.0:11434"), "http://0.0.0.0:11434/v1");
+        assert_eq!(ollama_base("http://gpu:11434/"), "http://gpu:11434/v1");
+        assert_eq!(ollama_base("https://o.example/v1"), "https://o.example/v1");
+    }
+}

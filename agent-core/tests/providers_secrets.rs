@@ -1,0 +1,176 @@
+//! API keys never appear in `Debug`, `Display`, errors, traces or transcripts: runs that
+//! end in a 401 whose body echoes the key, with every printable thing searched.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod providers_support;
+
+use std::io;
+use std::sync::{Arc, Mutex};
+
+use agent_core::providers::{AnthropicClient, ApiKey, OpenAiClient, ProviderOptions};
+use agent_core::{AgentConfig, AgentError, LlmClient, run_agent};
+use providers_support::*;
+use tracing_subscriber::fmt::format::FmtSpan;
+use wiremock::matchers::method;
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+/// Collects formatted trace output.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+/// Runs `model` against a server that answers 401 with the key in the body, under a
+/// TRACE subscriber; returns everything printable.
+async fn everything_after_a_401(
+    model: &str,
+    body: String,
+    base_url_suffix: &str,
+) -> (Vec<String>, Vec<String>) {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(401).set_body_raw(body, "application/json"))
+        .mount(&server)
+        .await;
+    let captured = Captured::default();
+    let sink = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_span_events(FmtSpan::FULL)
+        .with_ansi(false)
+        .with_writer(move || sink.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let base_url = format!("{}{base_url_suffix}", server.uri());
+    let builder = triage(model, &base_url);
+    let builder_debug = format!("{builder:?}");
+    let config = builder.build().unwrap();
+    let result = run_agent(&config, "ticket").await;
+    let Err(AgentError::LlmPermanent { error }) = &result.outcome else {
+        panic!("{:?}", result.outcome)
+    };
+    assert_eq!(error.status, Some(401));
+
+    let sent = requests(&server).await;
+    assert_eq!(sent.len(), 1);
+    let sent_headers = format!("{:?}", sent[0].headers);
+    assert!(
+        sent_headers.contains(KEY),
+        "the key must reach the server: {sent_headers}"
+    );
+
+    let outcome_error = result.outcome.as_ref().unwrap_err();
+    let texts = vec![
+        builder_debug,
+        format!("{config:?}"),
+        format!("{result:?}"),
+        format!("{outcome_error}"),
+        format!("{outcome_error:?}"),
+        format!("{error}"),
+        format!("{error:?}"),
+        serde_json::to_string(error).unwrap(),
+        serde_json::to_string(&result.transcript).unwrap(),
+        result.output.clone(),
+        captured.text(),
+    ];
+    let evidence = vec![captured.text(), format!("{error}")];
+    (texts, evidence)
+}
+
+fn assert_no_key(texts: &[String]) {
+    for (i, text) in texts.iter().enumerate() {
+        assert!(!text.contains(KEY), "text #{i} shows the key: {text}");
+    }
+}
+
+#[tokio::test]
+async fn openai_401_echoing_the_key_leaks_it_nowhere() {
+    let body = fixture("openai/error_invalid_api_key.template.json").replace("{KEY}", KEY);
+    let (texts, evidence) = everything_after_a_401("gpt-4.1", body, "/v1").await;
+    assert_no_key(&texts);
+    // The search is meaningful: the trace saw the failure, the error says what happened.
+    assert!(evidence[0].contains("401"), "{}", evidence[0]);
+    assert!(
+        evidence[0].contains("provider request failed"),
+        "{}",
+        evidence[0]
+    );
+    assert!(
+        evidence[1].contains("invalid_request_error: Incorrect API key provided: <redacted>"),
+        "{}",
+        evidence[1]
+    );
+}
+
+#[tokio::test]
+async fn anthropic_401_leaks_the_key_nowhere() {
+    let body = format!(
+        r#"{{"type":"error","error":{{"type":"authentication_error","message":"invalid x-api-key {KEY}"}}}}"#
+    );
+    let (texts, evidence) = everything_after_a_401("claude-sonnet-4-5", body, "").await;
+    assert_no_key(&texts);
+    assert!(
+        evidence[1].contains("authentication_error"),
+        "{}",
+        evidence[1]
+    );
+}
+
+#[tokio::test]
+async fn dispatch_401_leaks_the_key_nowhere() {
+    let body = format!(
+        r#"{{"error":{{"code":401,"message":"Invalid API Key: {KEY}","type":"authentication_error"}}}}"#
+    );
+    let (texts, _) = everything_after_a_401("dispatch/gemma", body, "/v1").await;
+    assert_no_key(&texts);
+}
+
+#[test]
+fn clients_options_and_config_errors_never_show_the_key() {
+    let options = ProviderOptions::default()
+        .with_api_key(KEY)
+        .with_base_url("http://127.0.0.1:9/v1");
+    let openai = OpenAiClient::openai(&options).unwrap();
+    let anthropic = AnthropicClient::new(&options).unwrap();
+    let compatible = OpenAiClient::compatible("dispatch", &options).unwrap();
+    let key = ApiKey::new(KEY);
+    let mut texts = vec![
+        format!("{options:?}"),
+        format!("{openai:?}"),
+        format!("{anthropic:?}"),
+        format!("{compatible:?}"),
+        format!("{key:?}"),
+        format!("{key}"),
+        openai.endpoint().to_owned(),
+        openai.provider().to_owned(),
+    ];
+    // A key that cannot go in a header: the error explains without quoting it.
+    let bad = format!("{KEY}\n");
+    let error = AgentConfig::<Triage>::builder("t")
+        .model("gpt-4.1")
+        .api_key(bad.clone())
+        .build()
+        .unwrap_err();
+    texts.push(format!("{error}"));
+    texts.push(format!("{error:?}"));
+    let error = OpenAiClient::openai(&ProviderOptions::default().with_api_key(bad)).unwrap_err();
+    texts.push(format!("{error} {error:?}"));
+    assert!(texts.iter().any(|t| t.contains("<redacted>")));
+    assert_no_key(&texts);
+}

@@ -1,0 +1,244 @@
+//! Shared helpers of the provider adapter tests: fixtures, a triage output type with a
+//! hand-written `AgentOutput`, tools that count their calls, and wiremock helpers.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use agent_core::{
+    AgentConfig, AgentConfigBuilder, AgentOutput, Backoff, LlmRequest, Message, RunEvent,
+    SUBMIT_OUTPUT, SchemaValidator, Tool, ToolContext, ToolDefinition, ToolFuture,
+    ValidationErrors,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use wiremock::{MockServer, Request, ResponseTemplate};
+
+/// The key every test configures; searched for in the secrets test.
+pub const KEY: &str = "sk-test-7f3c9a1e5b2d4c6e8a0b";
+
+/// A fixture file's text (`tests/fixtures/<path>`).
+pub fn fixture(path: &str) -> String {
+    let full = format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full}: {e}"))
+}
+
+/// A response with a fixture as its JSON body.
+pub fn json_fixture(status: u16, path: &str) -> ResponseTemplate {
+    ResponseTemplate::new(status).set_body_raw(fixture(path), "application/json")
+}
+
+/// A response with a fixture as a body of the given content type.
+pub fn raw_fixture(status: u16, path: &str, content_type: &str) -> ResponseTemplate {
+    ResponseTemplate::new(status).set_body_raw(fixture(path), content_type)
+}
+
+/// The JSON bodies of every request the server received, in order.
+pub async fn bodies(server: &MockServer) -> Vec<Value> {
+    requests(server)
+        .await
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).expect("request body is JSON"))
+        .collect()
+}
+
+/// Every request the server received.
+pub async fn requests(server: &MockServer) -> Vec<Request> {
+    server.received_requests().await.unwrap_or_default()
+}
+
+/// A header of a request, as text.
+pub fn header<'r>(request: &'r Request, name: &str) -> Option<&'r str> {
+    request.headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// A request with one user message and no tools.
+pub fn hello(model: &str) -> LlmRequest {
+    LlmRequest::new(model)
+        .with_system("You triage support tickets.")
+        .with_message(Message::user("My parcel A-1001 is a week late."))
+}
+
+/// Where a ticket goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Queue {
+    /// Payments and invoices.
+    Billing,
+    /// Deliveries.
+    Shipping,
+    /// Bugs and outages.
+    Technical,
+    /// Logins and profiles.
+    Account,
+}
+
+/// Triage decision for one support ticket.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Triage {
+    /// Severity from 1 (lowest) to 4 (critical).
+    pub severity: u8,
+    /// The queue.
+    pub queue: Queue,
+    /// One sentence.
+    pub summary: String,
+}
+
+/// The schema `#[agent_output]` would give `Triage`.
+pub fn triage_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "severity": {"type": "integer", "minimum": 1, "maximum": 4,
+                          "description": "Severity from 1 (lowest) to 4 (critical)."},
+            "queue": {"type": "string", "enum": ["billing", "shipping", "technical", "account"],
+                       "description": "Where the ticket goes."},
+            "summary": {"type": "string", "minLength": 1, "description": "One sentence."}
+        },
+        "required": ["severity", "queue", "summary"],
+        "additionalProperties": false
+    })
+}
+
+impl AgentOutput for Triage {
+    fn output_tool() -> Option<ToolDefinition> {
+        Some(ToolDefinition::new(
+            SUBMIT_OUTPUT,
+            "Triage decision for one support ticket.",
+            triage_schema(),
+        ))
+    }
+
+    fn from_arguments(arguments: &Value) -> Result<Self, ValidationErrors> {
+        static VALIDATOR: OnceLock<SchemaValidator> = OnceLock::new();
+        VALIDATOR
+            .get_or_init(|| SchemaValidator::new(&triage_schema()).unwrap())
+            .validate_into(arguments)
+    }
+}
+
+/// The triage answer of the fixtures.
+pub fn expected_triage() -> Triage {
+    Triage {
+        severity: 2,
+        queue: Queue::Shipping,
+        summary: "Parcel A-1001 is a week late.".to_owned(),
+    }
+}
+
+/// A tool that answers with fixed text and counts its executions.
+#[derive(Clone)]
+pub struct CountingTool {
+    name: &'static str,
+    parameters: Value,
+    calls: Arc<AtomicU32>,
+    seen: Arc<Mutex<Vec<Value>>>,
+}
+
+impl CountingTool {
+    /// `lookup_order(order_id: string)`.
+    pub fn lookup_order() -> Self {
+        Self::new(
+            "lookup_order",
+            json!({
+                "type": "object",
+                "properties": {"order_id": {"type": "string"}},
+                "required": ["order_id"]
+            }),
+        )
+    }
+
+    /// `refund_status(order_id, include_history?)`.
+    pub fn refund_status() -> Self {
+        Self::new(
+            "refund_status",
+            json!({
+                "type": "object",
+                "properties": {"order_id": {"type": "string"}, "include_history": {"type": "boolean"}},
+                "required": ["order_id"]
+            }),
+        )
+    }
+
+    /// `ping()`: no parameters.
+    pub fn ping() -> Self {
+        Self::new("ping", json!({"type": "object", "properties": {}}))
+    }
+
+    fn new(name: &'static str, parameters: Value) -> Self {
+        Self {
+            name,
+            parameters,
+            calls: Arc::default(),
+            seen: Arc::default(),
+        }
+    }
+
+    /// How many times it ran.
+    pub fn calls(&self) -> u32 {
+        self.calls.load(Ordering::SeqCst)
+    }
+
+    /// The arguments of every execution.
+    pub fn seen(&self) -> Vec<Value> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+impl Tool for CountingTool {
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition::new(
+            self.name,
+            format!("The {} tool.", self.name),
+            self.parameters.clone(),
+        )
+    }
+
+    fn call<'a>(&'a self, arguments: Value, _context: ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            let order = arguments
+                .get("order_id")
+                .and_then(Value::as_str)
+                .unwrap_or("-")
+                .to_owned();
+            self.seen.lock().unwrap().push(arguments);
+            Ok(format!(
+                "{{\"order_id\":\"{order}\",\"status\":\"in transit\"}}"
+            ))
+        })
+    }
+}
+
+/// A triage config for `model` at `base_url`, with the test key and no backoff.
+pub fn triage(model: &str, base_url: &str) -> AgentConfigBuilder<Triage> {
+    AgentConfig::<Triage>::builder("triage")
+        .model(model)
+        .api_key(KEY)
+        .base_url(base_url)
+        .system_prompt("You triage support tickets.")
+        .backoff(Backoff::none())
+}
+
+/// The retry delays a run scheduled, recorded by an observer.
+#[derive(Clone, Default)]
+pub struct Delays(Arc<Mutex<Vec<Duration>>>);
+
+impl Delays {
+    /// An observer that records each `RetryScheduled` delay.
+    pub fn observer(&self) -> impl Fn(&RunEvent<'_>) + Send + Sync + 'static {
+        let delays = Arc::clone(&self.0);
+        move |event| {
+            if let RunEvent::RetryScheduled { delay, .. } = event {
+                delays.lock().unwrap().push(*delay);
+            }
+        }
+    }
+
+    /// The delays so far.
+    pub fn get(&self) -> Vec<Duration> {
+        self.0.lock().unwrap().clone()
+    }
+}
