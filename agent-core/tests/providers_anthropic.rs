@@ -8,7 +8,7 @@ mod providers_support;
 use std::time::Duration;
 
 use agent_core::providers::{AnthropicClient, ProviderOptions};
-use agent_core::{AgentError, LlmClient, LlmErrorKind, StopReason, run_agent, tools};
+use agent_core::{AgentError, LlmClient, LlmErrorKind, StopReason, run_agent};
 use providers_support::*;
 use serde_json::json;
 use wiremock::matchers::{method, path};
@@ -150,7 +150,7 @@ async fn a_run_groups_parallel_results_in_one_user_message_results_first() {
     mount(&server, json_fixture(200, "anthropic/submit.json")).await;
     let lookup = CountingTool::lookup_order();
     let config = triage(MODEL, &server.uri())
-        .tools(tools![lookup.clone()])
+        .tools(agent_core::ToolRegistry::new().with(lookup.clone()))
         .build()
         .unwrap();
     let result = run_agent(&config, "Parcels A-1001 and B-2002 are late.").await;

@@ -8,9 +8,7 @@ mod providers_support;
 use std::collections::HashSet;
 
 use agent_core::providers::{OpenAiClient, ProviderOptions};
-use agent_core::{
-    AgentError, AgentOutput, LlmClient, LlmErrorKind, Tool, ToolChoice, run_agent, tools,
-};
+use agent_core::{AgentError, AgentOutput, LlmClient, LlmErrorKind, Tool, ToolChoice, run_agent};
 use providers_support::*;
 use serde_json::json;
 use wiremock::matchers::{method, path};
@@ -97,7 +95,7 @@ async fn ollama_route_posts_to_the_host_v1_endpoint() {
     let config = agent_core::AgentConfig::<Triage>::builder("t")
         .model("ollama/llama3.2")
         .base_url(server.uri())
-        .tools(tools![CountingTool::lookup_order()])
+        .tools(agent_core::ToolRegistry::new().with(CountingTool::lookup_order()))
         .max_llm_calls(1)
         .build()
         .unwrap();
@@ -136,7 +134,7 @@ async fn c9_missing_ids_are_synthesised_and_answered() {
     .await;
     let lookup = CountingTool::lookup_order();
     let config = triage(MODEL, &base(&server))
-        .tools(tools![lookup.clone()])
+        .tools(agent_core::ToolRegistry::new().with(lookup.clone()))
         .build()
         .unwrap();
     let result = run_agent(&config, "ticket").await;
@@ -193,7 +191,7 @@ async fn c6_every_empty_argument_spelling_runs_the_tool() {
     .await;
     let ping = CountingTool::ping();
     let config = triage(MODEL, &base(&server))
-        .tools(tools![ping.clone()])
+        .tools(agent_core::ToolRegistry::new().with(ping.clone()))
         .repeated_call_limit(10)
         .build()
         .unwrap();
@@ -222,7 +220,7 @@ async fn c7_object_arguments_are_accepted_and_resent_as_strings() {
     .await;
     let lookup = CountingTool::lookup_order();
     let config = triage(MODEL, &base(&server))
-        .tools(tools![lookup.clone()])
+        .tools(agent_core::ToolRegistry::new().with(lookup.clone()))
         .build()
         .unwrap();
     let result = run_agent(&config, "ticket").await;
@@ -276,7 +274,7 @@ async fn a_named_tool_choice_is_sent_as_required_when_it_is_the_only_tool() {
     )
     .await;
     let config = triage(MODEL, &base(&server))
-        .tools(tools![CountingTool::lookup_order()])
+        .tools(agent_core::ToolRegistry::new().with(CountingTool::lookup_order()))
         .max_llm_calls(1)
         .build()
         .unwrap();

@@ -8,7 +8,7 @@ mod providers_support;
 use std::time::Duration;
 
 use agent_core::providers::{OpenAiClient, ProviderOptions};
-use agent_core::{AgentError, LlmClient, LlmErrorKind, StopReason, Tool, run_agent, tools};
+use agent_core::{AgentError, LlmClient, LlmErrorKind, StopReason, Tool, run_agent};
 use providers_support::*;
 use serde_json::json;
 use wiremock::matchers::{method, path};
@@ -126,7 +126,11 @@ async fn a_run_echoes_calls_with_string_arguments_and_one_tool_message_each() {
     .await;
     let (lookup, refund) = (CountingTool::lookup_order(), CountingTool::refund_status());
     let config = triage(MODEL, &base(&server))
-        .tools(tools![lookup.clone(), refund.clone()])
+        .tools(
+            agent_core::ToolRegistry::new()
+                .with(lookup.clone())
+                .with(refund.clone()),
+        )
         .build()
         .unwrap();
     let result = run_agent(&config, "ticket").await;
