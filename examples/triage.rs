@@ -48,8 +48,16 @@ async fn run(args: Args) -> Result<(), String> {
     let config = triage::triage_config(&data_dir(), &choice)?;
     let bar = cli::progress(tickets.len());
     let observed = config
-        .with_(|b| b.observer(cli::progress_observer(bar.clone())))
-        .map_err(|e| e.to_string())?;
+        .with_(|mut b| {
+            if let Some(n) = args.max_tokens {
+                b = b.max_tokens(n);
+            }
+            if let Some(n) = args.max_llm_calls {
+                b = b.max_llm_calls(n);
+            }
+            b.observer(cli::progress_observer(bar.clone()))
+        })
+        .map_err(|e| format!("invalid config: {e}"))?;
     let inputs = tickets.iter().map(|t| t.text.clone());
     let batch = run_batch(&observed, inputs, args.concurrency).await;
     bar.finish_and_clear();

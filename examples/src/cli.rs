@@ -94,6 +94,11 @@ pub struct Args {
     pub tickets: PathBuf,
     /// `--limit N`: only the first N tickets.
     pub limit: Option<usize>,
+    /// `--max-tokens N`: the output-token cap per round trip (tokens; small local
+    /// models with a short context need a small one).
+    pub max_tokens: Option<u32>,
+    /// `--max-llm-calls N`: the round-trip cap per ticket.
+    pub max_llm_calls: Option<u32>,
 }
 
 /// The usage text.
@@ -113,6 +118,8 @@ impl Args {
             json: false,
             tickets: crate::triage::data_dir().join("tickets"),
             limit: None,
+            max_tokens: None,
+            max_llm_calls: None,
         };
         let mut parser = lexopt::Parser::from_env();
         let text = |e: lexopt::Error| e.to_string();
@@ -128,6 +135,12 @@ impl Args {
                 Long("tickets") => args.tickets = parser.value().map_err(text)?.into(),
                 Long("limit") => {
                     args.limit = Some(parser.value().map_err(text)?.parse().map_err(text)?)
+                }
+                Long("max-tokens") => {
+                    args.max_tokens = Some(parser.value().map_err(text)?.parse().map_err(text)?);
+                }
+                Long("max-llm-calls") => {
+                    args.max_llm_calls = Some(parser.value().map_err(text)?.parse().map_err(text)?);
                 }
                 Short('h') | Long("help") => return Ok(None),
                 other => return Err(other.unexpected().to_string()),
