@@ -11,8 +11,7 @@ use agent_core::providers::{AnthropicClient, ProviderOptions};
 use agent_core::{AgentError, LlmClient, LlmErrorKind, StopReason, run_agent};
 use providers_support::*;
 use serde_json::json;
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{MockServer, ResponseTemplate};
 
 const MODEL: &str = "claude-sonnet-4-5";
 
@@ -31,20 +30,11 @@ fn lookup_definition() -> agent_core::ToolDefinition {
 }
 
 async fn mount(server: &MockServer, response: ResponseTemplate) {
-    Mock::given(method("POST"))
-        .and(path("/v1/messages"))
-        .respond_with(response)
-        .mount(server)
-        .await;
+    mount_post(server, "/v1/messages", response, None).await;
 }
 
 async fn mount_once(server: &MockServer, response: ResponseTemplate) {
-    Mock::given(method("POST"))
-        .and(path("/v1/messages"))
-        .respond_with(response)
-        .up_to_n_times(1)
-        .mount(server)
-        .await;
+    mount_post(server, "/v1/messages", response, Some(1)).await;
 }
 
 #[tokio::test]

@@ -12,8 +12,7 @@ use agent_core::{AgentError, Backoff, LlmClient, LlmErrorKind, run_agent};
 use providers_support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{MockServer, ResponseTemplate};
 
 const MODEL: &str = "gpt-4.1";
 
@@ -22,20 +21,11 @@ fn base(server: &MockServer) -> String {
 }
 
 async fn mount(server: &MockServer, response: ResponseTemplate) {
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(response)
-        .mount(server)
-        .await;
+    mount_post(server, "/v1/chat/completions", response, None).await;
 }
 
 async fn mount_once(server: &MockServer, response: ResponseTemplate) {
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(response)
-        .up_to_n_times(1)
-        .mount(server)
-        .await;
+    mount_post(server, "/v1/chat/completions", response, Some(1)).await;
 }
 
 fn submit() -> ResponseTemplate {

@@ -11,8 +11,7 @@ use agent_core::providers::{OpenAiClient, ProviderOptions};
 use agent_core::{AgentError, LlmClient, LlmErrorKind, StopReason, Tool, run_agent};
 use providers_support::*;
 use serde_json::json;
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::{MockServer, ResponseTemplate};
 
 const MODEL: &str = "gpt-4.1";
 
@@ -30,20 +29,11 @@ fn client(server: &MockServer) -> OpenAiClient {
 }
 
 async fn mount(server: &MockServer, response: ResponseTemplate) {
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(response)
-        .mount(server)
-        .await;
+    mount_post(server, "/v1/chat/completions", response, None).await;
 }
 
 async fn mount_once(server: &MockServer, response: ResponseTemplate) {
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(response)
-        .up_to_n_times(1)
-        .mount(server)
-        .await;
+    mount_post(server, "/v1/chat/completions", response, Some(1)).await;
 }
 
 #[tokio::test]

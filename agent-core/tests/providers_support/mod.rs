@@ -35,6 +35,23 @@ pub fn raw_fixture(status: u16, path: &str, content_type: &str) -> ResponseTempl
     ResponseTemplate::new(status).set_body_raw(fixture(path), content_type)
 }
 
+/// Mounts a POST mock on `path`, answering `times` times (every time when `None`).
+pub async fn mount_post(
+    server: &MockServer,
+    path: &str,
+    response: ResponseTemplate,
+    times: Option<u64>,
+) {
+    let mock = wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .and(wiremock::matchers::path(path))
+        .respond_with(response);
+    let mock = match times {
+        Some(n) => mock.up_to_n_times(n),
+        None => mock,
+    };
+    mock.mount(server).await;
+}
+
 /// The JSON bodies of every request the server received, in order.
 pub async fn bodies(server: &MockServer) -> Vec<Value> {
     requests(server)
