@@ -810,3 +810,50 @@ async fn transcript_holds_every_message_of_the_run() {
     assert!(matches!(r.transcript[2], Message::Tool { .. }));
     assert_eq!(model.requests()[0].system.as_deref(), Some("You triage."));
 }
+
+// Totality outside a Tokio runtime: what needs a timer fails typed, never panics out.
+#[test]
+fn without_a_tokio_runtime_runs_still_end_typed() {
+    let model = ScriptedModel::new().submit(valid());
+    let config = builder(&model, &[]).build().unwrap();
+    let r = futures::executor::block_on(run_agent(&config, "ticket"));
+    assert!(r.is_ok(), "a run that needs no timer works anywhere");
+
+    let model = ScriptedModel::new().submit(valid());
+    let config = builder(&model, &[])
+        .deadline(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let r = futures::executor::block_on(run_agent(&config, "ticket"));
+    assert!(
+        r.is_ok(),
+        "the deadline's timer is never needed by a run that never waits"
+    );
+
+    let model = ScriptedModel::from_steps([agent_core::testing::ScriptStep::Delayed(
+        Duration::from_millis(1),
+        Box::new(agent_core::testing::ScriptStep::Hang),
+    )]);
+    let config = builder(&model, &[]).build().unwrap();
+    let r = futures::executor::block_on(run_agent(&config, "ticket"));
+    let err = r.outcome.unwrap_err();
+    assert_eq!(err.category(), "llm_permanent_error");
+    assert!(err.to_string().contains("panicked"), "{err}");
+
+    let slow = TestTool::new("slow", Behaviour::Echo);
+    let model = ScriptedModel::new()
+        .tool_call("slow", order("A"))
+        .submit(valid());
+    let config = builder(&model, &[&slow]).build().unwrap();
+    let r = futures::executor::block_on(run_agent(&config, "ticket"));
+    assert!(
+        r.is_ok(),
+        "the tool timeout's panic is caught as a tool error"
+    );
+    let res = &last_results(&model.requests()[1])[0];
+    assert!(
+        res.is_error && res.content.contains("panicked"),
+        "{}",
+        res.content
+    );
+}

@@ -344,14 +344,19 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         self
     }
 
-    /// A cap on input + output tokens over the run (tokens), checked before each call.
+    /// A cap on input + output tokens over the run (tokens), checked before each call:
+    /// the run stops with `budget_exhausted` when the tokens used so far plus those of
+    /// the last round trip (the next one is at least as large, the conversation only
+    /// grows) would pass it, so it never pays for the call that crosses the cap.
     #[must_use]
     pub fn max_total_tokens(mut self, tokens: u64) -> Self {
         self.settings.max_total_tokens = Some(tokens);
         self
     }
 
-    /// A cap on the run's cost (USD), checked before each call; the model needs a price.
+    /// A cap on the run's cost (USD), checked before each call like `max_total_tokens`
+    /// (spent so far plus the last round trip's cost). The model needs a price in the
+    /// pricing table, else `build()` returns [`ConfigError::MissingPrice`].
     #[must_use]
     pub fn max_cost_usd(mut self, usd: f64) -> Self {
         self.settings.max_cost_usd = Some(usd);

@@ -137,32 +137,34 @@ async fn execute(
         Arc::clone(state),
     );
     let arguments = call.arguments.clone();
-    let guarded =
-        AssertUnwindSafe(async move { tool.tool.call(arguments, context).await }).catch_unwind();
-    let outcome = tokio::time::timeout(timeout, guarded)
-        .instrument(span.clone())
-        .await;
+    // The timer sits inside the catch boundary too: outside a Tokio runtime its creation
+    // panics, and that must become this call's error result, not the run's.
+    let guarded = AssertUnwindSafe(async move {
+        tokio::time::timeout(timeout, tool.tool.call(arguments, context)).await
+    })
+    .catch_unwind();
+    let outcome = guarded.instrument(span.clone()).await;
     let (content, error_type) = match outcome {
         Ok(Ok(Ok(content))) => (Ok(content), None),
         Ok(Ok(Err(e))) => (
             Err(format!("{} failed: {e}", call.name)),
             Some("tool_error"),
         ),
-        Ok(Err(payload)) => (
-            Err(format!(
-                "{} failed: the tool panicked: {}",
-                call.name,
-                panic_message(payload.as_ref())
-            )),
-            Some("tool_panic"),
-        ),
-        Err(_) => (
+        Ok(Err(_elapsed)) => (
             Err(format!(
                 "{} failed: it timed out after {} ms",
                 call.name,
                 timeout.as_millis()
             )),
             Some("tool_timeout"),
+        ),
+        Err(payload) => (
+            Err(format!(
+                "{} failed: the tool panicked: {}",
+                call.name,
+                panic_message(payload.as_ref())
+            )),
+            Some("tool_panic"),
         ),
     };
     if let Some(kind) = error_type {
