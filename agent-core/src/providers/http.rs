@@ -3,6 +3,7 @@
 
 use std::error::Error as _;
 use std::fmt;
+use std::sync::Arc;
 
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Client, Url};
@@ -47,11 +48,20 @@ impl fmt::Debug for Transport {
     }
 }
 
-/// Makes *ring* the process's rustls crypto provider unless one is installed already
-/// (reqwest is built with `rustls-no-provider`, and builds no client without one).
-fn ensure_crypto_provider() {
-    // An Err means a provider is installed already, which is all we need.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+/// The TLS configuration of every adapter: rustls with the *ring* provider given
+/// explicitly (no process-wide default is installed, so other rustls users in the
+/// process are unaffected) and the platform's certificate verifier. HTTP/1.1 only.
+fn tls_config() -> Result<rustls::ClientConfig, String> {
+    use rustls_platform_verifier::BuilderVerifierExt;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("cannot configure TLS: {e}"))?
+        .with_platform_verifier()
+        .map_err(|e| format!("cannot load the platform's certificate verifier: {e}"))?
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
 }
 
 /// Parses an endpoint URL (`http` or `https`).
@@ -82,8 +92,8 @@ impl Transport {
         options: &ProviderOptions,
     ) -> Result<Self, String> {
         let url = parse_url(url)?;
-        ensure_crypto_provider();
         let client = Client::builder()
+            .tls_backend_preconfigured(tls_config()?)
             .connect_timeout(options.connect_timeout)
             .timeout(options.request_timeout)
             .build()
@@ -300,4 +310,45 @@ pub(crate) fn trace_failure(provider: &str, error: &LlmError) {
         error = %error.message,
         "provider request failed"
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls_uses_ring_without_installing_a_process_default() {
+        let config = tls_config().unwrap();
+        assert_eq!(config.alpn_protocols, [b"http/1.1".to_vec()]);
+        assert!(!config.crypto_provider().cipher_suites.is_empty());
+        assert!(
+            rustls::crypto::CryptoProvider::get_default().is_none(),
+            "no global provider is installed"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_https_endpoint_that_does_not_speak_tls_is_a_typed_error() {
+        // A plain TCP listener that closes every connection: the TLS handshake fails.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                drop(socket);
+            }
+        });
+        let transport = Transport::new(
+            "test",
+            &format!("https://127.0.0.1:{port}/v1/x"),
+            HeaderMap::new(),
+            None,
+            &ProviderOptions::default(),
+        )
+        .unwrap();
+        let Err(error) = transport.post(b"{}".to_vec()).await else {
+            panic!("the handshake cannot succeed")
+        };
+        assert!(error.is_transient(), "{error}");
+        assert!(error.status.is_none());
+    }
 }
