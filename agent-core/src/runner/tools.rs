@@ -71,6 +71,11 @@ pub(crate) async fn run_tool_calls<T>(
         );
         result
     });
+    // Collected before the await: the `Map` above (a closure returning an async block)
+    // held across the await keeps rustc from proving the run's future `Send`
+    // ("implementation of `FnOnce` is not general enough"), and then
+    // `tokio::spawn(run_agent(..))` does not compile.
+    let jobs: Vec<_> = jobs.collect();
     futures::stream::iter(jobs)
         .buffered(cfg.settings.tool_concurrency)
         .collect()
