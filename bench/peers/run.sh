@@ -3,6 +3,8 @@
 #
 #   bench/peers/run.sh            full run (about 10 minutes on 2 cores)
 #   bench/peers/run.sh --quick    short run for iteration (about 2 minutes)
+#   ONLY="ours bare" bench/peers/run.sh   only these frameworks (names: ours rig
+#                                         pydantic-ai bare openai-py)
 #
 # Builds every Rust crate of bench/peers (release), makes the Python venv
 # (bench/peers/.venv, pinned by pydantic/requirements.txt) if missing, starts two
@@ -49,11 +51,23 @@ mkdir -p "$RESULTS"
 RAW="$RESULTS/raw.jsonl"
 : > "$RAW"
 
-echo "== build (release)" >&2
-cargo build --release --locked --quiet
-BIN=target/release
+ONLY=${ONLY:-ours rig pydantic-ai bare openai-py}
 
-if [[ ! -x .venv/bin/python ]]; then
+echo "== build (release)" >&2
+PKGS=(-p mock-server)
+for fw in $ONLY; do
+    case $fw in
+        ours) PKGS+=(-p ours) ;;
+        rig) PKGS+=(-p rig-bench) ;;
+        bare) PKGS+=(-p bare) ;;
+        pydantic-ai|openai-py) NEED_PY=1 ;;
+        *) echo "unknown framework $fw in ONLY" >&2; exit 2 ;;
+    esac
+done
+cargo build --release --locked --quiet "${PKGS[@]}"
+BIN=${CARGO_TARGET_DIR:-target}/release
+
+if [[ ${NEED_PY:-0} == 1 && ! -x .venv/bin/python ]]; then
     echo "== python venv" >&2
     python3 -m venv .venv
     .venv/bin/pip install --quiet -r pydantic/requirements.txt
@@ -96,6 +110,7 @@ ps -eo pcpu,etime,comm --sort=-pcpu | head -8 > "$RESULTS/top-before.txt"
 # bench FRAMEWORK ARGS...: runs one measurement, appends its JSON line.
 bench() {
     local fw=$1; shift
+    [[ " $ONLY " == *" $fw "* ]] || return 0
     local line
     case $fw in
         ours|rig|bare) line=$("$BIN/$fw-bench" "$@") || line="{\"framework\":\"$fw\",\"scenario\":\"$1\",\"failed\":true}" ;;
@@ -125,6 +140,7 @@ done
 echo "== parked (slow server, 5000 ms per response)" >&2
 for fw in bare ours rig openai-py pydantic-ai; do
     case $fw in openai-py|pydantic-ai) n=$PY_PARKED_RUNS ;; *) n=$PARKED_RUNS ;; esac
+    [[ " $ONLY " == *" $fw "* ]] || continue
     curl -s -X POST "$SLOW_ROOT/stats/reset" > /dev/null
     bench "$fw" parked --url "$SLOW" --runs "$n" --warmup-url "$FAST"
     stats=$(curl -s "$SLOW_ROOT/stats")
@@ -136,10 +152,11 @@ done
     echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(free -g | awk '/^Mem:/{print $2}') GiB"
     echo "rustc: $(rustc --version)"
-    echo "python: $(.venv/bin/python --version 2>&1)"
+    echo "agent-core: ${AGENT_CORE_REV:-$(git -C ../.. rev-parse --short HEAD 2>/dev/null || echo unknown)}; frameworks: $ONLY"
+    if [[ ${NEED_PY:-0} == 1 ]]; then echo "python: $(.venv/bin/python --version 2>&1)"; fi
     echo "mode: $([[ $QUICK == 1 ]] && echo quick || echo full), $REPS reps"
     echo "load average (1/5/15 min) before: $LOAD_BEFORE, after: $(cut -d' ' -f1-3 /proc/loadavg)"
     echo
-    .venv/bin/python report.py "$RAW"
+    python3 report.py "$RAW"
 } | tee "$RESULTS/table.md"
 echo "(raw results: bench/peers/$RAW)" >&2
