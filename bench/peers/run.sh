@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Peer benchmarks: agent-core vs rig vs PydanticAI, side by side in one run.
 #
-#   bench/peers/run.sh            full run (about 10 minutes on 2 cores)
+#   bench/peers/run.sh            full run (about 7 minutes on 2 cores)
 #   bench/peers/run.sh --quick    short run for iteration (about 2 minutes)
 #   ONLY="ours bare" bench/peers/run.sh   only these frameworks (names: ours rig
 #                                         pydantic-ai bare openai-py)
