@@ -24,9 +24,10 @@
 //! server's `retry-after-ms` / `retry-after` (seconds or an HTTP date) is reported in
 //! [`LlmError::retry_after`](crate::LlmError::retry_after).
 //!
-//! HTTP is reqwest over rustls with the *ring* crypto provider (no OpenSSL, no C
-//! toolchain beyond what *ring* needs). Building the first adapter installs *ring* as
-//! the process's default rustls provider unless one is installed already.
+//! HTTP is reqwest with its standard rustls TLS (the aws-lc-rs provider, built with the
+//! C compiler alone; no OpenSSL, no cmake) and the platform's certificate verifier. No
+//! process-wide state is touched: other reqwest or rustls users in the same program are
+//! unaffected.
 
 mod anthropic;
 mod classify;

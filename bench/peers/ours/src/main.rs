@@ -5,72 +5,71 @@
 //!   call; `run_agent` does everything else (argument validation, the tool, the
 //!   submission's validation and deserialization).
 //! - HTTP: `.model("dispatch/mock")` against the mock server (`AGENT_DISPATCH_URL`,
-//!   also passed as `base_url`). Until the OpenAI-compatible adapter lands on main,
-//!   `build()` rejects the model name and the scenario reports itself as pending.
+//!   also passed as `base_url`), through the OpenAI-compatible adapter.
 //!
-//! The `#[agent_output]` and `#[tool]` macros are written on another branch; the
-//! impls below are what they generate at run time (schema compiled once, validation,
-//! then serde), written by hand.
-//!
-//! TODO(lead, after the providers merge): nothing to change here if `dispatch/`
-//! routes to the OpenAI-compatible adapter and honours `base_url`; re-run
-//! `bench/peers/run.sh` and fill the ours-HTTP rows of BENCHMARKS.md.
+//! The output type and the tool are made by `#[agent_output]` and `#[tool]`, as a user
+//! would write them.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use agent_core::{
-    AgentConfig, AgentOutput, LlmClient, LlmFuture, LlmRequest, LlmResponse, Message,
-    SUBMIT_OUTPUT, SchemaValidator, TokenUsage, Tool, ToolCall, ToolContext, ToolDefinition,
-    ToolError, ToolFuture, ValidationErrors, run_agent, tools,
+    AgentConfig, LlmClient, LlmFuture, LlmRequest, LlmResponse, Message, SUBMIT_OUTPUT,
+    TokenUsage, ToolCall, agent_output, agent_type, run_agent, tool, tools,
 };
 use peers_common::{
-    INPUT, LookupOrderArgs, OUTPUT_ARGS, OUTPUT_DESCRIPTION, SYSTEM_PROMPT, TOOL_ARGS,
-    TOOL_DESCRIPTION, TOOL_NAME, Triage, check_triage, lookup_order, lookup_order_schema,
-    parse_cli, run_scenario, triage_schema,
+    INPUT, OUTPUT_ARGS, SYSTEM_PROMPT, TOOL_ARGS, TOOL_NAME, check_triage, parse_cli,
+    run_scenario,
 };
 use serde_json::Value;
 
-/// The run's output: `Triage`, as `#[agent_output]` would make it.
-struct Output(Triage);
-
-fn output_validator() -> &'static Result<SchemaValidator, String> {
-    static VALIDATOR: OnceLock<Result<SchemaValidator, String>> = OnceLock::new();
-    VALIDATOR.get_or_init(|| SchemaValidator::new(&triage_schema()))
+/// The queue that handles the ticket.
+#[agent_type]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+enum Queue {
+    /// Payments and invoices.
+    Billing,
+    /// Deliveries.
+    Shipping,
+    /// Product faults.
+    Technical,
+    /// Anything else.
+    Other,
 }
 
-impl AgentOutput for Output {
-    fn output_tool() -> Option<ToolDefinition> {
-        Some(ToolDefinition::new(
-            SUBMIT_OUTPUT,
-            OUTPUT_DESCRIPTION,
-            triage_schema(),
-        ))
-    }
+/// Triage decision for one support ticket.
+#[agent_output]
+#[derive(Debug)]
+struct Output {
+    /// Severity from 1 (lowest) to 4 (critical).
+    #[schemars(range(min = 1, max = 4))]
+    severity: u8,
+    /// The queue that handles the ticket.
+    queue: Queue,
+    /// A one-sentence summary of the ticket.
+    summary: String,
+}
 
-    fn from_arguments(arguments: &Value) -> Result<Self, ValidationErrors> {
-        match output_validator() {
-            Ok(validator) => validator.validate_into::<Triage>(arguments).map(Output),
-            Err(e) => Err(ValidationErrors::one(format!("/: {e}"))),
+impl Output {
+    fn to_common(&self) -> peers_common::Triage {
+        let queue = match self.queue {
+            Queue::Billing => peers_common::Queue::Billing,
+            Queue::Shipping => peers_common::Queue::Shipping,
+            Queue::Technical => peers_common::Queue::Technical,
+            Queue::Other => peers_common::Queue::Other,
+        };
+        peers_common::Triage {
+            severity: self.severity,
+            queue,
+            summary: self.summary.clone(),
         }
     }
 }
 
-/// `lookup_order` as `#[tool]` would make it: serde in, the async fn, serde out.
-struct LookupOrder;
-
-impl Tool for LookupOrder {
-    fn definition(&self) -> ToolDefinition {
-        ToolDefinition::new(TOOL_NAME, TOOL_DESCRIPTION, lookup_order_schema())
-    }
-
-    fn call<'a>(&'a self, arguments: Value, _context: ToolContext) -> ToolFuture<'a> {
-        Box::pin(async move {
-            let args: LookupOrderArgs = serde_json::from_value(arguments)
-                .map_err(|e| ToolError::new(format!("invalid arguments: {e}")))?;
-            let order = lookup_order(args.order_id);
-            serde_json::to_string(&order).map_err(|e| ToolError::new(e.to_string()))
-        })
-    }
+/// Look up an order by its id.
+#[tool(params(order_id = "The order id, for example `A-1001`."))]
+async fn lookup_order(order_id: String) -> peers_common::Order {
+    peers_common::lookup_order(order_id)
 }
 
 /// The stateless two-turn model: a tool call first, a valid submission once the
@@ -112,7 +111,7 @@ impl LlmClient for TwoTurnModel {
 async fn one_run(config: &AgentConfig<Output>) -> Result<(), String> {
     let result = run_agent(config, INPUT).await;
     match result.outcome {
-        Ok(Output(triage)) => check_triage(&triage),
+        Ok(output) => check_triage(&output.to_common()),
         Err(e) => Err(format!("{e} ({})", e.category())),
     }
 }
@@ -122,20 +121,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let inproc_config: AgentConfig<Output> = AgentConfig::builder("triage")
         .llm(TwoTurnModel::new()?)
         .system_prompt(SYSTEM_PROMPT)
-        .tools(tools![LookupOrder])
+        .tools(tools![lookup_order])
         .build()?;
     run_scenario("ours", &scenario, Some(|| one_run(&inproc_config)), |url| {
         let config = AgentConfig::<Output>::builder("triage")
                 .model("dispatch/mock")
                 .base_url(url)
                 .system_prompt(SYSTEM_PROMPT)
-                .tools(tools![LookupOrder])
+                .tools(tools![lookup_order])
                 .build()
-                .map_err(|e| {
-                    format!(
-                        "agent-core cannot route dispatch/mock yet ({e}); the OpenAI-compatible adapter is pending"
-                    )
-                })?;
+                .map_err(|e| format!("agent-core config: {e}"))?;
         let config = Arc::new(config);
         Ok(move || {
             let config = Arc::clone(&config);
