@@ -48,7 +48,8 @@ enum Flavor {
 /// Differences of [`compatible`](Self::compatible) servers from
 /// [`openai`](Self::openai):
 /// - the output cap is sent as `max_tokens` (OpenAI: `max_completion_tokens`, which its
-///   reasoning models require);
+///   reasoning models require), and `temperature` always as set (OpenAI: left out for
+///   its reasoning models, which reject it);
 /// - a named tool choice is sent as `"required"` when that tool is the only one offered
 ///   (the same constraint, and the form llama.cpp and older vLLM understand);
 /// - tool calls written as `<tool_call>{..}</tool_call>` text with an empty `tool_calls`
@@ -289,10 +290,24 @@ pub(crate) fn encode(request: &LlmRequest, compatible: bool) -> Result<Vec<u8>, 
         tool_choice: tool_choice(&request.tool_choice, &request.tools, compatible),
         max_completion_tokens: (!compatible).then_some(request.max_tokens),
         max_tokens: compatible.then_some(request.max_tokens),
-        temperature: request.temperature,
+        temperature: request
+            .temperature
+            .filter(|_| compatible || accepts_temperature(&request.model)),
     };
     serde_json::to_vec(&body)
         .map_err(|e| LlmError::permanent(format!("cannot serialize the chat request: {e}")))
+}
+
+/// Whether an OpenAI model takes a `temperature`: the reasoning models (o1, o3, o4 and
+/// the gpt-5 family, except its `-chat` models) reject any value but the default with a
+/// 400, so the adapter leaves it out for them (source: OpenAI's reasoning guide,
+/// <https://platform.openai.com/docs/guides/reasoning>, "unsupported parameters").
+fn accepts_temperature(model: &str) -> bool {
+    let reasoning = ["o1", "o3", "o4", "gpt-5"]
+        .iter()
+        .any(|p| model.starts_with(p))
+        && !model.contains("-chat");
+    !reasoning
 }
 
 fn tool_choice<'a>(
@@ -589,6 +604,25 @@ mod tests {
         let compat = body(&request, true);
         assert_eq!(compat["max_tokens"], json!(4096));
         assert!(compat.get("max_completion_tokens").is_none());
+    }
+
+    #[test]
+    fn temperature_is_left_out_for_openai_reasoning_models_only() {
+        let sent = |model: &str, compatible: bool| {
+            body(&LlmRequest::new(model).with_temperature(0.0), compatible)
+                .get("temperature")
+                .cloned()
+        };
+        assert_eq!(sent("gpt-4.1", false), Some(json!(0.0)));
+        assert_eq!(sent("gpt-5-chat-latest", false), Some(json!(0.0)));
+        for model in ["gpt-5", "gpt-5-mini", "o3", "o4-mini", "o1-2024-12-17"] {
+            assert_eq!(sent(model, false), None, "{model}");
+        }
+        assert_eq!(
+            sent("o3", true),
+            Some(json!(0.0)),
+            "compatible servers get it as set"
+        );
     }
 
     #[test]
