@@ -146,6 +146,14 @@ fn zero_and_nonsense_budgets_are_config_errors() {
         ),
         ("tool_concurrency", builder(&model, &[]).tool_concurrency(0)),
         (
+            "llm_timeout",
+            builder(&model, &[]).llm_timeout(Duration::ZERO),
+        ),
+        (
+            "grader_timeout",
+            builder(&model, &[]).grader_timeout(Duration::ZERO),
+        ),
+        (
             "repeated_call_limit",
             builder(&model, &[]).repeated_call_limit(1),
         ),
@@ -281,4 +289,69 @@ async fn dropping_the_run_future_stops_its_in_flight_tools() {
         !tool.finished.load(Ordering::SeqCst),
         "the tool never finished"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_model_call_that_never_answers_times_out_as_a_transient_failure() {
+    let model = ScriptedModel::new()
+        .step(ScriptStep::Hang)
+        .step(ScriptStep::Hang)
+        .step(ScriptStep::Hang)
+        .submit(valid());
+    let config = builder(&model, &[]).build().unwrap();
+    let started = tokio::time::Instant::now();
+    let r = run_agent(&config, "ticket").await;
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_secs(1800),
+        "3 x the 600 s default"
+    );
+    match r.outcome.unwrap_err() {
+        AgentError::MaxLlmRetries { failures } => {
+            assert_eq!(failures.len(), 3);
+            assert!(
+                failures[0].message.contains("timed out after 600000 ms"),
+                "{}",
+                failures[0]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(model.request_count(), 3);
+
+    let model = ScriptedModel::new().step(ScriptStep::Hang).submit(valid());
+    let config = builder(&model, &[])
+        .llm_timeout(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    let r = run_agent(&config, "ticket").await;
+    assert!(r.is_ok());
+    assert_eq!(started.elapsed(), Duration::from_secs(2));
+    assert_eq!(r.usage.llm_calls, 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_grader_that_never_finishes_is_cut_off_and_the_value_kept() {
+    struct Forever;
+    impl agent_core::Grader<Triage> for Forever {
+        fn grade<'a>(
+            &'a self,
+            _output: &'a Triage,
+            _input: &'a str,
+        ) -> agent_core::GradeFuture<'a> {
+            Box::pin(std::future::pending())
+        }
+    }
+    let model = ScriptedModel::new().submit(valid());
+    let config = builder(&model, &[]).grader(Forever).build().unwrap();
+    let started = tokio::time::Instant::now();
+    let r = run_agent(&config, "ticket").await;
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_secs(60),
+        "the default grader_timeout"
+    );
+    assert!(r.is_ok());
+    assert_eq!(r.scores, None);
 }

@@ -811,49 +811,30 @@ async fn transcript_holds_every_message_of_the_run() {
     assert_eq!(model.requests()[0].system.as_deref(), Some("You triage."));
 }
 
-// Totality outside a Tokio runtime: what needs a timer fails typed, never panics out.
+// Totality outside a Tokio runtime: a typed error that says why, before any request.
 #[test]
-fn without_a_tokio_runtime_runs_still_end_typed() {
+fn without_a_tokio_runtime_the_run_ends_typed_before_any_request() {
     let model = ScriptedModel::new().submit(valid());
-    let config = builder(&model, &[]).build().unwrap();
-    let r = futures::executor::block_on(run_agent(&config, "ticket"));
-    assert!(r.is_ok(), "a run that needs no timer works anywhere");
-
-    let model = ScriptedModel::new().submit(valid());
-    let config = builder(&model, &[])
-        .deadline(Duration::from_secs(5))
-        .build()
-        .unwrap();
-    let r = futures::executor::block_on(run_agent(&config, "ticket"));
-    assert!(
-        r.is_ok(),
-        "the deadline's timer is never needed by a run that never waits"
-    );
-
-    let model = ScriptedModel::from_steps([agent_core::testing::ScriptStep::Delayed(
-        Duration::from_millis(1),
-        Box::new(agent_core::testing::ScriptStep::Hang),
-    )]);
     let config = builder(&model, &[]).build().unwrap();
     let r = futures::executor::block_on(run_agent(&config, "ticket"));
     let err = r.outcome.unwrap_err();
-    assert_eq!(err.category(), "llm_permanent_error");
-    assert!(err.to_string().contains("panicked"), "{err}");
+    assert_eq!(err.category(), "internal_error");
+    assert!(err.to_string().contains("needs a Tokio runtime"), "{err}");
+    assert_eq!(model.request_count(), 0);
+}
 
+#[test]
+fn a_runtime_without_timers_ends_typed_too() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     let slow = TestTool::new("slow", Behaviour::Echo);
     let model = ScriptedModel::new()
         .tool_call("slow", order("A"))
         .submit(valid());
     let config = builder(&model, &[&slow]).build().unwrap();
-    let r = futures::executor::block_on(run_agent(&config, "ticket"));
-    assert!(
-        r.is_ok(),
-        "the tool timeout's panic is caught as a tool error"
-    );
-    let res = &last_results(&model.requests()[1])[0];
-    assert!(
-        res.is_error && res.content.contains("panicked"),
-        "{}",
-        res.content
-    );
+    let r = runtime.block_on(run_agent(&config, "ticket"));
+    let err = r.outcome.unwrap_err();
+    assert_eq!(err.category(), "llm_permanent_error");
+    assert!(err.to_string().contains("timers are disabled"), "{err}");
 }

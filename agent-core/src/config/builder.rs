@@ -36,6 +36,8 @@ pub(crate) struct Settings<T> {
     pub(crate) max_tokens: u32,
     pub(crate) temperature: Option<f32>,
     pub(crate) tool_timeout: Duration,
+    pub(crate) llm_timeout: Duration,
+    pub(crate) grader_timeout: Duration,
     pub(crate) tool_concurrency: usize,
     pub(crate) backoff: Backoff,
     pub(crate) state: StateMap,
@@ -69,6 +71,8 @@ impl<T> Clone for Settings<T> {
             max_tokens: self.max_tokens,
             temperature: self.temperature,
             tool_timeout: self.tool_timeout,
+            llm_timeout: self.llm_timeout,
+            grader_timeout: self.grader_timeout,
             tool_concurrency: self.tool_concurrency,
             backoff: self.backoff,
             state: self.state.clone(),
@@ -104,6 +108,8 @@ impl<T> Settings<T> {
             max_tokens: 4096,
             temperature: None,
             tool_timeout: Duration::from_secs(60),
+            llm_timeout: Duration::from_secs(600),
+            grader_timeout: Duration::from_secs(60),
             tool_concurrency: 8,
             backoff: Backoff::default(),
             state: StateMap::new(),
@@ -243,6 +249,19 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     setter!(
         /// How long one tool execution may take (default 60 s; more than zero).
         tool_timeout: Duration
+    );
+    setter!(
+        /// How long one round trip may take before the runner gives up on it (default
+        /// 600 s, the official SDKs' request timeout; more than zero). A call that runs
+        /// over is a transient failure, retried like any other. This bounds every
+        /// `LlmClient`, including hand-written ones; the HTTP adapters also have their
+        /// own `request_timeout`.
+        llm_timeout: Duration
+    );
+    setter!(
+        /// How long the grader may take (default 60 s; more than zero). A grader that
+        /// runs over leaves `scores` at `None`; the outcome is unchanged.
+        grader_timeout: Duration
     );
     setter!(
         /// How many tool calls of one turn run at once (default 8; at least 1).

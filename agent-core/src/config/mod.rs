@@ -263,6 +263,12 @@ fn check_settings<T>(s: &Settings<T>) -> Result<(), ConfigError> {
     if s.tool_timeout.is_zero() {
         return Err(invalid("tool_timeout", "0 s", "a tool needs time to run"));
     }
+    if s.llm_timeout.is_zero() {
+        return Err(invalid("llm_timeout", "0 s", "a model call needs time"));
+    }
+    if s.grader_timeout.is_zero() {
+        return Err(invalid("grader_timeout", "0 s", "a grader needs time"));
+    }
     if s.tool_concurrency == 0 {
         return Err(invalid(
             "tool_concurrency",

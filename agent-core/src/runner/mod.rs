@@ -38,8 +38,8 @@ use trace::{new_trace_id, notify, panic_message};
 /// Never panics, never returns early, never waits forever on something the runner owns:
 /// the provider call, the tools, the grader and the observer sit behind catch
 /// boundaries, and every wait is bounded by a budget, a timeout or the deadline. Needs a
-/// Tokio runtime with timers (`#[tokio::main]` has one); without one the run ends with
-/// [`AgentError::Internal`]. Dropping the returned future stops the run, including its
+/// Tokio runtime with timers (`#[tokio::main]` has one); polled outside one, the run
+/// ends at once with [`AgentError::Internal`] saying so, before any request. Dropping the returned future stops the run, including its
 /// in-flight request and tool calls.
 pub async fn run_agent<T: AgentOutput>(
     config: &AgentConfig<T>,
@@ -148,6 +148,13 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     /// The loop under the run-wide bounds: the deadline, the caller's cancellation token,
     /// and a catch boundary for faults of the runner itself.
     async fn drive_bounded(&mut self) -> Result<T, AgentError> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(AgentError::Internal {
+                message: "run_agent needs a Tokio runtime with timers (for example \
+                          #[tokio::main]); none is running on this thread"
+                    .to_owned(),
+            });
+        }
         let deadline = self.cfg.settings.deadline;
         let token = self.cfg.settings.cancellation.clone();
         if token.as_ref().is_some_and(|t| t.is_cancelled()) {
@@ -299,10 +306,19 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         );
         let request = &self.request;
         let client = &cfg.client;
+        let limit = cfg.settings.llm_timeout;
+        // The timer sits inside the catch boundary: outside a runtime its creation panics.
         let guarded =
-            AssertUnwindSafe(async move { client.complete(request).await }).catch_unwind();
+            AssertUnwindSafe(
+                async move { tokio::time::timeout(limit, client.complete(request)).await },
+            )
+            .catch_unwind();
         let outcome = match guarded.instrument(span.clone()).await {
-            Ok(outcome) => outcome,
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(_elapsed)) => Err(LlmError::transient(format!(
+                "the model call timed out after {} ms (llm_timeout)",
+                limit.as_millis()
+            ))),
             Err(payload) => Err(LlmError::permanent(format!(
                 "the model client panicked: {}",
                 panic_message(payload.as_ref())
@@ -494,12 +510,22 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             return;
         };
         let input = self.input.as_str();
-        let graded = AssertUnwindSafe(async move { grader.grade(value, input).await })
-            .catch_unwind()
-            .instrument(tracing::info_span!("grade"))
-            .await;
+        let limit = self.cfg.settings.grader_timeout;
+        let graded = AssertUnwindSafe(async move {
+            tokio::time::timeout(limit, grader.grade(value, input)).await
+        })
+        .catch_unwind()
+        .instrument(tracing::info_span!("grade"))
+        .await;
         self.scores = match graded {
-            Ok(Ok(scores)) => match scores
+            Ok(Err(_elapsed)) => {
+                tracing::warn!(
+                    timeout_ms = limit.as_millis() as u64,
+                    "grader timed out; scores dropped"
+                );
+                None
+            }
+            Ok(Ok(Ok(scores))) => match scores
                 .iter()
                 .find(|(_, v)| !(v.is_finite() && (0.0..=1.0).contains(*v)))
             {
@@ -509,7 +535,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                     None
                 }
             },
-            Ok(Err(message)) => {
+            Ok(Ok(Err(message))) => {
                 tracing::warn!(error = %message, "grader failed; scores dropped");
                 None
             }
