@@ -93,10 +93,14 @@ impl Receipt {
             if let Err(e) = &result.outcome {
                 *categories.entry(AgentError::category(e)).or_insert(0) += 1;
             }
-            r.llm_calls += u64::from(result.usage.llm_calls);
-            r.tool_calls += u64::from(result.usage.tool_calls);
-            r.input_tokens += result.usage.input_tokens;
-            r.output_tokens += result.usage.output_tokens;
+            r.llm_calls = r
+                .llm_calls
+                .saturating_add(u64::from(result.usage.llm_calls));
+            r.tool_calls = r
+                .tool_calls
+                .saturating_add(u64::from(result.usage.tool_calls));
+            r.input_tokens = r.input_tokens.saturating_add(result.usage.input_tokens);
+            r.output_tokens = r.output_tokens.saturating_add(result.usage.output_tokens);
             if let Some(cost) = result.usage.cost_usd {
                 r.cost_usd = Some(r.cost_usd.unwrap_or(0.0) + cost);
             }

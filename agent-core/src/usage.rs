@@ -28,13 +28,19 @@ pub struct Usage {
 impl Usage {
     /// Input plus output tokens (tokens).
     pub fn total_tokens(&self) -> u64 {
-        self.input_tokens + self.output_tokens
+        self.input_tokens.saturating_add(self.output_tokens)
     }
 
     pub(crate) fn add_tokens(&mut self, tokens: &TokenUsage) {
-        self.input_tokens += tokens.input_tokens;
-        self.output_tokens += tokens.output_tokens;
-        self.cache_read_tokens += tokens.cache_read_tokens;
-        self.cache_write_tokens += tokens.cache_write_tokens;
+        // Saturating: a client may report anything, and a wrapped total would slip past
+        // `max_total_tokens`.
+        self.input_tokens = self.input_tokens.saturating_add(tokens.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(tokens.output_tokens);
+        self.cache_read_tokens = self
+            .cache_read_tokens
+            .saturating_add(tokens.cache_read_tokens);
+        self.cache_write_tokens = self
+            .cache_write_tokens
+            .saturating_add(tokens.cache_write_tokens);
     }
 }

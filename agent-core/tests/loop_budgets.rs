@@ -355,3 +355,94 @@ async fn a_grader_that_never_finishes_is_cut_off_and_the_value_kept() {
     assert!(r.is_ok());
     assert_eq!(r.scores, None);
 }
+
+/// A model that answers at once, forever, with a call to a tool that does not exist
+/// (new arguments each time): the loop never waits on anything.
+struct Instant;
+
+impl agent_core::LlmClient for Instant {
+    fn complete<'a>(&'a self, request: &'a agent_core::LlmRequest) -> agent_core::LlmFuture<'a> {
+        let n = request.messages.len();
+        let call = agent_core::ToolCall::new(format!("c{n}"), "nope", json!({ "n": n }));
+        Box::pin(std::future::ready(Ok(LlmResponse::tool_calls(vec![call]))))
+    }
+}
+
+fn endless() -> agent_core::AgentConfigBuilder<Triage> {
+    agent_core::AgentConfig::<Triage>::builder("endless")
+        .llm(Instant)
+        .max_llm_calls(u32::MAX)
+        .no_progress_turns(u32::MAX)
+        .repeated_call_limit(u32::MAX)
+}
+
+#[tokio::test]
+async fn the_deadline_holds_even_when_the_loop_never_waits() {
+    let config = endless()
+        .deadline(Duration::from_millis(50))
+        .build()
+        .unwrap();
+    let r = run_agent(&config, "ticket").await;
+    assert_eq!(r.category(), Some("deadline_exceeded"));
+    assert!(r.usage.llm_calls > 1 && r.usage.llm_calls < u32::MAX);
+}
+
+#[tokio::test]
+async fn cancellation_holds_even_when_the_loop_never_waits() {
+    let token = CancellationToken::new();
+    let config = endless().cancellation(token.clone()).build().unwrap();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        token.cancel();
+    });
+    let r = run_agent(&config, "ticket").await;
+    canceller.join().unwrap();
+    assert_eq!(r.category(), Some("cancelled"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_grader_never_turns_an_answer_into_a_deadline_error() {
+    struct Slow;
+    impl agent_core::Grader<Triage> for Slow {
+        fn grade<'a>(&'a self, _o: &'a Triage, _i: &'a str) -> agent_core::GradeFuture<'a> {
+            Box::pin(async {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+                Ok(Default::default())
+            })
+        }
+    }
+    let model = ScriptedModel::new().submit(valid());
+    let config = builder(&model, &[])
+        .grader(Slow)
+        .deadline(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    let r = run_agent(&config, "ticket").await;
+    assert!(r.is_ok(), "{:?}", r.outcome);
+    assert_eq!(r.scores, None);
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_secs(5),
+        "grading stopped at the deadline"
+    );
+}
+
+#[tokio::test]
+async fn absurd_token_counts_saturate_instead_of_wrapping_past_the_budget() {
+    let lookup = TestTool::new("lookup", Behaviour::Echo);
+    let model = ScriptedModel::new();
+    let t1 = LlmResponse::tool_calls(vec![model.call("lookup", order("A1"))])
+        .with_usage(TokenUsage::new(u64::MAX, 10));
+    let model = model.respond(t1).submit(valid());
+    let config = builder(&model, &[&lookup])
+        .max_total_tokens(1000)
+        .build()
+        .unwrap();
+    let r = run_agent(&config, "ticket").await;
+    assert_eq!(r.category(), Some("budget_exhausted"));
+    assert_eq!(r.usage.total_tokens(), u64::MAX);
+    assert_eq!(model.request_count(), 1);
+    let receipt = agent_core::Receipt::from_results(&[r.clone(), r]);
+    assert_eq!(receipt.input_tokens, u64::MAX);
+}

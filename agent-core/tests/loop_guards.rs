@@ -324,3 +324,70 @@ async fn an_output_validator_rejection_is_fed_back_and_counts_as_a_parse_retry()
         res.content
     );
 }
+
+#[tokio::test]
+async fn the_wrap_up_turn_runs_no_other_tool_even_if_the_model_calls_one() {
+    let lookup = TestTool::new("lookup", Behaviour::Echo);
+    let model = ScriptedModel::new()
+        .tool_call("lookup", order("A1"))
+        .tool_call("lookup", order("A2"));
+    let config = builder(&model, &[&lookup])
+        .wrap_up(true)
+        .max_llm_calls(2)
+        .build()
+        .unwrap();
+    let r = run_agent(&config, "ticket").await;
+    assert_eq!(r.category(), Some("max_llm_calls"));
+    assert_eq!(
+        (r.usage.llm_calls, r.usage.tool_calls, lookup.runs()),
+        (2, 1, 1)
+    );
+    let Some(agent_core::Message::Tool { results }) = r.transcript.last() else {
+        panic!()
+    };
+    assert!(
+        results[0].is_error && results[0].content.contains("only submit_output"),
+        "{results:?}"
+    );
+    assert_well_formed(&r.transcript);
+}
+
+/// An output type whose validation panics on severity 3.
+#[derive(Debug)]
+struct Touchy;
+
+impl agent_core::AgentOutput for Touchy {
+    fn output_tool() -> Option<agent_core::ToolDefinition> {
+        Some(agent_core::ToolDefinition::new(
+            "submit_output",
+            "Submit.",
+            triage_schema(),
+        ))
+    }
+    fn from_arguments(arguments: &serde_json::Value) -> Result<Self, agent_core::ValidationErrors> {
+        if arguments["severity"] == 3 {
+            panic!("validation bug on 3");
+        }
+        Ok(Touchy)
+    }
+}
+
+#[tokio::test]
+async fn a_panicking_output_validation_is_fed_back_like_a_schema_error() {
+    let model = ScriptedModel::new()
+        .submit(json!({"severity": 3, "summary": "x"}))
+        .submit(valid());
+    let config = agent_core::AgentConfig::<Touchy>::builder("touchy")
+        .llm(model.clone())
+        .build()
+        .unwrap();
+    let r = run_agent(&config, "ticket").await;
+    assert!(r.is_ok(), "{:?}", r.outcome);
+    let res = &last_results(&model.requests()[1])[0];
+    assert!(
+        res.content
+            .contains("validation panicked: validation bug on 3"),
+        "{}",
+        res.content
+    );
+}

@@ -838,3 +838,132 @@ fn a_runtime_without_timers_ends_typed_too() {
     assert_eq!(err.category(), "llm_permanent_error");
     assert!(err.to_string().contains("timers are disabled"), "{err}");
 }
+
+// C11 with identical arguments, on the default guards: parallel duplicates in one turn
+// are one attempt for the repeat guard, and all three run.
+#[tokio::test]
+async fn c11_identical_parallel_failing_calls_all_run_on_default_guards() {
+    let lookup = TestTool::new("lookup", Behaviour::Fail);
+    let model = ScriptedModel::new();
+    let calls = (0..3).map(|_| model.call("lookup", order("A1"))).collect();
+    let model = model.tool_calls(calls).submit(valid());
+    let config = builder(&model, &[&lookup]).build().unwrap();
+    let r = run_agent(&config, "ticket").await;
+    assert!(r.is_ok(), "{:?}", r.outcome);
+    assert_eq!(
+        (r.usage.llm_calls, r.usage.tool_calls, lookup.runs()),
+        (2, 3, 3)
+    );
+    assert_requests_well_formed(&model.requests());
+}
+
+/// A tool with no parameters.
+struct Ping(std::sync::Arc<std::sync::atomic::AtomicU32>);
+
+impl agent_core::Tool for Ping {
+    fn definition(&self) -> agent_core::ToolDefinition {
+        agent_core::ToolDefinition::new(
+            "ping",
+            "Ping.",
+            json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        )
+    }
+    fn call<'a>(
+        &'a self,
+        arguments: serde_json::Value,
+        _c: agent_core::ToolContext,
+    ) -> agent_core::ToolFuture<'a> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async move { Ok(format!("pong {arguments}")) })
+    }
+}
+
+// C6 through the loop, on the default config: "", null, "{}" and {} are the same empty
+// object, and the tool runs for each.
+#[tokio::test]
+async fn c6_every_empty_argument_spelling_runs_a_no_parameter_tool() {
+    let runs = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let spellings = [json!(""), json!(null), json!("{}"), json!({})];
+    let calls = spellings
+        .iter()
+        .enumerate()
+        .map(|(i, raw)| ToolCall::from_wire(format!("p{i}"), "ping", Some(raw)))
+        .collect();
+    let model = ScriptedModel::new().tool_calls(calls).submit(valid());
+    let config = builder(&model, &[])
+        .tool(Ping(runs.clone()))
+        .build()
+        .unwrap();
+    let r = run_agent(&config, "ticket").await;
+    assert!(r.is_ok(), "{:?}", r.outcome);
+    assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 4);
+    let results = last_results(&model.requests()[1]);
+    assert!(
+        results
+            .iter()
+            .all(|x| !x.is_error && x.content == "pong {}"),
+        "{results:?}"
+    );
+}
+
+fn deeply_nested(depth: usize) -> serde_json::Value {
+    let mut v = json!(1);
+    for _ in 0..depth {
+        let mut map = serde_json::Map::new();
+        map.insert("a".to_owned(), v);
+        v = serde_json::Value::Object(map);
+    }
+    v
+}
+
+// Whatever a hand-written client returns, the next request is one any provider accepts.
+#[tokio::test]
+async fn hostile_calls_are_made_safe_to_answer_and_resend() {
+    let lookup = TestTool::new("lookup", Behaviour::Echo);
+    let model = ScriptedModel::new();
+    let turn1 = vec![
+        ToolCall::new("dup", "lookup", order("A1")),
+        ToolCall::new("x", "functions.lookup", order("A2")),
+        ToolCall::new("y", "lookup", json!(["not", "an", "object"])),
+        ToolCall::new("z", "lookup", deeply_nested(20_000)),
+    ];
+    let turn2 = vec![ToolCall::new("dup", "lookup", order("A3"))];
+    let model = model.tool_calls(turn1).tool_calls(turn2).submit(valid());
+    let config = builder(&model, &[&lookup]).build().unwrap();
+    let r = run_agent(&config, "ticket").await;
+    assert!(r.is_ok(), "{:?}", r.outcome);
+    assert_eq!(lookup.runs(), 2, "only the two well-formed lookups ran");
+    let reqs = model.requests();
+    assert_requests_well_formed(&reqs);
+    let Message::Assistant { tool_calls, .. } = &reqs[2].messages[3] else {
+        panic!()
+    };
+    assert_ne!(
+        tool_calls[0].id, "dup",
+        "an id repeated from an earlier turn is replaced"
+    );
+    let Message::Assistant { tool_calls, .. } = &reqs[1].messages[1] else {
+        panic!()
+    };
+    assert_eq!(tool_calls[1].name, "functions_lookup");
+    assert_eq!(tool_calls[2].arguments, json!({}));
+    assert_eq!(tool_calls[3].arguments, json!({}));
+    let results = last_results(&reqs[1]);
+    assert!(
+        results[1]
+            .content
+            .starts_with("Unknown tool \"functions_lookup\"")
+    );
+    assert!(
+        results[2]
+            .content
+            .contains("must be a JSON object, got an array"),
+        "{}",
+        results[2].content
+    );
+    assert!(
+        results[3].content.contains("more than 128 levels"),
+        "{}",
+        results[3].content
+    );
+}

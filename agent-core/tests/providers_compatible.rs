@@ -182,7 +182,6 @@ async fn c6_every_empty_argument_spelling_runs_the_tool() {
     let ping = CountingTool::ping();
     let config = triage(MODEL, &base(&server))
         .tools(agent_core::ToolRegistry::new().with(ping.clone()))
-        .repeated_call_limit(10)
         .build()
         .unwrap();
     let result = run_agent(&config, "ticket").await;

@@ -74,3 +74,10 @@ pub(crate) fn tool_limit(limit: u32, compat: bool) -> String {
 pub(crate) fn stopped(reason: &str) -> String {
     format!("Not executed: the run stopped ({reason}).")
 }
+
+pub(crate) fn wrap_up_only() -> String {
+    format!(
+        "Not executed: this was the last round trip, and only {SUBMIT_OUTPUT} was available. \
+         Call {SUBMIT_OUTPUT} with your answer."
+    )
+}

@@ -68,11 +68,18 @@ impl Guard {
     }
 
     /// Records the user-tool calls of a turn, before they run; fires when one of them
-    /// reaches the repeat limit.
+    /// reaches the repeat limit. A call counts once per turn (parallel duplicates in one
+    /// turn are one attempt: C6, C11), and a call whose arguments arrived unusable does
+    /// not count (its `{}` is not what the model sent; the no-progress guard still sees
+    /// it).
     pub(crate) fn record_calls(&mut self, calls: &[ToolCall]) -> Option<StuckReason> {
         let mut fired = None;
-        for call in calls {
+        let mut this_turn: HashSet<(String, String)> = HashSet::new();
+        for call in calls.iter().filter(|c| c.arguments_error.is_none()) {
             let key = (call.name.clone(), canonical_json(&call.arguments));
+            if !this_turn.insert(key.clone()) {
+                continue;
+            }
             let count = self.calls.entry(key.clone()).or_insert(0);
             *count += 1;
             if *count >= self.repeat_limit && fired.is_none() {
@@ -134,6 +141,23 @@ mod tests {
                 arguments: r#"{"id":1,"x":2}"#.into(),
                 times: 2
             }
+        );
+    }
+
+    #[test]
+    fn duplicates_within_a_turn_and_unusable_arguments_do_not_count() {
+        let mut g = Guard::new(2, 3);
+        let same = || ToolCall::new("1", "ping", json!({}));
+        assert!(
+            g.record_calls(&[same(), same(), same()]).is_none(),
+            "one turn, one attempt"
+        );
+        let broken = || ToolCall::with_invalid_arguments("2", "lookup", "truncated");
+        assert!(g.record_calls(&[broken()]).is_none());
+        assert!(g.record_calls(&[broken()]).is_none());
+        assert!(
+            g.record_calls(&[same()]).is_some(),
+            "ping in a second turn is a repeat"
         );
     }
 

@@ -6,6 +6,7 @@
 
 mod feedback;
 mod guard;
+mod sanitize;
 mod tools;
 mod trace;
 
@@ -29,6 +30,7 @@ use crate::result::AgentResult;
 use crate::tool::StateMap;
 use crate::usage::Usage;
 use crate::validate::ValidationErrors;
+use tokio_util::sync::CancellationToken;
 
 use guard::Guard;
 use trace::{new_trace_id, notify, panic_message};
@@ -114,6 +116,9 @@ struct Run<'c, T> {
     output: String,
     scores: Option<Scores>,
     guard: Guard,
+    deadline_at: Option<tokio::time::Instant>,
+    seen_ids: HashSet<String>,
+    wrap_up_turn: bool,
 }
 
 impl<'c, T: AgentOutput> Run<'c, T> {
@@ -142,6 +147,9 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             output: String::new(),
             scores: None,
             guard: Guard::new(s.repeated_call_limit, s.no_progress_turns),
+            deadline_at: None,
+            seen_ids: HashSet::new(),
+            wrap_up_turn: false,
         }
     }
 
@@ -156,14 +164,16 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             });
         }
         let deadline = self.cfg.settings.deadline;
+        let deadline_at = deadline.map(|limit| tokio::time::Instant::now() + limit);
+        self.deadline_at = deadline_at;
         let token = self.cfg.settings.cancellation.clone();
         if token.as_ref().is_some_and(|t| t.is_cancelled()) {
             return Err(AgentError::Cancelled);
         }
         let drive = AssertUnwindSafe(self.drive()).catch_unwind();
         let timer = async {
-            match deadline {
-                Some(limit) => tokio::time::sleep(limit).await,
+            match deadline_at {
+                Some(at) => tokio::time::sleep_until(at).await,
                 None => std::future::pending().await,
             }
         };
@@ -188,13 +198,20 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 }),
             }
         };
-        // Building the timer outside a runtime panics; keep that inside the boundary too.
-        match AssertUnwindSafe(bounded).catch_unwind().await {
+        // Building the timer can panic (a runtime without timers); keep that inside the
+        // boundary too.
+        let outcome = match AssertUnwindSafe(bounded).catch_unwind().await {
             Ok(outcome) => outcome,
             Err(payload) => Err(AgentError::Internal {
                 message: format!("the runner panicked: {}", panic_message(payload.as_ref())),
             }),
+        };
+        // The outcome is fixed: grading can only add scores, within its own timeout, the
+        // deadline and the cancellation token.
+        if let Ok(value) = &outcome {
+            self.grade(value, deadline_at, token.as_ref()).await;
         }
+        outcome
     }
 
     async fn drive(&mut self) -> Result<T, AgentError> {
@@ -216,9 +233,19 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         }
     }
 
-    /// The checks made before every round trip: the call cap, then token and cost budgets.
+    /// The checks made before every round trip: cancellation and the deadline (checked
+    /// here too, so a loop that never waits cannot outrun them), the call cap, then
+    /// token and cost budgets.
     fn check_before_call(&mut self) -> Result<(), AgentError> {
         let s = &self.cfg.settings;
+        if s.cancellation.as_ref().is_some_and(|t| t.is_cancelled()) {
+            return Err(AgentError::Cancelled);
+        }
+        if let (Some(at), Some(limit)) = (self.deadline_at, s.deadline)
+            && tokio::time::Instant::now() >= at
+        {
+            return Err(AgentError::DeadlineExceeded { limit });
+        }
         if self.usage.llm_calls >= s.max_llm_calls {
             return Err(AgentError::MaxLlmCalls {
                 limit: s.max_llm_calls,
@@ -227,7 +254,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         }
         if let Some(limit) = s.max_total_tokens {
             let used = self.usage.total_tokens();
-            if used >= limit || used + self.last_call_tokens > limit {
+            if used >= limit || used.saturating_add(self.last_call_tokens) > limit {
                 return Err(AgentError::BudgetExhausted {
                     budget: Budget::TotalTokens { limit, used },
                 });
@@ -247,7 +274,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     /// Whether this round trip is the last one the budgets allow.
     fn is_last_call(&self) -> bool {
         let s = &self.cfg.settings;
-        if self.usage.llm_calls + 1 >= s.max_llm_calls {
+        if self.usage.llm_calls.saturating_add(1) >= s.max_llm_calls {
             return true;
         }
         let tokens_tight = s.max_total_tokens.is_some_and(|limit| {
@@ -266,6 +293,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             Some(tools) if cfg.settings.wrap_up && self.is_last_call() => Some(tools),
             _ => None,
         };
+        self.wrap_up_turn = wrap_up.is_some();
         match wrap_up {
             Some(tools) => {
                 self.request.tools = Arc::clone(tools);
@@ -280,7 +308,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 };
             }
         }
-        self.usage.llm_calls += 1;
+        self.usage.llm_calls = self.usage.llm_calls.saturating_add(1);
         let llm_call = self.usage.llm_calls;
         notify(
             cfg.settings.observer.as_deref(),
@@ -382,7 +410,10 @@ impl<'c, T: AgentOutput> Run<'c, T> {
 
     fn add_usage(&mut self, response: &LlmResponse) {
         self.usage.add_tokens(&response.usage);
-        self.last_call_tokens = response.usage.input_tokens + response.usage.output_tokens;
+        self.last_call_tokens = response
+            .usage
+            .input_tokens
+            .saturating_add(response.usage.output_tokens);
         if let Some(price) = &self.cfg.price {
             let cost = price.cost(&response.usage);
             self.cost_usd += cost;
@@ -399,7 +430,12 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             mut tool_calls,
             ..
         } = response;
-        ensure_unique_ids(&mut tool_calls, &self.trace_id, self.usage.llm_calls);
+        sanitize::sanitize_calls(
+            &mut tool_calls,
+            &mut self.seen_ids,
+            &self.trace_id,
+            self.usage.llm_calls,
+        );
         if !text.is_empty() {
             self.last_text.clone_from(&text);
         }
@@ -469,16 +505,22 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     async fn on_submit(&mut self, call: &ToolCall) -> Next<T> {
         let errors = match &call.arguments_error {
             Some(error) => ValidationErrors::one(format!("/: {error}")),
-            None => match T::from_arguments(&call.arguments) {
-                Ok(value) => match self.check_output(&value) {
+            // Behind a catch boundary: a `validate = path` fn may panic.
+            None => match std::panic::catch_unwind(AssertUnwindSafe(|| {
+                T::from_arguments(&call.arguments)
+            })) {
+                Ok(Ok(value)) => match self.check_output(&value) {
                     Ok(()) => {
                         self.output = call.arguments.to_string();
-                        self.grade(&value).await;
                         return Next::Stop(Ok(value));
                     }
                     Err(errors) => errors,
                 },
-                Err(errors) => errors,
+                Ok(Err(errors)) => errors,
+                Err(payload) => ValidationErrors::one(format!(
+                    "/: the output's validation panicked: {}",
+                    panic_message(payload.as_ref())
+                )),
             },
         };
         let feedback = feedback::rejected_submission(&errors);
@@ -505,14 +547,32 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         }
     }
 
-    async fn grade(&mut self, value: &T) {
+    async fn grade(
+        &mut self,
+        value: &T,
+        deadline_at: Option<tokio::time::Instant>,
+        token: Option<&CancellationToken>,
+    ) {
         let Some(grader) = &self.cfg.settings.grader else {
             return;
         };
         let input = self.input.as_str();
-        let limit = self.cfg.settings.grader_timeout;
+        let mut limit = self.cfg.settings.grader_timeout;
+        if let Some(at) = deadline_at {
+            limit = limit.min(at.saturating_duration_since(tokio::time::Instant::now()));
+        }
         let graded = AssertUnwindSafe(async move {
-            tokio::time::timeout(limit, grader.grade(value, input)).await
+            let cancelled = async {
+                match token {
+                    Some(t) => t.cancelled().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                graded = tokio::time::timeout(limit, grader.grade(value, input)) => graded,
+                () = cancelled => Ok(Err("the run was cancelled while grading".to_owned())),
+            }
         })
         .catch_unwind()
         .instrument(tracing::info_span!("grade"))
@@ -580,6 +640,15 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     }
 
     async fn on_tool_calls(&mut self, calls: &[ToolCall]) -> Next<T> {
+        if self.wrap_up_turn {
+            // Only submit_output was offered: nothing else runs in the last round trip.
+            let results = calls
+                .iter()
+                .map(|c| ToolResult::error(&c.id, &c.name, feedback::wrap_up_only()))
+                .collect();
+            self.request.messages.push(Message::tool_results(results));
+            return Next::Continue;
+        }
         if let Some(reason) = self.guard.record_calls(calls) {
             let error = AgentError::Stuck { reason };
             let note = feedback::stopped(&error.to_string());
@@ -641,17 +710,5 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             duration,
             transcript: self.request.messages,
         }
-    }
-}
-
-/// Gives every call of a turn a unique, non-empty id (case C9: some servers send none).
-fn ensure_unique_ids(calls: &mut [ToolCall], trace_id: &str, llm_call: u32) {
-    let mut seen: HashSet<String> = HashSet::with_capacity(calls.len());
-    for (i, call) in calls.iter_mut().enumerate() {
-        if call.id.is_empty() || seen.contains(&call.id) {
-            let prefix = trace_id.get(..8).unwrap_or(trace_id);
-            call.id = format!("call_{prefix}_{llm_call}_{i}");
-        }
-        seen.insert(call.id.clone());
     }
 }
