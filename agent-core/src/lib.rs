@@ -72,6 +72,9 @@ pub use pricing::{ModelPrice, Pricing};
 pub use registry::ToolRegistry;
 pub use result::AgentResult;
 pub use runner::run_agent;
+/// serde_json, re-exported: tool arguments and scripted turns are `serde_json::Value`s, so
+/// a user crate needs no serde_json dependency of its own (`agent_core::json!`).
+pub use serde_json::{self, Value, json};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     State, StateMap, StateRequirement, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,

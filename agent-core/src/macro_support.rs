@@ -57,6 +57,22 @@ pub fn output_from_arguments<T: JsonSchema + DeserializeOwned>(
     }
 }
 
+/// What a field of an `#[agent_output]` type or a `#[tool]` parameter must be: a type
+/// the model's JSON deserializes into and that has a JSON Schema. Its only purpose is
+/// the error message that points at `#[agent_type]`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a field of an `#[agent_output]` type or a `#[tool]` parameter",
+    label = "needs Deserialize and JsonSchema",
+    note = "add `#[agent_type]` to the definition of each type of your own used here \
+            (it derives them through agent-core; no serde or schemars dependency needed)"
+)]
+pub trait AgentField {}
+
+impl<T: DeserializeOwned + JsonSchema> AgentField for T {}
+
+/// Fails to compile, with [`AgentField`]'s message, unless `T` is usable as a field.
+pub fn assert_agent_field<T: AgentField>() {}
+
 /// A `validate = path` check of an `#[agent_output]` type.
 #[diagnostic::on_unimplemented(
     message = "`validate` must name a fn(&{T}) -> Result<(), E> where E: Display",

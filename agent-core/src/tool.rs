@@ -44,6 +44,11 @@ pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<String, ToolError>>
 /// that fails returns a [`ToolError`]; a panic or a timeout is caught by the runner.
 /// Every failure goes back to the model as a tool result marked as an error; tool
 /// failures never end a run.
+///
+/// A tool must not block its thread (a synchronous sleep, blocking I/O, a long
+/// computation): the calls of a turn run concurrently on the run's own task, and a
+/// timeout, the deadline or cancellation can only stop a tool at an `.await`. Move
+/// blocking work to `tokio::task::spawn_blocking`.
 pub trait Tool: Send + Sync + 'static {
     /// The tool's definition. Called once, when the registry is built.
     fn definition(&self) -> ToolDefinition;

@@ -43,9 +43,22 @@ pub(crate) fn agent_output(args: TokenStream, input: TokenStream) -> syn::Result
             ::agent_core::__private::run_output_check(#path, &value)?;
         }
     });
+    let field_checks = item.fields.iter().map(|field| {
+        let ty = &field.ty;
+        quote_spanned! {crate::valid::type_span(ty)=>
+            ::agent_core::__private::assert_agent_field::<#ty>();
+        }
+    });
     Ok(quote! {
         #derives
         #item
+
+        const _: () = {
+            #[allow(dead_code)]
+            fn __agent_fields() {
+                #(#field_checks)*
+            }
+        };
 
         impl ::agent_core::AgentOutput for #ident {
             fn output_tool() -> ::core::option::Option<::agent_core::ToolDefinition> {
@@ -126,12 +139,16 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenSt
     let mut locals = Vec::new();
     let mut extracts = Vec::new();
     let mut states = Vec::new();
+    let mut checks = Vec::new();
     for (i, param) in tool.params.iter().enumerate() {
         let local = format_ident!("__param{}", i);
         let ident = &param.ident;
         let ty = &param.ty;
         let extract = match &param.kind {
             Kind::Json { attrs, description } => {
+                checks.push(quote_spanned! {crate::valid::type_span(ty)=>
+                    ::agent_core::__private::assert_agent_field::<#ty>();
+                });
                 let description = description
                     .as_ref()
                     .map(|text| quote!(#[schemars(description = #text)]));
@@ -174,6 +191,11 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenSt
         #vis struct #fn_ident {}
 
         const _: () = {
+            #[allow(dead_code)]
+            fn __agent_fields() {
+                #(#checks)*
+            }
+
             #derives
             #[allow(non_camel_case_types)]
             struct __ToolArguments {

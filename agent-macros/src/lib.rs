@@ -59,6 +59,10 @@ pub fn agent_type(args: TokenStream, input: TokenStream) -> TokenStream {
 /// optional; `#[serde(..)]` and `#[schemars(..)]` on a parameter apply to it); a
 /// `State<T>` parameter receives application state and a `ToolContext` parameter the
 /// call's context. The fn returns `T: Serialize` or `Result<T, E>` with `E: Display`.
+/// Types of your own used as parameters or return values need `#[agent_type]`.
+///
+/// The fn must not block its thread: a timeout, the deadline or cancellation stop it
+/// only at an `.await` (use `tokio::task::spawn_blocking` for blocking work).
 ///
 /// Keys: `name = "..."`, `description = "..."`, `params(name = "...", ..)`.
 #[proc_macro_attribute]

@@ -180,7 +180,10 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         AgentConfig::compile(self.settings)
     }
 
-    /// The model, routed by prefix (see the crate docs); sent as the request's `model`.
+    /// The model, routed by prefix (the table is in [`providers`](crate::providers)):
+    /// `claude-...`, `gpt-...`/`o1`/`o3`/`o4`/`chatgpt-...`, `ollama/NAME`,
+    /// `dispatch/NAME`, or `test`. An unknown name or a missing key is a
+    /// [`ConfigError`] at `build()`.
     #[must_use]
     pub fn model(mut self, name: impl Into<String>) -> Self {
         self.settings.model = Some(name.into());
