@@ -967,3 +967,45 @@ async fn hostile_calls_are_made_safe_to_answer_and_resend() {
         results[3].content
     );
 }
+
+// C1 where the correction budget is already spent: the ambiguous turn itself ends the run.
+#[tokio::test]
+async fn c1_two_submits_with_no_retries_left_end_as_ambiguous_tool_turn() {
+    let model = ScriptedModel::new();
+    let calls = vec![
+        model.call("submit_output", invalid()),
+        model.call("submit_output", valid()),
+    ];
+    let model = model.tool_calls(calls).submit(valid());
+    let config = builder(&model, &[]).max_parse_retries(0).build().unwrap();
+    let r = run_agent(&config, "ticket").await;
+    assert_eq!(r.category(), Some("ambiguous_tool_turn"));
+    assert_eq!((r.usage.llm_calls, model.request_count()), (1, 1));
+    assert_well_formed(&r.transcript);
+}
+
+// C8 for a tool other than submit_output: an error result, the tool not run, and the
+// broken call re-sent with `{}` as its arguments.
+#[tokio::test]
+async fn c8_truncated_arguments_for_a_tool_are_an_error_result_and_resent_as_valid_json() {
+    let lookup = TestTool::new("lookup", Behaviour::Echo);
+    let broken = ToolCall::from_wire("c1", "lookup", Some(&json!("{\"order_id\": \"A1")));
+    let model = ScriptedModel::new()
+        .respond(LlmResponse::tool_calls(vec![broken]).with_stop_reason(StopReason::MaxTokens))
+        .submit(valid());
+    let config = builder(&model, &[&lookup]).build().unwrap();
+    let r = run_agent(&config, "ticket").await;
+    assert!(r.is_ok());
+    assert_eq!((lookup.runs(), r.usage.tool_calls), (0, 0));
+    let reqs = model.requests();
+    let res = &last_results(&reqs[1])[0];
+    assert!(
+        res.is_error && res.content.contains("truncated"),
+        "{}",
+        res.content
+    );
+    let Message::Assistant { tool_calls, .. } = &reqs[1].messages[1] else {
+        panic!()
+    };
+    assert_eq!(tool_calls[0].arguments, json!({}));
+}
