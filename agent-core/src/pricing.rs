@@ -38,10 +38,24 @@ impl ModelPrice {
         self
     }
 
+    /// Whether every rate is a finite, non-negative number of USD.
+    pub fn is_valid(&self) -> bool {
+        [
+            self.input_per_mtok,
+            self.output_per_mtok,
+            self.cache_read_per_mtok,
+            self.cache_write_per_mtok,
+        ]
+        .iter()
+        .all(|r| r.is_finite() && *r >= 0.0)
+    }
+
     /// The cost of one round trip's usage (USD). `input_tokens` includes the cached
     /// tokens, which are priced at the cache rates instead of the input rate.
     pub fn cost(&self, usage: &TokenUsage) -> f64 {
-        let cached = usage.cache_read_tokens + usage.cache_write_tokens;
+        let cached = usage
+            .cache_read_tokens
+            .saturating_add(usage.cache_write_tokens);
         let plain = usage.input_tokens.saturating_sub(cached);
         (plain as f64 * self.input_per_mtok
             + usage.cache_read_tokens as f64 * self.cache_read_per_mtok

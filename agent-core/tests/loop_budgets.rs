@@ -446,3 +446,87 @@ async fn absurd_token_counts_saturate_instead_of_wrapping_past_the_budget() {
     let receipt = agent_core::Receipt::from_results(&[r.clone(), r]);
     assert_eq!(receipt.input_tokens, u64::MAX);
 }
+
+#[tokio::test]
+async fn a_deadline_too_far_to_represent_is_no_deadline() {
+    let model = ScriptedModel::new().submit(valid());
+    let config = builder(&model, &[])
+        .deadline(Duration::MAX)
+        .build()
+        .unwrap();
+    assert!(run_agent(&config, "ticket").await.is_ok());
+}
+
+#[test]
+fn a_price_that_is_not_a_finite_non_negative_number_is_a_config_error() {
+    let model = ScriptedModel::new();
+    for bad in [f64::NAN, -1.0, f64::INFINITY] {
+        let err = builder(&model, &[])
+            .model("m")
+            .price("m", ModelPrice::new(bad, 1.0))
+            .max_cost_usd(1.0)
+            .build()
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ConfigError::InvalidSetting {
+                    setting: "price",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn calls_cut_off_by_the_deadline_are_answered_in_the_transcript() {
+    let slow = TestTool::new("slow", Behaviour::Sleep(Duration::from_secs(30)));
+    let model = ScriptedModel::new()
+        .tool_call("slow", order("S"))
+        .submit(valid());
+    let config = builder(&model, &[&slow])
+        .deadline(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let r = run_agent(&config, "ticket").await;
+    assert_eq!(r.category(), Some("deadline_exceeded"));
+    let Some(agent_core::Message::Tool { results }) = r.transcript.last() else {
+        panic!("{:?}", r.transcript)
+    };
+    assert_eq!(results.len(), 1);
+    assert!(
+        results[0].is_error && results[0].content.contains("deadline_exceeded"),
+        "{results:?}"
+    );
+    assert_well_formed(&r.transcript);
+}
+
+#[tokio::test]
+async fn a_huge_tool_result_is_cut_before_it_reaches_the_model() {
+    struct Huge;
+    impl Tool for Huge {
+        fn definition(&self) -> ToolDefinition {
+            ToolDefinition::new("huge", "Returns a lot.", json!({"type": "object"}))
+        }
+        fn call<'a>(&'a self, _a: Value, _c: ToolContext) -> ToolFuture<'a> {
+            Box::pin(async { Ok("x".repeat(5_000_000)) })
+        }
+    }
+    let model = ScriptedModel::new()
+        .tool_call("huge", json!({}))
+        .submit(valid());
+    let config = builder(&model, &[])
+        .tool(Huge)
+        .max_tool_result_bytes(1_000)
+        .build()
+        .unwrap();
+    assert!(run_agent(&config, "ticket").await.is_ok());
+    let res = &last_results(&model.requests()[1])[0];
+    assert!(res.content.len() < 1_100, "{}", res.content.len());
+    assert!(
+        res.content
+            .ends_with("[truncated: the result had 5000000 bytes; the first 1000 are shown]")
+    );
+}

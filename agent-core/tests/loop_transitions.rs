@@ -245,9 +245,11 @@ async fn row_transient_failure_retries_the_identical_request() {
     assert_eq!((r.usage.llm_calls, r.usage.tool_calls), (2, 0));
     let reqs = model.requests();
     assert_eq!(reqs[0], reqs[1], "the retry re-sends the identical request");
+    // user, assistant (submit), tool (the submission's acknowledgement): nothing from
+    // the failed attempt.
     assert_eq!(
         r.transcript.len(),
-        2,
+        3,
         "a provider failure does not change the transcript"
     );
 }
@@ -805,9 +807,16 @@ async fn transcript_holds_every_message_of_the_run() {
         .unwrap();
     let r = run_agent(&config, "my parcel is late").await;
     assert!(r.is_ok());
-    assert_eq!(r.transcript.len(), 4);
+    assert_eq!(r.transcript.len(), 5);
     assert_eq!(r.transcript[0], Message::user("my parcel is late"));
     assert!(matches!(r.transcript[2], Message::Tool { .. }));
+    // The accepted submission is answered too: the transcript can be re-sent as it is.
+    let Message::Tool { results } = &r.transcript[4] else {
+        panic!()
+    };
+    assert!(!results[0].is_error && results[0].content.starts_with("Accepted"));
+    assert_well_formed(&r.transcript);
+    assert!(matches!(r.transcript.last(), Some(Message::Tool { .. })));
     assert_eq!(model.requests()[0].system.as_deref(), Some("You triage."));
 }
 

@@ -37,6 +37,7 @@ pub(crate) struct Settings<T> {
     pub(crate) temperature: Option<f32>,
     pub(crate) tool_timeout: Duration,
     pub(crate) llm_timeout: Duration,
+    pub(crate) max_tool_result_bytes: usize,
     pub(crate) grader_timeout: Duration,
     pub(crate) tool_concurrency: usize,
     pub(crate) backoff: Backoff,
@@ -72,6 +73,7 @@ impl<T> Clone for Settings<T> {
             temperature: self.temperature,
             tool_timeout: self.tool_timeout,
             llm_timeout: self.llm_timeout,
+            max_tool_result_bytes: self.max_tool_result_bytes,
             grader_timeout: self.grader_timeout,
             tool_concurrency: self.tool_concurrency,
             backoff: self.backoff,
@@ -109,6 +111,7 @@ impl<T> Settings<T> {
             temperature: None,
             tool_timeout: Duration::from_secs(60),
             llm_timeout: Duration::from_secs(600),
+            max_tool_result_bytes: 100_000,
             grader_timeout: Duration::from_secs(60),
             tool_concurrency: 8,
             backoff: Backoff::default(),
@@ -262,8 +265,16 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         llm_timeout: Duration
     );
     setter!(
+        /// The largest tool result shown to the model (bytes, default 100,000, about
+        /// 25,000 tokens; at least 1). A longer result is cut at a character boundary and
+        /// ends with a note saying how much was left out, so one tool cannot blow the
+        /// context window or the token budget.
+        max_tool_result_bytes: usize
+    );
+    setter!(
         /// How long the grader may take (default 60 s; more than zero). A grader that
-        /// runs over leaves `scores` at `None`; the outcome is unchanged.
+        /// runs over leaves `scores` at `None`; the outcome is unchanged. Like a tool, a
+        /// grader must not block its thread: the timeout can only stop it at an `.await`.
         grader_timeout: Duration
     );
     setter!(

@@ -152,6 +152,13 @@ impl<T: AgentOutput> AgentConfig<T> {
         };
         let price_key = settings.model.as_deref().unwrap_or(&wire_model);
         let price = settings.pricing.price_of(price_key);
+        if let Some(p) = price.filter(|p| !p.is_valid()) {
+            return Err(invalid(
+                "price",
+                format!("{p:?}"),
+                "every rate must be a finite, non-negative number of USD per million tokens",
+            ));
+        }
         if settings.max_cost_usd.is_some() && price.is_none() {
             return Err(ConfigError::MissingPrice {
                 model: price_key.to_owned(),
@@ -265,6 +272,13 @@ fn check_settings<T>(s: &Settings<T>) -> Result<(), ConfigError> {
     }
     if s.llm_timeout.is_zero() {
         return Err(invalid("llm_timeout", "0 s", "a model call needs time"));
+    }
+    if s.max_tool_result_bytes == 0 {
+        return Err(invalid(
+            "max_tool_result_bytes",
+            0,
+            "a tool result needs some bytes",
+        ));
     }
     if s.grader_timeout.is_zero() {
         return Err(invalid("grader_timeout", "0 s", "a grader needs time"));

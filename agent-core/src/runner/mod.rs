@@ -164,7 +164,8 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             });
         }
         let deadline = self.cfg.settings.deadline;
-        let deadline_at = deadline.map(|limit| tokio::time::Instant::now() + limit);
+        // A deadline too far to represent (`Duration::MAX`) is no deadline.
+        let deadline_at = deadline.and_then(|limit| tokio::time::Instant::now().checked_add(limit));
         self.deadline_at = deadline_at;
         let token = self.cfg.settings.cancellation.clone();
         if token.as_ref().is_some_and(|t| t.is_cancelled()) {
@@ -279,7 +280,11 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         }
         let tokens_tight = s.max_total_tokens.is_some_and(|limit| {
             self.last_call_tokens > 0
-                && self.usage.total_tokens() + 2 * self.last_call_tokens > limit
+                && self
+                    .usage
+                    .total_tokens()
+                    .saturating_add(self.last_call_tokens.saturating_mul(2))
+                    > limit
         });
         let cost_tight = s.max_cost_usd.is_some_and(|limit| {
             self.last_call_cost > 0.0 && self.cost_usd + 2.0 * self.last_call_cost > limit
@@ -430,11 +435,16 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             mut tool_calls,
             ..
         } = response;
+        let cfg = self.cfg;
+        let is_known = |name: &str| {
+            cfg.tool_index.contains_key(name) || name == SUBMIT_OUTPUT || name == ESCALATE_TO_HUMAN
+        };
         sanitize::sanitize_calls(
             &mut tool_calls,
             &mut self.seen_ids,
             &self.trace_id,
             self.usage.llm_calls,
+            &is_known,
         );
         if !text.is_empty() {
             self.last_text.clone_from(&text);
@@ -701,6 +711,8 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             llm_calls = self.usage.llm_calls,
             "run ended"
         );
+        let mut transcript = self.request.messages;
+        answer_last_turn(&mut transcript, &outcome);
         AgentResult {
             outcome,
             output,
@@ -708,7 +720,34 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             usage: self.usage,
             scores: self.scores,
             duration,
-            transcript: self.request.messages,
+            transcript,
         }
     }
+}
+
+/// Answers the calls of a final assistant turn that the run ended on (an accepted
+/// submission, an escalation, or calls cut off by the deadline or cancellation), so the
+/// transcript answers every call id and can be re-sent to any provider.
+fn answer_last_turn<T>(transcript: &mut Vec<Message>, outcome: &Result<T, AgentError>) {
+    let Some(Message::Assistant { tool_calls, .. }) = transcript.last() else {
+        return;
+    };
+    if tool_calls.is_empty() {
+        return;
+    }
+    let results = tool_calls
+        .iter()
+        .map(|call| match outcome {
+            Ok(_) => ToolResult::ok(
+                &call.id,
+                &call.name,
+                "Accepted: the run ended with this answer.",
+            ),
+            Err(AgentError::Escalated { .. }) => {
+                ToolResult::ok(&call.id, &call.name, "Escalated: a human takes over.")
+            }
+            Err(e) => ToolResult::error(&call.id, &call.name, feedback::stopped(e.category())),
+        })
+        .collect();
+    transcript.push(Message::tool_results(results));
 }

@@ -14,10 +14,11 @@ const MAX_DEPTH: usize = 128;
 
 /// Fixes a turn's calls in place:
 /// - every id is non-empty and unique over the whole run (case C9; Anthropic rejects a
-///   repeated `tool_use` id), else a synthesised `call_<trace>_<llm call>_<index>`;
+///   repeated `tool_use` id), else a synthesised `call_<trace>_<llm call>_<index>`
+///   (with a further suffix if even that was taken);
 /// - a name that breaks `^[A-Za-z0-9_-]{1,64}$` (no tool can have it) is rewritten to a
-///   legal one, since OpenAI rejects a history holding it; the call is answered as an
-///   unknown tool;
+///   legal one that `is_known` rejects, since OpenAI rejects a history holding the
+///   original; the call is answered as an unknown tool, never run;
 /// - arguments that are not an object, or nest deeper than 128 levels, become `{}` with
 ///   an [`arguments_error`](ToolCall::arguments_error) saying why.
 pub(crate) fn sanitize_calls(
@@ -25,15 +26,31 @@ pub(crate) fn sanitize_calls(
     seen_ids: &mut HashSet<String>,
     trace_id: &str,
     llm_call: u32,
+    is_known: &dyn Fn(&str) -> bool,
 ) {
     for (i, call) in calls.iter_mut().enumerate() {
         if call.id.is_empty() || seen_ids.contains(&call.id) {
             let prefix = trace_id.get(..8).unwrap_or(trace_id);
-            call.id = format!("call_{prefix}_{llm_call}_{i}");
+            let base = format!("call_{prefix}_{llm_call}_{i}");
+            let mut id = base.clone();
+            let mut n = 0u32;
+            while seen_ids.contains(&id) {
+                n += 1;
+                id = format!("{base}_{n}");
+            }
+            call.id = id;
         }
         seen_ids.insert(call.id.clone());
         if !is_legal_tool_name(&call.name) {
-            call.name = legal_name(&call.name);
+            let mut name = legal_name(&call.name);
+            if is_known(&name) {
+                // Never let a rewritten name reach a real tool.
+                name = format!("unknown_{name}").chars().take(64).collect();
+                if is_known(&name) {
+                    name = "unknown_tool_name".to_owned();
+                }
+            }
+            call.name = name;
         }
         if call.arguments_error.is_none() {
             let problem = if !call.arguments.is_object() {
@@ -130,12 +147,32 @@ mod tests {
             ToolCall::new("a", "t", json!({})),
             ToolCall::new("", "t", json!({})),
         ];
-        sanitize_calls(&mut turn1, &mut seen, "0123456789abcdef", 1);
+        sanitize_calls(&mut turn1, &mut seen, "0123456789abcdef", 1, &|_| false);
         let mut turn2 = vec![ToolCall::new("a", "t", json!({}))];
-        sanitize_calls(&mut turn2, &mut seen, "0123456789abcdef", 2);
+        sanitize_calls(&mut turn2, &mut seen, "0123456789abcdef", 2, &|_| false);
         assert_eq!(turn1[0].id, "a");
         assert_eq!(turn1[1].id, "call_01234567_1_1");
         assert_eq!(turn2[0].id, "call_01234567_2_0");
+    }
+
+    #[test]
+    fn a_synthesised_id_never_collides() {
+        let mut seen = HashSet::new();
+        let mut calls = vec![
+            ToolCall::new("call_01234567_1_1", "t", json!({})),
+            ToolCall::new("call_01234567_1_1", "t", json!({})),
+        ];
+        sanitize_calls(&mut calls, &mut seen, "0123456789abcdef", 1, &|_| false);
+        assert_eq!(calls[1].id, "call_01234567_1_1_1");
+    }
+
+    #[test]
+    fn a_rewritten_name_never_names_a_real_tool() {
+        let mut seen = HashSet::new();
+        let known = |n: &str| n == "get_order";
+        let mut calls = vec![ToolCall::new("1", "get order", json!({}))];
+        sanitize_calls(&mut calls, &mut seen, "trace", 1, &known);
+        assert_eq!(calls[0].name, "unknown_get_order");
     }
 
     #[test]
@@ -154,7 +191,7 @@ mod tests {
             ToolCall::new("2", "t", nested(127)),
             ToolCall::new("3", "t", nested(100_000)),
         ];
-        sanitize_calls(&mut calls, &mut seen, "trace", 1);
+        sanitize_calls(&mut calls, &mut seen, "trace", 1, &|_| false);
         assert_eq!(
             calls[0].arguments_error.as_deref(),
             Some("the arguments must be a JSON object, got an array")

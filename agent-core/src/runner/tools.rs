@@ -52,12 +52,13 @@ pub(crate) async fn run_tool_calls<T>(
         })
         .collect();
     let timeout = cfg.settings.tool_timeout;
+    let max_bytes = cfg.settings.max_tool_result_bytes;
     let observer = cfg.settings.observer.as_deref();
     let jobs = calls.iter().zip(plans).map(|(call, plan)| async move {
         let started = Instant::now();
         let result = match plan {
             Plan::Answer(result) => result,
-            Plan::Run(tool) => execute(tool, call, trace_id, state, timeout).await,
+            Plan::Run(tool) => execute(tool, call, trace_id, state, timeout, max_bytes).await,
         };
         notify(
             observer,
@@ -121,6 +122,7 @@ async fn execute(
     trace_id: &Arc<str>,
     state: &Arc<StateMap>,
     timeout: Duration,
+    max_bytes: usize,
 ) -> ToolResult {
     let span = tracing::info_span!(
         "execute_tool",
@@ -171,7 +173,40 @@ async fn execute(
         span.record("error.type", kind);
     }
     match content {
-        Ok(text) => ToolResult::ok(&call.id, &call.name, text),
-        Err(text) => ToolResult::error(&call.id, &call.name, text),
+        Ok(text) => ToolResult::ok(&call.id, &call.name, truncate(text, max_bytes)),
+        Err(text) => ToolResult::error(&call.id, &call.name, truncate(text, max_bytes)),
+    }
+}
+
+/// `text` cut to at most `max_bytes` bytes (at a character boundary) plus a note saying
+/// how much was left out.
+fn truncate(mut text: String, max_bytes: usize) -> String {
+    if text.len() <= max_bytes {
+        return text;
+    }
+    let total = text.len();
+    let mut cut = max_bytes;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text.truncate(cut);
+    text.push_str(&format!(
+        "\n[truncated: the result had {total} bytes; the first {cut} are shown]"
+    ));
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::truncate;
+
+    #[test]
+    fn long_results_are_cut_at_a_char_boundary_with_a_note() {
+        assert_eq!(truncate("short".into(), 10), "short");
+        let cut = truncate("ééééé".into(), 5);
+        assert_eq!(
+            cut,
+            "éé\n[truncated: the result had 10 bytes; the first 4 are shown]"
+        );
     }
 }
