@@ -13,9 +13,10 @@ pub type GradeFuture<'a> = Pin<Box<dyn Future<Output = Result<Scores, String>> +
 /// Scores the validated value of a successful run (an LLM judge, a heuristic, a check
 /// against a gold label).
 ///
-/// The scores land in `AgentResult::scores`. A grader that fails, panics, or returns a
-/// score outside `0.0..=1.0` (or not finite) never changes the outcome: `scores` is `None`
-/// and the failure is traced.
+/// The scores land in `AgentResult::scores`. A grader that fails, panics, runs past
+/// `grader_timeout` or the deadline, or returns a score outside `0.0..=1.0` (or not
+/// finite) never changes the outcome: `scores` is `None` and the failure is traced. It
+/// must not block its thread: the timeout can only stop it at an `.await`.
 pub trait Grader<T>: Send + Sync {
     /// Scores `output`, the value the run produced for `input`.
     ///
