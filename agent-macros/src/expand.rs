@@ -21,18 +21,21 @@ fn derives() -> TokenStream {
     }
 }
 
-/// Expands `#[agent_output]`.
-pub(crate) fn agent_output(args: TokenStream, input: TokenStream) -> syn::Result<TokenStream> {
-    let args = OutputArgs::parse(args);
-    let item = syn::parse2::<Item>(input);
-    let (args, item) = match (args, item) {
-        (Ok(args), Ok(item)) => (args, item),
+/// The macro's arguments and the item, or every error of both at once.
+fn both<A>(args: syn::Result<A>, item: syn::Result<Item>) -> syn::Result<(A, Item)> {
+    match (args, item) {
+        (Ok(args), Ok(item)) => Ok((args, item)),
         (Err(mut a), Err(b)) => {
             a.combine(b);
-            return Err(a);
+            Err(a)
         }
-        (Err(e), _) | (_, Err(e)) => return Err(e),
-    };
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    }
+}
+
+/// Expands `#[agent_output]`.
+pub(crate) fn agent_output(args: TokenStream, input: TokenStream) -> syn::Result<TokenStream> {
+    let (args, item) = both(OutputArgs::parse(args), syn::parse2::<Item>(input))?;
     let output = Output::from_syn(args, item)?;
     let item = &output.item;
     let ident = &item.ident;
@@ -117,16 +120,7 @@ pub(crate) fn agent_type(args: TokenStream, input: TokenStream) -> syn::Result<T
 
 /// Expands `#[tool]`.
 pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenStream> {
-    let args = ToolArgs::parse(args);
-    let item = syn::parse2::<Item>(input);
-    let (args, item) = match (args, item) {
-        (Ok(args), Ok(item)) => (args, item),
-        (Err(mut a), Err(b)) => {
-            a.combine(b);
-            return Err(a);
-        }
-        (Err(e), _) | (_, Err(e)) => return Err(e),
-    };
+    let (args, item) = both(ToolArgs::parse(args), syn::parse2::<Item>(input))?;
     let tool = ToolFn::from_syn(args, item)?;
     let item = &tool.item;
     let vis = &item.vis;

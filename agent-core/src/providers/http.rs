@@ -280,6 +280,18 @@ fn chain(error: &reqwest::Error) -> String {
     text
 }
 
+/// Awaits one round trip and traces it if it failed (see [`trace_failure`]).
+pub(crate) async fn traced(
+    provider: &str,
+    round_trip: impl std::future::Future<Output = Result<crate::llm::LlmResponse, LlmError>>,
+) -> Result<crate::llm::LlmResponse, LlmError> {
+    let outcome = round_trip.await;
+    if let Err(error) = &outcome {
+        trace_failure(provider, error);
+    }
+    outcome
+}
+
 /// Records a failed round trip as a `tracing` debug event with the provider's request
 /// id (the runner's `chat` span, the parent, records the error type and a warning).
 pub(crate) fn trace_failure(provider: &str, error: &LlmError) {

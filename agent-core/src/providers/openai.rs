@@ -19,7 +19,7 @@ use crate::llm::{
 use crate::message::{Message, ToolCall};
 use crate::providers::classify::{ErrorBody, embedded_error, request_id, undecodable};
 use crate::providers::history::{self, Turn};
-use crate::providers::http::{Reply, Transport, trace_failure};
+use crate::providers::http::{Reply, Transport, traced};
 use crate::providers::normalize::{fill_ids, recover_tool_calls};
 use crate::providers::{ApiKey, ProviderOptions};
 use crate::schema;
@@ -170,13 +170,7 @@ impl OpenAiClient {
 
 impl LlmClient for OpenAiClient {
     fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
-        Box::pin(async move {
-            let outcome = self.round_trip(request).await;
-            if let Err(error) = &outcome {
-                trace_failure(self.transport.provider(), error);
-            }
-            outcome
-        })
+        Box::pin(traced(self.transport.provider(), self.round_trip(request)))
     }
 
     fn provider(&self) -> &str {
