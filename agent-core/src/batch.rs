@@ -26,6 +26,9 @@ pub struct Batch<T> {
 /// Runs the agent on every input, at most `concurrency` runs at a time (a `concurrency`
 /// of 0 is treated as 1), and returns every result in input order with a [`Receipt`].
 ///
+/// A run starts as soon as a slot frees up, whatever the runs before it in the input
+/// are doing: one slow run keeps only its own slot.
+///
 /// Like [`run_agent`], never panics and never returns early: each input ends in its own
 /// `AgentResult`. The runs share the current task, so dropping the returned future stops
 /// them all.
@@ -39,11 +42,16 @@ where
     // Converted up front: a stream adapter whose closure takes a borrowed input type
     // (`&str`) keeps rustc from proving the batch's future `Send`.
     let inputs: Vec<String> = inputs.into_iter().map(Into::into).collect();
-    let results: Vec<AgentResult<T>> = futures::stream::iter(inputs)
-        .map(|input| run_agent(config, input))
-        .buffered(concurrency.max(1))
+    // Unordered: a run starts as soon as any slot frees up, so one slow run (a long
+    // Retry-After) holds back no other; the results are put back in input order.
+    let mut indexed: Vec<(usize, AgentResult<T>)> = futures::stream::iter(inputs)
+        .enumerate()
+        .map(|(i, input)| async move { (i, run_agent(config, input).await) })
+        .buffer_unordered(concurrency.max(1))
         .collect()
         .await;
+    indexed.sort_unstable_by_key(|(i, _)| *i);
+    let results: Vec<AgentResult<T>> = indexed.into_iter().map(|(_, r)| r).collect();
     let mut receipt = Receipt::from_results(&results);
     receipt.wall_time = started.elapsed();
     Batch { results, receipt }

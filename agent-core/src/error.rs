@@ -216,7 +216,15 @@ pub enum AgentError {
         /// The agent's summary of the case for the human.
         summary: String,
     },
-    /// A fault inside the runner (a bug): caught, never a panic.
+    /// The run's own inputs were unusable (for example state the config expects per run
+    /// was not given): the run ended before any request.
+    #[error("invalid run: {message}")]
+    InvalidRun {
+        /// What was wrong.
+        message: String,
+    },
+    /// A fault inside the runner (a bug), or a panic in a user's `LlmClient`: caught,
+    /// never a panic.
     #[error("internal error: {message}")]
     Internal {
         /// What happened.
@@ -227,8 +235,8 @@ pub enum AgentError {
 impl AgentError {
     /// The stable tag: `schema_validation_failed`, `ambiguous_tool_turn`,
     /// `schema_not_called`, `max_llm_retries`, `llm_permanent_error`, `max_llm_calls`,
-    /// `budget_exhausted`, `deadline_exceeded`, `cancelled`, `stuck`, `escalated` or
-    /// `internal_error`.
+    /// `budget_exhausted`, `deadline_exceeded`, `cancelled`, `stuck`, `escalated`,
+    /// `invalid_run` or `internal_error`.
     pub fn category(&self) -> &'static str {
         match self {
             AgentError::SchemaValidation { .. } => AttemptKind::SchemaValidation.category(),
@@ -242,12 +250,13 @@ impl AgentError {
             AgentError::Cancelled => "cancelled",
             AgentError::Stuck { .. } => "stuck",
             AgentError::Escalated { .. } => "escalated",
+            AgentError::InvalidRun { .. } => "invalid_run",
             AgentError::Internal { .. } => "internal_error",
         }
     }
 
     /// Every category, in a fixed order.
-    pub const CATEGORIES: [&'static str; 12] = [
+    pub const CATEGORIES: [&'static str; 13] = [
         "schema_validation_failed",
         "ambiguous_tool_turn",
         "schema_not_called",
@@ -259,6 +268,7 @@ impl AgentError {
         "cancelled",
         "stuck",
         "escalated",
+        "invalid_run",
         "internal_error",
     ];
 
@@ -276,6 +286,7 @@ impl AgentError {
             AgentError::Escalated { .. } => Ending::Escalated,
             AgentError::MaxLlmRetries { .. }
             | AgentError::LlmPermanent { .. }
+            | AgentError::InvalidRun { .. }
             | AgentError::Internal { .. } => Ending::Failed,
         }
     }

@@ -46,6 +46,7 @@ mod pricing;
 pub mod providers;
 mod registry;
 mod result;
+mod run_options;
 mod runner;
 pub mod schema;
 pub mod testing;
@@ -71,7 +72,8 @@ pub use output::{AgentOutput, SUBMIT_OUTPUT};
 pub use pricing::{ModelPrice, Pricing};
 pub use registry::ToolRegistry;
 pub use result::AgentResult;
-pub use runner::run_agent;
+pub use run_options::RunOptions;
+pub use runner::{run_agent, run_agent_with};
 /// serde_json, re-exported: tool arguments and scripted turns are `serde_json::Value`s, so
 /// a user crate needs no serde_json dependency of its own (`agent_core::json!`).
 pub use serde_json::{self, Value, json};

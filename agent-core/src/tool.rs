@@ -150,6 +150,16 @@ impl StateMap {
     pub fn contains(&self, type_id: TypeId) -> bool {
         self.values.contains_key(&type_id)
     }
+
+    /// Whether the map holds no value.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// Inserts every value of `other`, replacing values of the same types.
+    pub fn extend(&mut self, other: StateMap) {
+        self.values.extend(other.values);
+    }
 }
 
 impl fmt::Debug for StateMap {

@@ -125,3 +125,59 @@ async fn an_empty_batch_and_zero_concurrency_are_fine() {
         "the test model is priced at zero"
     );
 }
+
+/// One slow run (a long Retry-After, scripted as a 60 s delay) and 30 fast ones at
+/// concurrency 4: every fast run finishes while the slow one still waits, and the
+/// results still come back in input order. (Tokio's paused clock: virtual time.)
+#[tokio::test(start_paused = true)]
+async fn one_slow_run_does_not_hold_back_the_others() {
+    struct SlowFirst;
+    impl LlmClient for SlowFirst {
+        fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
+            let slow = matches!(&request.messages[0], Message::User { content } if content == "0");
+            let delay = if slow {
+                std::time::Duration::from_secs(60)
+            } else {
+                std::time::Duration::from_millis(100)
+            };
+            Box::pin(async move {
+                tokio::time::sleep(delay).await;
+                Ok(LlmResponse::tool_calls(vec![ToolCall::new(
+                    "c1",
+                    "submit_output",
+                    valid(),
+                )]))
+            })
+        }
+    }
+    let finished: std::sync::Arc<std::sync::Mutex<Vec<std::time::Duration>>> =
+        std::sync::Arc::default();
+    let record = std::sync::Arc::clone(&finished);
+    let started = tokio::time::Instant::now();
+    let config = agent_core::AgentConfig::<Triage>::builder("slow")
+        .llm(SlowFirst)
+        .observer(move |e: &agent_core::RunEvent<'_>| {
+            if let agent_core::RunEvent::RunEnded { .. } = e {
+                record.lock().unwrap().push(started.elapsed());
+            }
+        })
+        .build()
+        .unwrap();
+    let inputs: Vec<String> = (0..31).map(|n| n.to_string()).collect();
+    let batch = run_batch(&config, inputs, 4).await;
+    assert_eq!(batch.receipt.count(Ending::Answered), 31);
+    for (n, r) in batch.results.iter().enumerate() {
+        assert_eq!(r.transcript[0], Message::user(n.to_string()), "input order");
+    }
+    let finished = finished.lock().unwrap().clone();
+    // 30 fast runs on the 3 free slots: 10 waves of 100 ms, all done by 1 s.
+    assert_eq!(finished.len(), 31);
+    assert!(
+        finished[..30]
+            .iter()
+            .all(|t| *t <= std::time::Duration::from_secs(1)),
+        "{finished:?}"
+    );
+    assert_eq!(finished[30], std::time::Duration::from_secs(60));
+    assert_eq!(started.elapsed(), std::time::Duration::from_secs(60));
+}

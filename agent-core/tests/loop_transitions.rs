@@ -293,13 +293,21 @@ async fn row_permanent_failure_stops_at_once() {
 }
 
 #[tokio::test]
-async fn a_panicking_client_is_a_permanent_failure_not_a_panic() {
+async fn a_panicking_client_is_an_internal_error_not_a_provider_failure() {
+    // A panic in a user's LlmClient is a bug in that code, not something the provider
+    // said: `internal_error`, after exactly one attempt (no retry).
     let model = ScriptedModel::from_steps([agent_core::testing::ScriptStep::Panic("boom".into())]);
     let config = builder(&model, &[]).build().unwrap();
     let r = run_agent(&config, "ticket").await;
     let err = r.outcome.unwrap_err();
-    assert_eq!(err.category(), "llm_permanent_error");
-    assert!(err.to_string().contains("panicked: boom"), "{err}");
+    assert_eq!(err.category(), "internal_error");
+    assert_eq!(err.ending(), Ending::Failed);
+    assert_eq!(
+        err.to_string(),
+        "internal error: the model client panicked: boom"
+    );
+    assert_eq!(r.usage.llm_calls, 1);
+    assert_eq!(model.request_count(), 1);
 }
 
 // ---- the outer cap -----------------------------------------------------------------
@@ -844,8 +852,9 @@ fn a_runtime_without_timers_ends_typed_too() {
     let config = builder(&model, &[&slow]).build().unwrap();
     let r = runtime.block_on(run_agent(&config, "ticket"));
     let err = r.outcome.unwrap_err();
-    assert_eq!(err.category(), "llm_permanent_error");
-    assert!(err.to_string().contains("timers are disabled"), "{err}");
+    assert_eq!(err.category(), "internal_error");
+    assert!(err.to_string().contains("built without them"), "{err}");
+    assert_eq!(model.request_count(), 0, "found out before any request");
 }
 
 // C11 with identical arguments, on the default guards: parallel duplicates in one turn

@@ -16,7 +16,7 @@ use crate::output::AgentOutput;
 use crate::pricing::{ModelPrice, Pricing};
 use crate::providers::{ApiKey, ProviderOptions};
 use crate::registry::ToolRegistry;
-use crate::tool::{StateMap, Tool};
+use crate::tool::{StateMap, StateRequirement, Tool};
 
 /// A check on a validated value that a schema cannot express; its error is fed back to
 /// the model like a schema error.
@@ -42,6 +42,7 @@ pub(crate) struct Settings<T> {
     pub(crate) tool_concurrency: usize,
     pub(crate) backoff: Backoff,
     pub(crate) state: StateMap,
+    pub(crate) run_state: Vec<StateRequirement>,
     pub(crate) provider: ProviderOptions,
     pub(crate) max_total_tokens: Option<u64>,
     pub(crate) max_cost_usd: Option<f64>,
@@ -78,6 +79,7 @@ impl<T> Clone for Settings<T> {
             tool_concurrency: self.tool_concurrency,
             backoff: self.backoff,
             state: self.state.clone(),
+            run_state: self.run_state.clone(),
             provider: self.provider.clone(),
             max_total_tokens: self.max_total_tokens,
             max_cost_usd: self.max_cost_usd,
@@ -116,6 +118,7 @@ impl<T> Settings<T> {
             tool_concurrency: 8,
             backoff: Backoff::default(),
             state: StateMap::new(),
+            run_state: Vec::new(),
             provider: ProviderOptions::default(),
             max_total_tokens: None,
             max_cost_usd: None,
@@ -180,7 +183,7 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     /// missing provider environment, a duplicate, illegal or reserved tool name, an
     /// unusable schema, missing tool state, or a cost cap without a price.
     pub fn build(self) -> Result<AgentConfig<T>, ConfigError> {
-        AgentConfig::compile(self.settings)
+        AgentConfig::compile(self.settings, None)
     }
 
     /// The model, routed by prefix (the table is in [`providers`](crate::providers)):
@@ -346,6 +349,20 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     #[must_use]
     pub fn state_arc<S: Send + Sync + 'static>(mut self, value: Arc<S>) -> Self {
         self.settings.state.insert_arc(value);
+        self
+    }
+
+    /// Declares application state of type `S` that each run provides (with
+    /// [`RunOptions::state`](crate::RunOptions::state)) instead of the config: a
+    /// request's session, a per-request transaction. Tools that read `S` then build
+    /// without it; a run that lacks it ends at once with `invalid_run`, before any
+    /// request.
+    #[must_use]
+    pub fn expects_state<S: Send + Sync + 'static>(mut self) -> Self {
+        let need = StateRequirement::of::<S>();
+        if !self.settings.run_state.contains(&need) {
+            self.settings.run_state.push(need);
+        }
         self
     }
 

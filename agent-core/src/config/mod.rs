@@ -17,7 +17,7 @@ use crate::llm::LlmClient;
 use crate::output::{AgentOutput, SUBMIT_OUTPUT};
 use crate::pricing::ModelPrice;
 use crate::providers::{self, PREFIXES};
-use crate::tool::{Tool, ToolDefinition};
+use crate::tool::{StateMap, Tool, ToolDefinition};
 use crate::validate::SchemaValidator;
 
 /// The name of the built-in escalation tool (see the builder's `escalation`).
@@ -50,6 +50,8 @@ pub(crate) struct CompiledTool {
 /// A config after `build()`: the settings plus everything derived from them once.
 pub(crate) struct Compiled<T> {
     pub(crate) settings: Settings<T>,
+    /// The config's application state, shared by every run that adds none of its own.
+    pub(crate) state: Arc<StateMap>,
     pub(crate) client: Arc<dyn LlmClient>,
     pub(crate) wire_model: String,
     pub(crate) tools: Vec<CompiledTool>,
@@ -74,16 +76,22 @@ impl<T: AgentOutput> AgentConfig<T> {
     /// Derives a variant: `f` gets a builder holding this config's settings; the result
     /// is checked like `build()`. The output type stays `T`.
     ///
+    /// A variant that keeps the model and the provider settings (key, base URL,
+    /// timeouts) keeps this config's client: no new route, no second read of the
+    /// environment. Every HTTP adapter shares one connection pool per timeout pair
+    /// anyway, so even a variant with another model of the same provider reuses the
+    /// warm connections.
+    ///
     /// # Errors
     /// The [`ConfigError`] `build()` would return for the derived settings.
     pub fn with_(
         &self,
         f: impl FnOnce(AgentConfigBuilder<T>) -> AgentConfigBuilder<T>,
     ) -> Result<Self, ConfigError> {
-        f(AgentConfigBuilder::from_settings(
+        let builder = f(AgentConfigBuilder::from_settings(
             self.inner.settings.clone(),
-        ))
-        .build()
+        ));
+        Self::compile(builder.settings, Some(&self.inner))
     }
 
     /// The agent's name.
@@ -131,20 +139,33 @@ impl<T: AgentOutput> AgentConfig<T> {
         &self.inner.offered
     }
 
-    pub(crate) fn compile(settings: Settings<T>) -> Result<Self, ConfigError> {
+    /// Checks and freezes `settings`; `parent` is the config a `with_` variant derives
+    /// from (its routed client is reused when the route is unchanged).
+    pub(crate) fn compile(
+        settings: Settings<T>,
+        parent: Option<&Compiled<T>>,
+    ) -> Result<Self, ConfigError> {
         check_settings(&settings)?;
         let (tools, tool_index) = compile_tools(&settings)?;
         let output_tool = T::output_tool();
         if let Some(def) = &output_tool {
             check_output_tool(def)?;
         }
-        let (client, wire_model) = match (&settings.llm, &settings.model) {
-            (Some(client), model) => (Arc::clone(client), model.clone().unwrap_or_default()),
-            (None, Some(model)) => {
+        let same_route = parent.filter(|p| {
+            settings.llm.is_none()
+                && p.settings.llm.is_none()
+                && settings.model.is_some()
+                && p.settings.model == settings.model
+                && p.settings.provider == settings.provider
+        });
+        let (client, wire_model) = match (same_route, &settings.llm, &settings.model) {
+            (Some(p), _, _) => (Arc::clone(&p.client), p.wire_model.clone()),
+            (None, Some(client), model) => (Arc::clone(client), model.clone().unwrap_or_default()),
+            (None, None, Some(model)) => {
                 let route = providers::route(model, &settings.provider)?;
                 (route.client, route.wire_model)
             }
-            (None, None) => {
+            (None, None, None) => {
                 return Err(ConfigError::MissingModel {
                     prefixes: PREFIXES.to_owned(),
                 });
@@ -183,6 +204,7 @@ impl<T: AgentOutput> AgentConfig<T> {
         };
         Ok(Self {
             inner: Arc::new(Compiled {
+                state: Arc::new(settings.state.clone()),
                 settings,
                 client,
                 wire_model,
@@ -384,7 +406,8 @@ fn compile_tools<T>(s: &Settings<T>) -> Result<ToolTable, ConfigError> {
             return Err(ConfigError::DuplicateTool { name: name.clone() });
         }
         for need in entry.tool.required_state() {
-            if !s.state.contains(need.type_id) {
+            let per_run = s.run_state.iter().any(|r| r.type_id == need.type_id);
+            if !s.state.contains(need.type_id) && !per_run {
                 return Err(ConfigError::MissingState {
                     tool: name.clone(),
                     type_name: need.type_name,

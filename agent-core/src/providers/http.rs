@@ -1,8 +1,11 @@
 //! One HTTP round trip: POST a JSON body, read a capped response body, turn transport
 //! failures into [`LlmError`]s.
 
+use std::collections::HashMap;
 use std::error::Error as _;
 use std::fmt;
+use std::sync::{Mutex, OnceLock, PoisonError};
+use std::time::Duration;
 
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Client, Url};
@@ -75,11 +78,7 @@ impl Transport {
         options: &ProviderOptions,
     ) -> Result<Self, String> {
         let url = parse_url(url)?;
-        let client = Client::builder()
-            .connect_timeout(options.connect_timeout)
-            .timeout(options.request_timeout)
-            .build()
-            .map_err(|e| format!("cannot build the HTTP client: {}", chain(&e)))?;
+        let client = shared_client(options.connect_timeout, options.request_timeout)?;
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         Ok(Self {
             provider: provider.into(),
@@ -262,6 +261,29 @@ impl Transport {
             None => format!("{}://{host}{}", url.scheme(), url.path()),
         }
     }
+}
+
+/// The process-wide HTTP client for these timeouts.
+///
+/// A reqwest `Client` is a connection pool that serves any host; building one per
+/// config would open new connections (and TLS handshakes) for every `with_` variant.
+/// Every adapter with the same timeouts shares one client, so 100 variants of a config
+/// reuse the same warm connections as the config itself. Keys and headers are per
+/// request, never part of the shared client.
+fn shared_client(connect: Duration, total: Duration) -> Result<Client, String> {
+    static CLIENTS: OnceLock<Mutex<HashMap<(Duration, Duration), Client>>> = OnceLock::new();
+    let clients = CLIENTS.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut clients = clients.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(client) = clients.get(&(connect, total)) {
+        return Ok(client.clone());
+    }
+    let client = Client::builder()
+        .connect_timeout(connect)
+        .timeout(total)
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {}", chain(&e)))?;
+    clients.insert((connect, total), client.clone());
+    Ok(client)
 }
 
 /// An error and its sources, joined by `: ` (reqwest's own message alone is vague).

@@ -27,13 +27,26 @@ use crate::message::{Message, ToolCall, ToolResult};
 use crate::observe::RunEvent;
 use crate::output::{AgentOutput, SUBMIT_OUTPUT};
 use crate::result::AgentResult;
+use crate::run_options::RunOptions;
 use crate::tool::StateMap;
 use crate::usage::Usage;
 use crate::validate::ValidationErrors;
 use tokio_util::sync::CancellationToken;
 
 use guard::Guard;
-use trace::{new_trace_id, notify, panic_message};
+use trace::{Observers, new_trace_id, panic_message};
+
+/// Resolves when any of the tokens is cancelled; never, when there is none.
+async fn any_cancelled(tokens: &[CancellationToken]) {
+    match tokens {
+        [] => std::future::pending().await,
+        [one] => one.cancelled().await,
+        many => {
+            let waits = many.iter().map(|t| Box::pin(t.cancelled()));
+            futures::future::select_all(waits).await;
+        }
+    }
+}
 
 /// Runs the agent on `input` until it answers or fails.
 ///
@@ -47,6 +60,21 @@ pub async fn run_agent<T: AgentOutput>(
     config: &AgentConfig<T>,
     input: impl Into<String>,
 ) -> AgentResult<T> {
+    run_agent_with(config, input, RunOptions::default()).await
+}
+
+/// Runs the agent on `input` with per-run inputs: request-scoped state, a cancellation
+/// token, a deadline, an observer, metadata and earlier messages (see [`RunOptions`]).
+///
+/// Everything [`run_agent`] promises holds: never panics, never returns early, every
+/// wait bounded. A type declared with the builder's `expects_state` that neither the
+/// config nor `options` provides ends the run at once with
+/// [`AgentError::InvalidRun`], before any request.
+pub async fn run_agent_with<T: AgentOutput>(
+    config: &AgentConfig<T>,
+    input: impl Into<String>,
+    options: RunOptions,
+) -> AgentResult<T> {
     let cfg: &Compiled<T> = &config.inner;
     let started = Instant::now();
     let trace_id: Arc<str> = Arc::from(new_trace_id());
@@ -58,35 +86,34 @@ pub async fn run_agent<T: AgentOutput>(
         gen_ai.provider.name = %cfg.client.provider(),
         gen_ai.request.model = %cfg.wire_model,
         trace_id = %trace_id,
+        agent.metadata = tracing::field::Empty,
         agent.ending = tracing::field::Empty,
         error.type = tracing::field::Empty,
     );
-    let mut run = Run::new(cfg, Arc::clone(&trace_id), input.into());
-    notify(
-        cfg.settings.observer.as_deref(),
-        &RunEvent::RunStarted {
-            trace_id: &trace_id,
-            agent: &cfg.settings.name,
-        },
-    );
+    if !options.metadata.is_empty() {
+        span.record("agent.metadata", tracing::field::debug(&options.metadata));
+    }
+    let mut run = Run::new(cfg, Arc::clone(&trace_id), input.into(), options);
+    run.notify(&RunEvent::RunStarted {
+        trace_id: &trace_id,
+        agent: &cfg.settings.name,
+    });
     let outcome = run.drive_bounded().instrument(span.clone()).await;
     let duration = started.elapsed();
+    let run_observers = run.observers.clone();
     let result = run.finish(outcome, duration);
     let ending = result.ending();
     span.record("agent.ending", ending.as_str());
     if let Some(category) = result.category() {
         span.record("error.type", category);
     }
-    notify(
-        cfg.settings.observer.as_deref(),
-        &RunEvent::RunEnded {
-            trace_id: &trace_id,
-            ending,
-            category: result.category(),
-            usage: &result.usage,
-            duration,
-        },
-    );
+    run_observers.notify(&RunEvent::RunEnded {
+        trace_id: &trace_id,
+        ending,
+        category: result.category(),
+        usage: &result.usage,
+        duration,
+    });
     result
 }
 
@@ -105,6 +132,9 @@ struct Run<'c, T> {
     input: String,
     request: LlmRequest,
     state: Arc<StateMap>,
+    observers: Observers,
+    tokens: Vec<CancellationToken>,
+    deadline: Option<Duration>,
     usage: Usage,
     cost_usd: f64,
     last_call_tokens: u64,
@@ -122,20 +152,47 @@ struct Run<'c, T> {
 }
 
 impl<'c, T: AgentOutput> Run<'c, T> {
-    fn new(cfg: &'c Compiled<T>, trace_id: Arc<str>, input: String) -> Self {
+    fn new(cfg: &'c Compiled<T>, trace_id: Arc<str>, input: String, options: RunOptions) -> Self {
         let s = &cfg.settings;
+        let RunOptions {
+            state: run_state,
+            cancellation,
+            deadline,
+            observer,
+            metadata: _,
+            history,
+        } = options;
         let mut request = LlmRequest::new(cfg.wire_model.clone());
         request.system = s.system_prompt.clone();
+        request.messages = history;
         request.messages.push(Message::user(input.clone()));
         request.tools = Arc::clone(&cfg.offered);
         request.max_tokens = s.max_tokens;
         request.temperature = s.temperature;
+        let state = if run_state.is_empty() {
+            Arc::clone(&cfg.state)
+        } else {
+            let mut merged = (*cfg.state).clone();
+            merged.extend(run_state);
+            Arc::new(merged)
+        };
+        let tokens = s.cancellation.iter().cloned().chain(cancellation).collect();
+        let deadline = match (s.deadline, deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         Self {
             cfg,
             trace_id,
             input,
             request,
-            state: Arc::new(s.state.clone()),
+            state,
+            observers: Observers {
+                config: s.observer.clone(),
+                run: observer,
+            },
+            tokens,
+            deadline,
             usage: Usage::default(),
             cost_usd: 0.0,
             last_call_tokens: 0,
@@ -153,6 +210,33 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         }
     }
 
+    fn notify(&self, event: &RunEvent<'_>) {
+        self.observers.notify(event);
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.tokens.iter().any(CancellationToken::is_cancelled)
+    }
+
+    /// The state types the config expects per run that this run lacks.
+    fn missing_state(&self) -> Option<AgentError> {
+        let missing: Vec<&str> = self
+            .cfg
+            .settings
+            .run_state
+            .iter()
+            .filter(|need| !self.state.contains(need.type_id))
+            .map(|need| need.type_name)
+            .collect();
+        (!missing.is_empty()).then(|| AgentError::InvalidRun {
+            message: format!(
+                "the config expects state of type {} per run (expects_state); pass it with \
+                 RunOptions::state",
+                missing.join(", ")
+            ),
+        })
+    }
+
     /// The loop under the run-wide bounds: the deadline, the caller's cancellation token,
     /// and a catch boundary for faults of the runner itself.
     async fn drive_bounded(&mut self) -> Result<T, AgentError> {
@@ -163,14 +247,31 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                     .to_owned(),
             });
         }
-        let deadline = self.cfg.settings.deadline;
+        // A runtime built without `enable_time` panics on the first timer; find out
+        // before any request.
+        if std::panic::catch_unwind(|| drop(tokio::time::sleep(Duration::ZERO))).is_err() {
+            return Err(AgentError::Internal {
+                message: "run_agent needs a Tokio runtime with timers; this one was built \
+                          without them (use enable_time or enable_all)"
+                    .to_owned(),
+            });
+        }
+        if let Some(error) = self.missing_state() {
+            return Err(error);
+        }
+        let deadline = self.deadline;
         // A deadline too far to represent (`Duration::MAX`) is no deadline.
         let deadline_at = deadline.and_then(|limit| tokio::time::Instant::now().checked_add(limit));
         self.deadline_at = deadline_at;
-        let token = self.cfg.settings.cancellation.clone();
-        if token.as_ref().is_some_and(|t| t.is_cancelled()) {
+        if self.is_cancelled() {
             return Err(AgentError::Cancelled);
         }
+        if deadline.is_some_and(|d| d.is_zero()) {
+            return Err(AgentError::DeadlineExceeded {
+                limit: Duration::ZERO,
+            });
+        }
+        let tokens = self.tokens.clone();
         let drive = AssertUnwindSafe(self.drive()).catch_unwind();
         let timer = async {
             match deadline_at {
@@ -178,12 +279,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 None => std::future::pending().await,
             }
         };
-        let cancelled = async {
-            match &token {
-                Some(t) => t.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
+        let cancelled = any_cancelled(&tokens);
         let bounded = async {
             tokio::select! {
                 biased;
@@ -210,7 +306,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         // The outcome is fixed: grading can only add scores, within its own timeout, the
         // deadline and the cancellation token.
         if let Ok(value) = &outcome {
-            self.grade(value, deadline_at, token.as_ref()).await;
+            self.grade(value, deadline_at, &tokens).await;
         }
         outcome
     }
@@ -219,11 +315,12 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         loop {
             self.check_before_call()?;
             let response = match self.call_model().await {
-                Ok(response) => response,
-                Err(error) => {
+                Ok(Ok(response)) => response,
+                Ok(Err(error)) => {
                     self.on_provider_failure(error).await?;
                     continue;
                 }
+                Err(panicked) => return Err(panicked),
             };
             self.failures.clear();
             self.force_tool_call = false;
@@ -238,11 +335,11 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     /// here too, so a loop that never waits cannot outrun them), the call cap, then
     /// token and cost budgets.
     fn check_before_call(&mut self) -> Result<(), AgentError> {
-        let s = &self.cfg.settings;
-        if s.cancellation.as_ref().is_some_and(|t| t.is_cancelled()) {
+        if self.is_cancelled() {
             return Err(AgentError::Cancelled);
         }
-        if let (Some(at), Some(limit)) = (self.deadline_at, s.deadline)
+        let s = &self.cfg.settings;
+        if let (Some(at), Some(limit)) = (self.deadline_at, self.deadline)
             && tokio::time::Instant::now() >= at
         {
             return Err(AgentError::DeadlineExceeded { limit });
@@ -292,7 +389,9 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         tokens_tight || cost_tight
     }
 
-    async fn call_model(&mut self) -> Result<LlmResponse, LlmError> {
+    /// One round trip. The outer `Err` is a panic inside the client: not a provider's
+    /// failure but a bug in the client's code, so the run ends with `internal_error`.
+    async fn call_model(&mut self) -> Result<Result<LlmResponse, LlmError>, AgentError> {
         let cfg = self.cfg;
         let wrap_up = match &cfg.wrap_up_offered {
             Some(tools) if cfg.settings.wrap_up && self.is_last_call() => Some(tools),
@@ -315,13 +414,10 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         }
         self.usage.llm_calls = self.usage.llm_calls.saturating_add(1);
         let llm_call = self.usage.llm_calls;
-        notify(
-            cfg.settings.observer.as_deref(),
-            &RunEvent::TurnStarted {
-                trace_id: &self.trace_id,
-                llm_call,
-            },
-        );
+        self.notify(&RunEvent::TurnStarted {
+            trace_id: &self.trace_id,
+            llm_call,
+        });
         let span = tracing::info_span!(
             "chat",
             otel.name = %format_args!("chat {}", self.request.model),
@@ -352,10 +448,15 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 "the model call timed out after {} ms (llm_timeout)",
                 limit.as_millis()
             ))),
-            Err(payload) => Err(LlmError::permanent(format!(
-                "the model client panicked: {}",
-                panic_message(payload.as_ref())
-            ))),
+            Err(payload) => {
+                span.record("error.type", "internal_error");
+                return Err(AgentError::Internal {
+                    message: format!(
+                        "the model client panicked: {}",
+                        panic_message(payload.as_ref())
+                    ),
+                });
+            }
         };
         match &outcome {
             Ok(response) => {
@@ -379,7 +480,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 tracing::warn!(parent: &span, error = %error, "model call failed");
             }
         }
-        outcome
+        Ok(outcome)
     }
 
     /// A failed round trip: retry a transient failure after backoff (the request is
@@ -397,15 +498,12 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             });
         }
         if let Some(last) = self.failures.last() {
-            notify(
-                self.cfg.settings.observer.as_deref(),
-                &RunEvent::RetryScheduled {
-                    trace_id: &self.trace_id,
-                    llm_call: self.usage.llm_calls,
-                    delay,
-                    error: last,
-                },
-            );
+            self.notify(&RunEvent::RetryScheduled {
+                trace_id: &self.trace_id,
+                llm_call: self.usage.llm_calls,
+                delay,
+                error: last,
+            });
         }
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
@@ -561,7 +659,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         &mut self,
         value: &T,
         deadline_at: Option<tokio::time::Instant>,
-        token: Option<&CancellationToken>,
+        tokens: &[CancellationToken],
     ) {
         let Some(grader) = &self.cfg.settings.grader else {
             return;
@@ -572,12 +670,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             limit = limit.min(at.saturating_duration_since(tokio::time::Instant::now()));
         }
         let graded = AssertUnwindSafe(async move {
-            let cancelled = async {
-                match token {
-                    Some(t) => t.cancelled().await,
-                    None => std::future::pending().await,
-                }
-            };
+            let cancelled = any_cancelled(tokens);
             tokio::select! {
                 biased;
                 graded = tokio::time::timeout(limit, grader.grade(value, input)) => graded,
@@ -674,6 +767,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             calls,
             &self.trace_id,
             &self.state,
+            &self.observers,
             &mut self.usage.tool_calls,
         )
         .await;

@@ -12,7 +12,7 @@ use crate::config::{Compiled, CompiledTool};
 use crate::message::{ToolCall, ToolResult};
 use crate::observe::RunEvent;
 use crate::runner::feedback;
-use crate::runner::trace::{notify, panic_message};
+use crate::runner::trace::{Observers, panic_message};
 use crate::tool::{StateMap, ToolContext};
 
 /// What to do with one call.
@@ -30,6 +30,7 @@ pub(crate) async fn run_tool_calls<T>(
     calls: &[ToolCall],
     trace_id: &Arc<str>,
     state: &Arc<StateMap>,
+    observers: &Observers,
     executed: &mut u32,
 ) -> Vec<ToolResult> {
     let limit = cfg.settings.max_tool_calls;
@@ -53,23 +54,19 @@ pub(crate) async fn run_tool_calls<T>(
         .collect();
     let timeout = cfg.settings.tool_timeout;
     let max_bytes = cfg.settings.max_tool_result_bytes;
-    let observer = cfg.settings.observer.as_deref();
     let jobs = calls.iter().zip(plans).map(|(call, plan)| async move {
         let started = Instant::now();
         let result = match plan {
             Plan::Answer(result) => result,
             Plan::Run(tool) => execute(tool, call, trace_id, state, timeout, max_bytes).await,
         };
-        notify(
-            observer,
-            &RunEvent::ToolFinished {
-                trace_id,
-                tool: &call.name,
-                call_id: &call.id,
-                is_error: result.is_error,
-                duration: started.elapsed(),
-            },
-        );
+        observers.notify(&RunEvent::ToolFinished {
+            trace_id,
+            tool: &call.name,
+            call_id: &call.id,
+            is_error: result.is_error,
+            duration: started.elapsed(),
+        });
         result
     });
     // Collected before the await: the `Map` above (a closure returning an async block)

@@ -3,6 +3,7 @@
 use std::any::Any;
 use std::fmt::Write;
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use crate::observe::{Observer, RunEvent};
 
@@ -32,5 +33,20 @@ pub(crate) fn notify(observer: Option<&dyn Observer>, event: &RunEvent<'_>) {
             std::panic::catch_unwind(AssertUnwindSafe(|| observer.on_event(event)))
     {
         tracing::warn!(panic = %panic_message(payload.as_ref()), "observer panicked; event dropped");
+    }
+}
+
+/// The observers of one run: the config's, then the run's own.
+#[derive(Clone, Default)]
+pub(crate) struct Observers {
+    pub(crate) config: Option<Arc<dyn Observer>>,
+    pub(crate) run: Option<Arc<dyn Observer>>,
+}
+
+impl Observers {
+    /// Calls each observer in turn, each behind its own catch boundary.
+    pub(crate) fn notify(&self, event: &RunEvent<'_>) {
+        notify(self.config.as_deref(), event);
+        notify(self.run.as_deref(), event);
     }
 }

@@ -1,0 +1,136 @@
+//! [`RunOptions`]: what belongs to one run rather than to the config.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::message::Message;
+use crate::observe::Observer;
+use crate::tool::StateMap;
+
+/// Per-run inputs for [`run_agent_with`](crate::run_agent_with): the request-scoped
+/// state a server has (the user's session, a per-request DB transaction), the caller's
+/// cancellation token and deadline, an extra observer, metadata, and earlier messages.
+///
+/// A config is built once and shared; `RunOptions` carry what changes per request, so
+/// a server never needs a `with_` variant per request. Every field is optional;
+/// `RunOptions::default()` runs exactly like [`run_agent`](crate::run_agent).
+///
+/// ```
+/// use std::time::Duration;
+/// use agent_core::{AgentConfig, RunOptions, run_agent_with};
+/// use agent_core::testing::ScriptedModel;
+///
+/// struct Session { user: String }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), agent_core::ConfigError> {
+/// let config: AgentConfig<String> = AgentConfig::builder("support")
+///     .llm(ScriptedModel::new().text("Hello!"))
+///     .expects_state::<Session>()          // provided per run, checked per run
+///     .build()?;
+/// let options = RunOptions::new()
+///     .state(Session { user: "ada".into() })
+///     .deadline(Duration::from_secs(30))
+///     .metadata("request_id", "r-42");
+/// let result = run_agent_with(&config, "Hi", options).await;
+/// assert_eq!(result.outcome.as_deref(), Ok("Hello!"));
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct RunOptions {
+    pub(crate) state: StateMap,
+    pub(crate) cancellation: Option<CancellationToken>,
+    pub(crate) deadline: Option<Duration>,
+    pub(crate) observer: Option<Arc<dyn Observer>>,
+    pub(crate) metadata: BTreeMap<String, String>,
+    pub(crate) history: Vec<Message>,
+}
+
+impl RunOptions {
+    /// No per-run inputs.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Application state for this run's tools (one value per type). It is added to the
+    /// config's state; a value of a type the config also holds replaces it for this run.
+    /// Types declared with the builder's `expects_state` must be given here (or be in
+    /// the config), else the run ends at once with `invalid_run`.
+    #[must_use]
+    pub fn state<S: Send + Sync + 'static>(mut self, value: S) -> Self {
+        self.state.insert(value);
+        self
+    }
+
+    /// Shared application state for this run's tools (see [`state`](Self::state)).
+    #[must_use]
+    pub fn state_arc<S: Send + Sync + 'static>(mut self, value: Arc<S>) -> Self {
+        self.state.insert_arc(value);
+        self
+    }
+
+    /// A token the caller holds: cancelling it ends this run with `cancelled`. The
+    /// config's own token, if any, still applies: either one ends the run.
+    #[must_use]
+    pub fn cancellation(mut self, token: CancellationToken) -> Self {
+        self.cancellation = Some(token);
+        self
+    }
+
+    /// A wall-clock deadline for this run, from its start. When the config has one too,
+    /// the shorter one applies. A zero deadline ends the run at once with
+    /// `deadline_exceeded`, before any request.
+    #[must_use]
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// An observer of this run's events, called after the config's observer (if any).
+    #[must_use]
+    pub fn observer(mut self, observer: impl Observer + 'static) -> Self {
+        self.observer = Some(Arc::new(observer));
+        self
+    }
+
+    /// A key-value pair describing the run (a request id, a tenant). Recorded on the
+    /// run's `invoke_agent` span (as `agent.metadata`) and passed to the stores.
+    #[must_use]
+    pub fn metadata(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.metadata.insert(key.into(), value.into());
+        self
+    }
+
+    /// Earlier messages of the conversation, oldest first; the run's input follows them
+    /// as a new user message. Tool calls in them must be answered (see
+    /// [`Message::Tool`]); an unanswered call is answered with an error result when sent.
+    #[must_use]
+    pub fn history(mut self, messages: Vec<Message>) -> Self {
+        self.history = messages;
+        self
+    }
+
+    /// The metadata set so far.
+    pub fn metadata_map(&self) -> &BTreeMap<String, String> {
+        &self.metadata
+    }
+}
+
+impl fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("state", &self.state)
+            .field("cancellation", &self.cancellation.is_some())
+            .field("deadline", &self.deadline)
+            .field("observer", &self.observer.is_some())
+            .field("metadata", &self.metadata)
+            .field("history", &self.history.len())
+            .finish()
+    }
+}
