@@ -14,6 +14,7 @@ use std::process::ExitCode;
 
 use agent_core::run_batch;
 use agent_examples::cli::{self, Args, ModelChoice};
+use agent_examples::labels::{self, Accuracy};
 use agent_examples::triage::{self, data_dir};
 
 #[tokio::main]
@@ -43,6 +44,10 @@ async fn run(args: Args) -> Result<(), String> {
     if let Some(limit) = args.limit {
         tickets.truncate(limit);
     }
+    let labels = match &args.labels {
+        Some(path) => Some(labels::load(path)?),
+        None => None,
+    };
     let choice = ModelChoice::resolve(args.model.clone());
     eprintln!("{}", choice.banner());
     let config = triage::triage_config(&data_dir(), &choice)?;
@@ -55,13 +60,20 @@ async fn run(args: Args) -> Result<(), String> {
             if let Some(n) = args.max_llm_calls {
                 b = b.max_llm_calls(n);
             }
+            if let Some(mode) = args.output_mode {
+                b = b.output_mode(mode);
+            }
             b.observer(cli::progress_observer(bar.clone()))
         })
         .map_err(|e| format!("invalid config: {e}"))?;
+    eprintln!("output mode: {}", observed.output_mode());
     let inputs = tickets.iter().map(|t| t.text.clone());
     let batch = run_batch(&observed, inputs, args.concurrency).await;
     bar.finish_and_clear();
 
+    if !args.json {
+        println!("{}\n", cli::LEGEND);
+    }
     for (ticket, result) in tickets.iter().zip(&batch.results) {
         if args.json {
             println!("{}", cli::json_line(&ticket.name, result));
@@ -69,10 +81,22 @@ async fn run(args: Args) -> Result<(), String> {
             println!("{}", cli::human_line(&ticket.name, result));
         }
     }
+    let accuracy = labels.map(|labels| {
+        let runs: Vec<(&str, _)> = tickets
+            .iter()
+            .map(|t| t.name.as_str())
+            .zip(&batch.results)
+            .collect();
+        Accuracy::measure(&labels, &runs)
+    });
+    let mut report = format!("\n{}", batch.receipt);
+    if let Some(accuracy) = accuracy.filter(|a| a.labeled > 0) {
+        report.push_str(&format!("\n\n{accuracy}"));
+    }
     if args.json {
-        eprintln!("\n{}", batch.receipt);
+        eprintln!("{report}");
     } else {
-        println!("\n{}", batch.receipt);
+        println!("{report}");
     }
     Ok(())
 }

@@ -63,12 +63,12 @@ pub use config::{
 pub use error::{AgentError, Attempt, AttemptKind, Budget, Ending, StuckReason};
 pub use grader::{FnGrader, GradeFuture, Grader, Scores};
 pub use llm::{
-    LlmClient, LlmError, LlmErrorKind, LlmFuture, LlmRequest, LlmResponse, StopReason, TokenUsage,
-    ToolChoice,
+    LlmClient, LlmError, LlmErrorKind, LlmFuture, LlmRequest, LlmResponse, OutputCapabilities,
+    OutputSpec, StopReason, TokenUsage, ToolChoice,
 };
 pub use message::{Message, ToolCall, ToolResult};
 pub use observe::{Observer, RunEvent};
-pub use output::{AgentOutput, SUBMIT_OUTPUT};
+pub use output::{AgentOutput, OutputMode, SUBMIT_OUTPUT};
 pub use pricing::{ModelPrice, Pricing};
 pub use registry::ToolRegistry;
 pub use result::AgentResult;

@@ -7,8 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::message::{Message, ToolCall};
+use crate::output::OutputMode;
 use crate::tool::ToolDefinition;
 
 /// The future an [`LlmClient`] returns.
@@ -33,6 +35,60 @@ pub trait LlmClient: Send + Sync {
     /// for example `"anthropic"`, `"openai"`; `"custom"` by default.
     fn provider(&self) -> &str {
         "custom"
+    }
+
+    /// What this client can do for structured output with `model` (the wire model
+    /// name): whether it enforces a forced tool choice, and whether it takes a native
+    /// output schema ([`LlmRequest::output`]). [`OutputMode::Auto`] picks the mode from
+    /// this. The default (for hand-written clients) claims both, so `Auto` picks
+    /// [`OutputMode::Tool`].
+    fn output_capabilities(&self, model: &str) -> OutputCapabilities {
+        let _ = model;
+        OutputCapabilities::default()
+    }
+}
+
+/// What a client can do for structured output (see [`LlmClient::output_capabilities`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OutputCapabilities {
+    /// The server enforces `tool_choice` `required` / a named tool, so a forced
+    /// `submit_output` call is guaranteed to be a call (not text).
+    pub forced_tool_choice: bool,
+    /// The server takes an output JSON Schema ([`OutputMode::Native`]) and constrains
+    /// the reply to it.
+    pub native: bool,
+}
+
+impl Default for OutputCapabilities {
+    fn default() -> Self {
+        Self {
+            forced_tool_choice: true,
+            native: true,
+        }
+    }
+}
+
+impl OutputCapabilities {
+    /// Capabilities from their two facts.
+    pub const fn new(forced_tool_choice: bool, native: bool) -> Self {
+        Self {
+            forced_tool_choice,
+            native,
+        }
+    }
+
+    /// The mode [`OutputMode::Auto`] resolves to: [`OutputMode::Tool`] where a forced
+    /// tool call is enforced, else [`OutputMode::Native`] where an output schema is,
+    /// else [`OutputMode::Prompted`].
+    pub fn auto_mode(self) -> OutputMode {
+        if self.forced_tool_choice {
+            OutputMode::Tool
+        } else if self.native {
+            OutputMode::Native
+        } else {
+            OutputMode::Prompted
+        }
     }
 }
 
@@ -79,6 +135,49 @@ pub struct LlmRequest {
     pub max_tokens: u32,
     /// Sampling temperature, when set.
     pub temperature: Option<f32>,
+    /// The structured answer expected in text, in [`OutputMode::Native`] (adapters send
+    /// the schema as the provider's structured-output setting) or
+    /// [`OutputMode::Prompted`] (the schema is in the system prompt; adapters send
+    /// nothing). `None` in [`OutputMode::Tool`] and for plain-text output.
+    pub output: Option<Arc<OutputSpec>>,
+}
+
+/// The structured answer a request expects in the model's text.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct OutputSpec {
+    /// How the schema reaches the model: [`OutputMode::Native`] or
+    /// [`OutputMode::Prompted`].
+    pub mode: OutputMode,
+    /// A name for the schema (`^[A-Za-z0-9_-]{1,64}$`; OpenAI's `json_schema.name`).
+    pub name: String,
+    /// What the answer is, for the model (the output type's doc comment).
+    pub description: String,
+    /// The canonical JSON Schema of the answer (an object schema); adapters transform
+    /// it per provider.
+    pub schema: Value,
+}
+
+impl OutputSpec {
+    /// A spec from its parts.
+    pub fn new(
+        mode: OutputMode,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        schema: Value,
+    ) -> Self {
+        Self {
+            mode,
+            name: name.into(),
+            description: description.into(),
+            schema,
+        }
+    }
+
+    /// Whether adapters send the schema as the provider's structured-output setting.
+    pub fn is_native(&self) -> bool {
+        self.mode == OutputMode::Native
+    }
 }
 
 impl LlmRequest {
@@ -92,7 +191,15 @@ impl LlmRequest {
             tool_choice: ToolChoice::Auto,
             max_tokens: 4096,
             temperature: None,
+            output: None,
         }
+    }
+
+    /// Sets the expected structured answer (see [`output`](Self::output)).
+    #[must_use]
+    pub fn with_output(mut self, spec: OutputSpec) -> Self {
+        self.output = Some(Arc::new(spec));
+        self
     }
 
     /// Sets the system prompt.

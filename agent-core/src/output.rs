@@ -1,5 +1,7 @@
-//! The [`AgentOutput`] trait: a run's output type and how a submission becomes a value.
+//! The [`AgentOutput`] trait: a run's output type and how a submission becomes a value;
+//! [`OutputMode`]: how the model is asked for it.
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::tool::ToolDefinition;
@@ -7,6 +9,81 @@ use crate::validate::ValidationErrors;
 
 /// The name of the synthetic tool whose valid call ends a run.
 pub const SUBMIT_OUTPUT: &str = "submit_output";
+
+/// How the model is asked for the structured answer; set with the builder's
+/// `output_mode`, kept by `with_`.
+///
+/// Every mode has the same contract: the answer is validated against the output type's
+/// JSON Schema (then deserialized, then checked by any `validate` fn or output
+/// validator); a rejected answer is fed back with the JSON path of each problem and
+/// counts against `max_parse_retries`; the same categories end a run; the wrap-up turn
+/// and escalation work alike. Other tools stay usable in every mode.
+///
+/// | mode | the model answers with | what is sent |
+/// |---|---|---|
+/// | `Tool` | a `submit_output` tool call | `submit_output` among the tools; a forced tool choice after a plain-text turn and in the wrap-up turn |
+/// | `Native` | JSON text | the provider's structured output: OpenAI and compatible servers `response_format: {type: json_schema, ..}`, Anthropic `output_config: {format: {type: json_schema, ..}}` |
+/// | `Prompted` | JSON text (bare, fenced, or followed by text) | the schema and an instruction appended to the system prompt, nothing else |
+/// | `Auto` | | the best mode the route supports (below) |
+///
+/// `Auto` (the default) resolves when the config is built, from the client's
+/// [`OutputCapabilities`](crate::OutputCapabilities): `Tool` where the server enforces
+/// a forced tool call (Anthropic, OpenAI, the `test` model, hand-written clients);
+/// `Native` where it does not but constrains output to a schema (`ollama/` and
+/// `dispatch/`: llama.cpp, vLLM and Ollama apply `response_format` as a grammar or
+/// guided decoding, while `tool_choice` depends on the model's chat template);
+/// `Prompted` where it does neither. The table per provider and model is in
+/// [`providers`](crate::providers). `AgentResult::output` holds the raw answer text in
+/// `Native` and `Prompted` modes, the submitted arguments in `Tool` mode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum OutputMode {
+    /// The best mode the route supports (see the table above).
+    #[default]
+    Auto,
+    /// The synthetic `submit_output` tool.
+    Tool,
+    /// The provider's structured output (a JSON Schema the server enforces).
+    Native,
+    /// The schema in the system prompt; the JSON object is read from the text.
+    Prompted,
+}
+
+impl OutputMode {
+    /// The stable name: `auto`, `tool`, `native` or `prompted`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutputMode::Auto => "auto",
+            OutputMode::Tool => "tool",
+            OutputMode::Native => "native",
+            OutputMode::Prompted => "prompted",
+        }
+    }
+}
+
+impl std::fmt::Display for OutputMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for OutputMode {
+    type Err = String;
+
+    /// Parses `auto`, `tool`, `native` or `prompted`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(OutputMode::Auto),
+            "tool" => Ok(OutputMode::Tool),
+            "native" => Ok(OutputMode::Native),
+            "prompted" => Ok(OutputMode::Prompted),
+            other => Err(format!(
+                "unknown output mode {other:?}; use auto, tool, native or prompted"
+            )),
+        }
+    }
+}
 
 /// A type a run can end with.
 ///

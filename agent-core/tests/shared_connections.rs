@@ -54,6 +54,7 @@ async fn submitting_server() -> MockServer {
 fn config(base_url: &str) -> AgentConfig<Triage> {
     AgentConfig::<Triage>::builder("pooled")
         .model("dispatch/m0")
+        .output_mode(agent_core::OutputMode::Tool)
         .base_url(base_url)
         .build()
         .unwrap()
@@ -89,26 +90,20 @@ async fn connections_for(variants: usize, concurrency: usize) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn variants_open_no_more_connections_than_one_config() {
     // hyper hands a finished connection back to the pool asynchronously, so a request
-    // sent right after the previous one finished occasionally opens one more connection
-    // (seen: 1 or 2 sequential, 8 or 9 at concurrency 8). Without shared connections,
-    // 100 variants open at least 100.
-    const SLACK: usize = 2;
-    let sequential = (connections_for(1, 1).await, connections_for(100, 1).await);
-    assert!(sequential.0 <= SLACK, "one config opened {}", sequential.0);
-    assert!(
-        sequential.1 <= SLACK,
-        "100 variants opened {}",
-        sequential.1
-    );
-    let concurrent = (connections_for(1, 8).await, connections_for(100, 8).await);
-    assert!(
-        concurrent.0 <= 8 + SLACK,
-        "one config opened {}",
-        concurrent.0
-    );
-    assert!(
-        concurrent.1 <= 8 + SLACK,
-        "100 variants opened {}",
-        concurrent.1
-    );
+    // sent right after the previous one finished sometimes opens one more connection;
+    // on a loaded machine a few more. The margin allows for that; without a shared
+    // pool, 100 variants would open at least 100 connections.
+    const MARGIN: usize = 10;
+    for concurrency in [1, 8] {
+        let one = connections_for(1, concurrency).await;
+        let hundred = connections_for(100, concurrency).await;
+        assert!(
+            one <= concurrency + MARGIN,
+            "one config, {concurrency} at a time: {one} connections"
+        );
+        assert!(
+            hundred <= one.max(concurrency) + MARGIN,
+            "100 variants, {concurrency} at a time: {hundred} connections (one config: {one})"
+        );
+    }
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use agent_core::testing::TestModel;
-use agent_core::{AgentConfigBuilder, AgentOutput, AgentResult, RunEvent};
+use agent_core::{AgentConfigBuilder, AgentOutput, AgentResult, OutputMode, RunEvent};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 
@@ -99,11 +99,29 @@ pub struct Args {
     pub max_tokens: Option<u32>,
     /// `--max-llm-calls N`: the round-trip cap per ticket.
     pub max_llm_calls: Option<u32>,
+    /// `--output-mode auto|tool|native|prompted` (default: the config's, `auto`).
+    pub output_mode: Option<OutputMode>,
+    /// `--labels FILE|none`: expected severity and queue per ticket (default
+    /// `examples/data/labels.json`; `none` skips the accuracy report).
+    pub labels: Option<PathBuf>,
 }
 
-/// The usage text.
-pub const USAGE: &str =
-    "usage: triage [--model NAME] [--concurrency N] [--json] [--tickets DIR] [--limit N]";
+/// The usage text: every flag.
+pub const USAGE: &str = "usage: triage [FLAGS]
+
+  --model NAME          the model, routed by prefix (claude-..., gpt-..., ollama/NAME,
+                        dispatch/NAME, test); default: AGENT_MODEL, else the first
+                        provider key set, else the built-in test model
+  --output-mode MODE    auto (default), tool, native or prompted
+  --concurrency N       runs at a time (default 4)
+  --json                one JSON object per ticket per line on stdout
+  --tickets DIR         the tickets folder (default examples/data/tickets)
+  --limit N             only the first N tickets
+  --max-tokens N        output-token cap per round trip
+  --max-llm-calls N     round-trip cap per ticket
+  --labels FILE|none    expected severity and queue per ticket, for the accuracy
+                        report (default examples/data/labels.json)
+  -h, --help            this text";
 
 impl Args {
     /// Parses the process arguments.
@@ -120,6 +138,8 @@ impl Args {
             limit: None,
             max_tokens: None,
             max_llm_calls: None,
+            output_mode: None,
+            labels: Some(crate::triage::data_dir().join("labels.json")),
         };
         let mut parser = lexopt::Parser::from_env();
         let text = |e: lexopt::Error| e.to_string();
@@ -141,6 +161,14 @@ impl Args {
                 }
                 Long("max-llm-calls") => {
                     args.max_llm_calls = Some(parser.value().map_err(text)?.parse().map_err(text)?);
+                }
+                Long("output-mode") => {
+                    let value = parser.value().map_err(text)?.string().map_err(text)?;
+                    args.output_mode = Some(value.parse()?);
+                }
+                Long("labels") => {
+                    let value: PathBuf = parser.value().map_err(text)?.into();
+                    args.labels = (value.as_os_str() != "none").then_some(value);
                 }
                 Short('h') | Long("help") => return Ok(None),
                 other => return Err(other.unexpected().to_string()),
@@ -179,7 +207,7 @@ pub fn progress_observer(bar: ProgressBar) -> impl Fn(&RunEvent<'_>) + Send + Sy
 /// and `trace_id`.
 pub fn json_line<T>(ticket: &str, result: &AgentResult<T>) -> Value {
     let output = match &result.outcome {
-        Ok(_) => serde_json::from_str::<Value>(&result.output).unwrap_or(Value::Null),
+        Ok(_) => answer_json(&result.output),
         Err(_) => Value::Null,
     };
     json!({
@@ -197,26 +225,47 @@ pub fn json_line<T>(ticket: &str, result: &AgentResult<T>) -> Value {
     })
 }
 
-/// A one-line, human-readable summary of one ticket's result.
+/// A one-line, human-readable summary of one ticket's result; every value is labeled
+/// (`severity=2 queue=shipping order=NW-10231 calls=2+1`), `none` where a field is null.
 pub fn human_line<T>(ticket: &str, result: &AgentResult<T>) -> String {
     let calls = format!(
-        "{} llm, {} tools",
+        "calls={}+{}",
         result.usage.llm_calls, result.usage.tool_calls
     );
     match &result.outcome {
         Ok(_) => {
-            let v: Value = serde_json::from_str(&result.output).unwrap_or(Value::Null);
+            let v = answer_json(&result.output);
             format!(
-                "{ticket:<34} answered   sev {} {:<9} {:<9} ({calls}) {}",
+                "{ticket:<34} answered   severity={} queue={:<9} order={:<9} {calls:<9} summary={}",
                 v["severity"],
                 v["queue"].as_str().unwrap_or("?"),
-                v["order_id"].as_str().unwrap_or("-"),
+                v["order_id"].as_str().unwrap_or("none"),
                 v["summary"].as_str().unwrap_or(""),
             )
         }
         Err(e) => format!(
-            "{ticket:<34} {:<10} ({calls}) {e}",
+            "{ticket:<34} {:<10} {calls:<9} {e}",
             result.ending().as_str()
         ),
     }
 }
+
+/// The answer's JSON: the whole output, or the first JSON object in it (native and
+/// prompted answers may be fenced or have text around them); null when there is none.
+pub fn answer_json(output: &str) -> Value {
+    if let Ok(v) = serde_json::from_str::<Value>(output) {
+        return v;
+    }
+    output
+        .find('{')
+        .and_then(|start| {
+            serde_json::Deserializer::from_str(&output[start..])
+                .into_iter::<Value>()
+                .next()
+                .and_then(Result::ok)
+        })
+        .unwrap_or(Value::Null)
+}
+
+/// The legend printed above the per-ticket lines.
+pub const LEGEND: &str = "ticket, ending, then for answers severity/queue/order, calls=<round trips>+<tool executions>, summary; for failures the error";

@@ -2,4 +2,5 @@
 //! data in `examples/data/` (tickets and `orders.json`).
 
 pub mod cli;
+pub mod labels;
 pub mod triage;

@@ -12,7 +12,7 @@ use crate::config::{AgentConfig, ConfigError};
 use crate::grader::Grader;
 use crate::llm::LlmClient;
 use crate::observe::Observer;
-use crate::output::AgentOutput;
+use crate::output::{AgentOutput, OutputMode};
 use crate::pricing::{ModelPrice, Pricing};
 use crate::providers::{ApiKey, ProviderOptions};
 use crate::registry::ToolRegistry;
@@ -53,6 +53,7 @@ pub(crate) struct Settings<T> {
     pub(crate) no_progress_turns: u32,
     pub(crate) escalation: bool,
     pub(crate) wrap_up: bool,
+    pub(crate) output_mode: OutputMode,
     pub(crate) grader: Option<Arc<dyn Grader<T>>>,
     pub(crate) output_validator: Option<OutputValidator<T>>,
     pub(crate) observer: Option<Arc<dyn Observer>>,
@@ -90,6 +91,7 @@ impl<T> Clone for Settings<T> {
             no_progress_turns: self.no_progress_turns,
             escalation: self.escalation,
             wrap_up: self.wrap_up,
+            output_mode: self.output_mode,
             grader: self.grader.clone(),
             output_validator: self.output_validator.clone(),
             observer: self.observer.clone(),
@@ -129,6 +131,7 @@ impl<T> Settings<T> {
             no_progress_turns: 3,
             escalation: false,
             wrap_up: true,
+            output_mode: OutputMode::Auto,
             grader: None,
             output_validator: None,
             observer: None,
@@ -311,6 +314,14 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     setter!(
         /// The pricing table used for `max_cost_usd` and `Usage::cost_usd`.
         pricing: Pricing
+    );
+    setter!(
+        /// How the model is asked for the structured answer (default
+        /// [`OutputMode::Auto`]: the best mode the route supports). See [`OutputMode`]
+        /// for the modes and how `Auto` chooses. Ignored for `AgentConfig<String>`,
+        /// whose answer is plain text. `build()` rejects `Native` for a model known not
+        /// to support it ([`ConfigError::UnsupportedOutputMode`]).
+        output_mode: OutputMode
     );
 
     /// Sampling temperature (0.0 to 2.0).

@@ -65,7 +65,10 @@ pub enum ConfigError {
         message: String,
     },
     /// A tool reads application state that the config does not hold.
-    #[error("tool {tool:?} needs state of type {type_name}: add it with .state(value)")]
+    #[error(
+        "tool {tool:?} needs state of type {type_name}: add it with .state(value), or declare \
+         that each run provides it with .expects_state::<{type_name}>()"
+    )]
     MissingState {
         /// The tool name.
         tool: String,
@@ -79,6 +82,16 @@ pub enum ConfigError {
     MissingPrice {
         /// The model name.
         model: String,
+    },
+    /// The output mode asked for cannot work with this model.
+    #[error("output mode {mode} is not available for model {model:?}: {reason}")]
+    UnsupportedOutputMode {
+        /// The model name.
+        model: String,
+        /// The mode asked for.
+        mode: crate::output::OutputMode,
+        /// Why not, and what to use instead.
+        reason: String,
     },
     /// A provider setting is invalid (a malformed base URL, for example).
     #[error("provider configuration for {model:?} is invalid: {message}")]

@@ -13,8 +13,8 @@ pub(crate) use builder::Settings;
 pub use builder::{AgentConfigBuilder, OutputValidator};
 pub use error::ConfigError;
 
-use crate::llm::LlmClient;
-use crate::output::{AgentOutput, SUBMIT_OUTPUT};
+use crate::llm::{LlmClient, OutputSpec};
+use crate::output::{AgentOutput, OutputMode, SUBMIT_OUTPUT};
 use crate::pricing::ModelPrice;
 use crate::providers::{self, PREFIXES};
 use crate::tool::{StateMap, Tool, ToolDefinition};
@@ -59,12 +59,35 @@ pub(crate) struct Compiled<T> {
     /// Every tool offered in an ordinary turn: user tools, then `submit_output`, then
     /// `escalate_to_human` when enabled.
     pub(crate) offered: Arc<[ToolDefinition]>,
-    /// The tools offered in the wrap-up turn: `submit_output` alone.
+    /// The tools offered in the wrap-up turn: `submit_output` alone (tool mode).
     pub(crate) wrap_up_offered: Option<Arc<[ToolDefinition]>>,
-    /// Whether the output type ends through `submit_output` (false in compat mode).
-    pub(crate) has_output_tool: bool,
+    /// How a run ends with a value.
+    pub(crate) output: OutputPlan,
+    /// The system prompt as sent: the user's, plus the schema instruction in prompted
+    /// mode.
+    pub(crate) system_prompt: Option<String>,
     pub(crate) price: Option<ModelPrice>,
     pub(crate) escalation_validator: Option<SchemaValidator>,
+}
+
+/// How a run of a config ends with a value.
+pub(crate) enum OutputPlan {
+    /// `AgentConfig<String>`: a plain-text turn ends the run with its text.
+    Text,
+    /// A valid `submit_output` call ends the run.
+    Tool,
+    /// A reply whose text holds a valid JSON answer ends the run (native or prompted).
+    Json(Arc<OutputSpec>),
+}
+
+impl OutputPlan {
+    /// The resolved mode (`Tool` for plain text, which has no schema).
+    pub(crate) fn mode(&self) -> OutputMode {
+        match self {
+            OutputPlan::Text | OutputPlan::Tool => OutputMode::Tool,
+            OutputPlan::Json(spec) => spec.mode,
+        }
+    }
 }
 
 impl<T: AgentOutput> AgentConfig<T> {
@@ -133,16 +156,28 @@ impl<T: AgentOutput> AgentConfig<T> {
         self.inner.settings.max_parse_retries
     }
 
-    /// The tools offered in an ordinary turn (user tools, `submit_output`, and
-    /// `escalate_to_human` when enabled).
+    /// The tools offered in an ordinary turn (user tools, `submit_output` in tool
+    /// mode, and `escalate_to_human` when enabled).
     pub fn tool_definitions(&self) -> &[ToolDefinition] {
         &self.inner.offered
+    }
+
+    /// The output mode runs use: never [`OutputMode::Auto`], which `build()` resolves
+    /// (see [`OutputMode`]). [`OutputMode::Tool`] for `AgentConfig<String>`.
+    pub fn output_mode(&self) -> OutputMode {
+        self.inner.output.mode()
+    }
+
+    /// The system prompt as sent to the model: the one set on the builder, plus, in
+    /// [`OutputMode::Prompted`], the answer's schema and how to give it.
+    pub fn effective_system_prompt(&self) -> Option<&str> {
+        self.inner.system_prompt.as_deref()
     }
 
     /// Checks and freezes `settings`; `parent` is the config a `with_` variant derives
     /// from (its routed client is reused when the route is unchanged).
     pub(crate) fn compile(
-        settings: Settings<T>,
+        mut settings: Settings<T>,
         parent: Option<&Compiled<T>>,
     ) -> Result<Self, ConfigError> {
         check_settings(&settings)?;
@@ -163,6 +198,8 @@ impl<T: AgentOutput> AgentConfig<T> {
             (None, Some(client), model) => (Arc::clone(client), model.clone().unwrap_or_default()),
             (None, None, Some(model)) => {
                 let route = providers::route(model, &settings.provider)?;
+                // Variants derived with `with_` inherit the pool with the settings.
+                settings.provider.pool = route.pool;
                 (route.client, route.wire_model)
             }
             (None, None, None) => {
@@ -185,10 +222,28 @@ impl<T: AgentOutput> AgentConfig<T> {
                 model: price_key.to_owned(),
             });
         }
+        let output = match output_tool {
+            None => OutputPlan::Text,
+            Some(def) => plan_output(
+                def,
+                settings.output_mode,
+                client.as_ref(),
+                settings.model.as_deref().unwrap_or(&wire_model),
+                &wire_model,
+            )?,
+        };
         let mut offered: Vec<ToolDefinition> = tools.iter().map(|t| t.definition.clone()).collect();
-        let has_output_tool = output_tool.is_some();
-        let wrap_up_offered = output_tool.as_ref().map(|def| Arc::from(vec![def.clone()]));
-        offered.extend(output_tool);
+        let mut wrap_up_offered = None;
+        if let (OutputPlan::Tool, Some(def)) = (&output, T::output_tool()) {
+            wrap_up_offered = Some(Arc::from(vec![def.clone()]));
+            offered.push(def);
+        }
+        let system_prompt = match &output {
+            OutputPlan::Json(spec) if spec.mode == OutputMode::Prompted => Some(
+                crate::runner::prompted_system(settings.system_prompt.as_deref(), spec),
+            ),
+            _ => settings.system_prompt.clone(),
+        };
         let escalation_validator = if settings.escalation {
             let def = escalation_tool();
             let validator = SchemaValidator::new(&def.parameters).map_err(|message| {
@@ -212,7 +267,8 @@ impl<T: AgentOutput> AgentConfig<T> {
                 tool_index,
                 offered: Arc::from(offered),
                 wrap_up_offered,
-                has_output_tool,
+                output,
+                system_prompt,
                 price,
                 escalation_validator,
             }),
@@ -235,6 +291,43 @@ impl<T> fmt::Debug for AgentConfig<T> {
             .field("provider_options", &s.provider)
             .finish_non_exhaustive()
     }
+}
+
+/// Resolves the output mode for the output tool `def` (its schema and description).
+///
+/// # Errors
+/// [`ConfigError::UnsupportedOutputMode`] for `Native` on a model the client says
+/// cannot take an output schema.
+fn plan_output(
+    def: ToolDefinition,
+    asked: OutputMode,
+    client: &dyn LlmClient,
+    model: &str,
+    wire_model: &str,
+) -> Result<OutputPlan, ConfigError> {
+    let capabilities = client.output_capabilities(wire_model);
+    let mode = match asked {
+        OutputMode::Auto => capabilities.auto_mode(),
+        other => other,
+    };
+    if mode == OutputMode::Native && !capabilities.native {
+        return Err(ConfigError::UnsupportedOutputMode {
+            model: model.to_owned(),
+            mode,
+            reason: "the provider does not take an output schema for this model; use \
+                     OutputMode::Tool or OutputMode::Prompted"
+                .to_owned(),
+        });
+    }
+    Ok(match mode {
+        OutputMode::Native | OutputMode::Prompted => OutputPlan::Json(Arc::new(OutputSpec::new(
+            mode,
+            "output",
+            def.description,
+            def.parameters,
+        ))),
+        _ => OutputPlan::Tool,
+    })
 }
 
 /// The definition of the built-in `escalate_to_human` tool.
@@ -422,4 +515,56 @@ fn compile_tools<T>(s: &Settings<T>) -> Result<ToolTable, ConfigError> {
         });
     }
     Ok((tools, index))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+    use std::time::Duration;
+
+    fn pool_of(config: &AgentConfig<String>) -> crate::providers::http::HttpPool {
+        config
+            .inner
+            .settings
+            .provider
+            .pool
+            .clone()
+            .expect("an HTTP route has a pool")
+    }
+
+    #[test]
+    fn variants_share_the_parent_pool_unless_the_timeouts_change() {
+        let parent: AgentConfig<String> = AgentConfig::builder("p")
+            .model("dispatch/a")
+            .base_url("http://127.0.0.1:9/v1")
+            .build()
+            .unwrap();
+        let same_model = parent.with_(|b| b.max_llm_calls(3)).unwrap();
+        assert!(Arc::ptr_eq(&parent.inner.client, &same_model.inner.client));
+        let other_model = parent.with_(|b| b.model("dispatch/b")).unwrap();
+        assert!(!Arc::ptr_eq(
+            &parent.inner.client,
+            &other_model.inner.client
+        ));
+        assert!(pool_of(&parent).is_same(&pool_of(&other_model)));
+        let other_url = parent
+            .with_(|b| b.base_url("http://127.0.0.1:10/v1"))
+            .unwrap();
+        assert!(pool_of(&parent).is_same(&pool_of(&other_url)));
+        let other_timeout = parent
+            .with_(|b| b.request_timeout(Duration::from_secs(5)))
+            .unwrap();
+        assert!(!pool_of(&parent).is_same(&pool_of(&other_timeout)));
+        let sibling: AgentConfig<String> = AgentConfig::builder("s")
+            .model("dispatch/a")
+            .base_url("http://127.0.0.1:9/v1")
+            .build()
+            .unwrap();
+        assert!(
+            !pool_of(&parent).is_same(&pool_of(&sibling)),
+            "separate configs, separate pools"
+        );
+    }
 }

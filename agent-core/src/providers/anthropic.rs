@@ -12,7 +12,8 @@ use serde_json::Value;
 
 use crate::config::ConfigError;
 use crate::llm::{
-    LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, StopReason, TokenUsage, ToolChoice,
+    LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, OutputCapabilities, StopReason,
+    TokenUsage, ToolChoice,
 };
 use crate::message::ToolCall;
 use crate::providers::classify::{ErrorBody, embedded_error, request_id, undecodable};
@@ -113,6 +114,33 @@ impl LlmClient for AnthropicClient {
     fn provider(&self) -> &str {
         "anthropic"
     }
+
+    /// Anthropic enforces `tool_choice` (`any`, `tool`), so `Auto` is tool mode. Native
+    /// structured output (`output_config.format`) is generally available on Claude
+    /// Opus 4.5, Sonnet 4.5, Haiku 4.5 and later (4.6, ...); older models reject the
+    /// field (source: <https://platform.claude.com/docs/en/build-with-claude/structured-outputs>,
+    /// read 2026-12-01). A model name is judged by its version: `claude-<family>-4-5...`
+    /// and newer take it; `claude-3-...`, `claude-<family>-4-<date>`, `-4-1` do not.
+    fn output_capabilities(&self, model: &str) -> OutputCapabilities {
+        OutputCapabilities::new(true, anthropic_native_output(model))
+    }
+}
+
+/// Whether a Claude model takes `output_config.format`: version 4.5 or newer, read from
+/// names like `claude-sonnet-4-5-20250929`, `claude-opus-4-6`, `claude-haiku-4-5`
+/// (a number of 100 or more after the major version is a date, i.e. minor 0).
+fn anthropic_native_output(model: &str) -> bool {
+    let numbers: Vec<u64> = model
+        .split('-')
+        .skip(1)
+        .filter_map(|part| part.parse::<u64>().ok())
+        .collect();
+    let (major, minor) = match numbers.as_slice() {
+        [major, minor, ..] if *minor < 100 => (*major, *minor),
+        [major, ..] => (*major, 0),
+        [] => return false,
+    };
+    (major, minor) >= (4, 5)
 }
 
 // ---- request ----
@@ -130,6 +158,8 @@ struct Body<'a> {
     tool_choice: Option<WireChoice<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_config: Option<Value>,
 }
 
 #[derive(Serialize)]
@@ -223,6 +253,18 @@ pub(crate) fn encode(request: &LlmRequest) -> Result<Vec<u8>, LlmError> {
             })
         },
         temperature: request.temperature.map(|t| t.clamp(0.0, 1.0)),
+        // Native output mode, the GA shape (no beta header):
+        // `output_config: {format: {type: "json_schema", schema}}`.
+        output_config: request
+            .output
+            .as_deref()
+            .filter(|spec| spec.is_native())
+            .map(|spec| {
+                serde_json::json!({"format": {
+                    "type": "json_schema",
+                    "schema": schema::for_anthropic_output(&spec.schema),
+                }})
+            }),
     };
     serde_json::to_vec(&body)
         .map_err(|e| LlmError::permanent(format!("cannot serialize the anthropic request: {e}")))

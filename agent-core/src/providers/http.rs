@@ -1,10 +1,8 @@
 //! One HTTP round trip: POST a JSON body, read a capped response body, turn transport
 //! failures into [`LlmError`]s.
 
-use std::collections::HashMap;
 use std::error::Error as _;
 use std::fmt;
-use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
@@ -78,7 +76,10 @@ impl Transport {
         options: &ProviderOptions,
     ) -> Result<Self, String> {
         let url = parse_url(url)?;
-        let client = shared_client(options.connect_timeout, options.request_timeout)?;
+        let client = match &options.pool {
+            Some(pool) if pool.fits(options) => pool.client.clone(),
+            _ => HttpPool::new(options)?.client,
+        };
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         Ok(Self {
             provider: provider.into(),
@@ -263,27 +264,65 @@ impl Transport {
     }
 }
 
-/// The process-wide HTTP client for these timeouts.
+/// An HTTP connection pool (a reqwest `Client`, which serves any host) and the
+/// timeouts it was built with.
 ///
-/// A reqwest `Client` is a connection pool that serves any host; building one per
-/// config would open new connections (and TLS handshakes) for every `with_` variant.
-/// Every adapter with the same timeouts shares one client, so 100 variants of a config
-/// reuse the same warm connections as the config itself. Keys and headers are per
-/// request, never part of the shared client.
-fn shared_client(connect: Duration, total: Duration) -> Result<Client, String> {
-    static CLIENTS: OnceLock<Mutex<HashMap<(Duration, Duration), Client>>> = OnceLock::new();
-    let clients = CLIENTS.get_or_init(|| Mutex::new(HashMap::new()));
-    let mut clients = clients.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(client) = clients.get(&(connect, total)) {
-        return Ok(client.clone());
+/// A config routed to an HTTP provider keeps its pool in its settings, so every `with_`
+/// variant derived from it reuses the same warm connections (and TLS sessions), even
+/// with another model or base URL; a variant with other timeouts gets a pool of its
+/// own. Keys and headers are per request, never part of the pool. A pool is not a
+/// setting: options that differ only in their pool compare equal.
+#[derive(Clone)]
+pub(crate) struct HttpPool {
+    client: Client,
+    connect: Duration,
+    total: Duration,
+    /// Identifies the pool (clones share it); read by tests.
+    #[cfg_attr(not(test), allow(dead_code))]
+    id: std::sync::Arc<()>,
+}
+
+impl HttpPool {
+    /// A new pool for these options' timeouts.
+    ///
+    /// # Errors
+    /// A message when the HTTP client cannot be built.
+    pub(crate) fn new(options: &ProviderOptions) -> Result<Self, String> {
+        let client = Client::builder()
+            .connect_timeout(options.connect_timeout)
+            .timeout(options.request_timeout)
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {}", chain(&e)))?;
+        Ok(Self {
+            client,
+            connect: options.connect_timeout,
+            total: options.request_timeout,
+            id: std::sync::Arc::new(()),
+        })
     }
-    let client = Client::builder()
-        .connect_timeout(connect)
-        .timeout(total)
-        .build()
-        .map_err(|e| format!("cannot build the HTTP client: {}", chain(&e)))?;
-    clients.insert((connect, total), client.clone());
-    Ok(client)
+
+    /// Whether `other` is this very pool (or a clone of it).
+    #[cfg(test)]
+    pub(crate) fn is_same(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.id, &other.id)
+    }
+
+    /// Whether this pool has the options' timeouts.
+    pub(crate) fn fits(&self, options: &ProviderOptions) -> bool {
+        self.connect == options.connect_timeout && self.total == options.request_timeout
+    }
+}
+
+impl PartialEq for HttpPool {
+    fn eq(&self, _other: &Self) -> bool {
+        true
+    }
+}
+
+impl fmt::Debug for HttpPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("HttpPool")
+    }
 }
 
 /// An error and its sources, joined by `: ` (reqwest's own message alone is vague).

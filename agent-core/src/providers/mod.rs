@@ -32,7 +32,7 @@
 mod anthropic;
 mod classify;
 mod history;
-mod http;
+pub(crate) mod http;
 mod normalize;
 mod openai;
 mod routing;
@@ -91,6 +91,9 @@ pub struct ProviderOptions {
     /// The largest response body accepted (bytes, default 32 MiB); a larger one is a
     /// permanent error, never an out-of-memory.
     pub max_response_bytes: usize,
+    /// The connection pool a config shares with its `with_` variants (set when a
+    /// config is built; not a setting).
+    pub(crate) pool: Option<http::HttpPool>,
 }
 
 impl Default for ProviderOptions {
@@ -101,6 +104,7 @@ impl Default for ProviderOptions {
             request_timeout: Duration::from_secs(600),
             connect_timeout: Duration::from_secs(5),
             max_response_bytes: 32 * 1024 * 1024,
+            pool: None,
         }
     }
 }

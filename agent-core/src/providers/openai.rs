@@ -14,7 +14,8 @@ use serde_json::Value;
 
 use crate::config::ConfigError;
 use crate::llm::{
-    LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, StopReason, TokenUsage, ToolChoice,
+    LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, OutputCapabilities, OutputSpec,
+    StopReason, TokenUsage, ToolChoice,
 };
 use crate::message::{Message, ToolCall};
 use crate::providers::classify::{ErrorBody, embedded_error, request_id, undecodable};
@@ -176,6 +177,29 @@ impl LlmClient for OpenAiClient {
     fn provider(&self) -> &str {
         self.transport.provider()
     }
+
+    /// OpenAI enforces `tool_choice`, so `Auto` is tool mode; every current chat model
+    /// takes `response_format: json_schema` except `gpt-3.5-*`, `gpt-4`, `gpt-4-*`
+    /// (gpt-4-turbo), `o1-mini` and `o1-preview` (source: OpenAI structured outputs
+    /// guide, "Supported models", <https://platform.openai.com/docs/guides/structured-outputs>).
+    ///
+    /// Compatible servers (llama.cpp, vLLM, Ollama's `/v1`) apply `response_format` as a
+    /// grammar or guided decoding, while whether they enforce `tool_choice` depends on
+    /// the server and on the model's chat template (llama.cpp does not for templates it
+    /// cannot render tools into), so `Auto` is native mode there.
+    fn output_capabilities(&self, model: &str) -> OutputCapabilities {
+        match self.flavor {
+            Flavor::OpenAi => {
+                let old = model.starts_with("gpt-3.5")
+                    || model == "gpt-4"
+                    || model.starts_with("gpt-4-")
+                    || model.starts_with("o1-mini")
+                    || model.starts_with("o1-preview");
+                OutputCapabilities::new(true, !old)
+            }
+            Flavor::Compatible => OutputCapabilities::new(false, true),
+        }
+    }
 }
 
 // ---- request ----
@@ -194,6 +218,8 @@ struct Body<'a> {
     max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<Value>,
 }
 
 #[derive(Serialize)]
@@ -287,9 +313,47 @@ pub(crate) fn encode(request: &LlmRequest, compatible: bool) -> Result<Vec<u8>, 
         temperature: request
             .temperature
             .filter(|_| compatible || accepts_temperature(&request.model)),
+        response_format: request
+            .output
+            .as_deref()
+            .filter(|spec| spec.is_native())
+            .map(|spec| response_format(spec, compatible)),
     };
     serde_json::to_vec(&body)
         .map_err(|e| LlmError::permanent(format!("cannot serialize the chat request: {e}")))
+}
+
+/// The `response_format` of native output mode:
+/// `{"type": "json_schema", "json_schema": {"name", "description", "schema", "strict"}}`
+/// (source: Chat Completions reference, `response_format`,
+/// <https://platform.openai.com/docs/api-reference/chat/create>).
+///
+/// OpenAI: strict whenever the schema qualifies after [`schema::for_openai_strict`]
+/// (no open maps, tuples or `serde_json::Value` fields), else the non-strict schema.
+/// Compatible servers get the full canonical schema (llama.cpp turns `maxLength`,
+/// `minimum` and `enum` into its grammar) and no `strict` flag.
+fn response_format(spec: &OutputSpec, compatible: bool) -> Value {
+    let mut format = serde_json::Map::new();
+    format.insert("name".to_owned(), Value::String(spec.name.clone()));
+    if !spec.description.trim().is_empty() {
+        format.insert(
+            "description".to_owned(),
+            Value::String(spec.description.clone()),
+        );
+    }
+    if compatible {
+        format.insert("schema".to_owned(), schema::for_openai(&spec.schema));
+    } else {
+        let strict = schema::for_openai_strict(&spec.schema);
+        if schema::openai_strict_violations(&strict).is_empty() {
+            format.insert("schema".to_owned(), strict);
+            format.insert("strict".to_owned(), Value::Bool(true));
+        } else {
+            format.insert("schema".to_owned(), schema::for_openai(&spec.schema));
+            format.insert("strict".to_owned(), Value::Bool(false));
+        }
+    }
+    serde_json::json!({"type": "json_schema", "json_schema": format})
 }
 
 /// Whether an OpenAI model takes a `temperature`: the reasoning models (o1, o3, o4 and

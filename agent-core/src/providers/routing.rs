@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::config::ConfigError;
 use crate::llm::LlmClient;
+use crate::providers::http::HttpPool;
 use crate::providers::{AnthropicClient, ApiKey, OpenAiClient, ProviderOptions};
 use crate::testing::TestModel;
 
@@ -17,6 +18,8 @@ const OLLAMA_DEFAULT_HOST: &str = "http://127.0.0.1:11434";
 pub(crate) struct Route {
     pub(crate) client: Arc<dyn LlmClient>,
     pub(crate) wire_model: String,
+    /// The connection pool the client uses (`None` for the test model).
+    pub(crate) pool: Option<HttpPool>,
 }
 
 /// Routes a model name to a client, reading the provider's environment variables for
@@ -95,6 +98,13 @@ pub(crate) fn route_with(
     };
     let url_or_env = |var: &str| options.base_url.clone().or_else(|| env(var));
     let mut resolved = options.clone();
+    // Reuse the pool handed down from a parent config, else start one (HTTP routes only).
+    let pool = match options.pool.as_ref().filter(|p| p.fits(options)) {
+        _ if matches!(target, Target::Test) => None,
+        Some(pool) => Some(pool.clone()),
+        None => Some(HttpPool::new(options).map_err(invalid)?),
+    };
+    resolved.pool.clone_from(&pool);
     let (client, wire_model): (Arc<dyn LlmClient>, &str) = match target {
         Target::Test => (Arc::new(TestModel::new()), model),
         Target::Anthropic => {
@@ -135,6 +145,7 @@ pub(crate) fn route_with(
     Ok(Route {
         client,
         wire_model: wire_model.to_owned(),
+        pool,
     })
 }
 

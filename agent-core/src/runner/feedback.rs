@@ -1,5 +1,6 @@
 //! The texts the runner shows the model when a turn cannot be accepted.
 
+use crate::config::OutputPlan;
 use crate::message::ToolCall;
 use crate::output::SUBMIT_OUTPUT;
 use crate::validate::ValidationErrors;
@@ -11,6 +12,24 @@ pub(crate) fn rejected_submission(errors: &ValidationErrors) -> String {
         text.push_str(message);
     }
     text.push_str("\nFix these and call submit_output again, alone.");
+    text
+}
+
+/// The feedback for a rejected answer in native or prompted mode (a user message);
+/// `cut` is the output cap when the reply stopped at it.
+pub(crate) fn rejected_answer(errors: &ValidationErrors, cut: Option<u32>) -> String {
+    let mut text = String::from("Your answer was rejected:");
+    for message in errors.messages() {
+        text.push_str("\n- ");
+        text.push_str(message);
+    }
+    if let Some(cap) = cut {
+        text.push_str(&format!(
+            "\nYour reply was cut off at the output limit (max_tokens, {cap} tokens): keep \
+             every string short."
+        ));
+    }
+    text.push_str("\nReply again with only the corrected JSON object, and no other text.");
     text
 }
 
@@ -59,15 +78,19 @@ pub(crate) fn invalid_tool_arguments(tool: &str, errors: &ValidationErrors) -> S
     format!("{tool} was not run: invalid arguments: {errors}")
 }
 
-pub(crate) fn tool_limit(limit: u32, compat: bool) -> String {
-    if compat {
-        format!(
-            "Not executed: the tool call limit ({limit}) is reached. Give your final answer now, in text."
-        )
-    } else {
-        format!(
-            "Not executed: the tool call limit ({limit}) is reached. Call {SUBMIT_OUTPUT} now with your answer."
-        )
+pub(crate) fn tool_limit(limit: u32, output: &OutputPlan) -> String {
+    format!(
+        "Not executed: the tool call limit ({limit}) is reached. {}",
+        answer_now(output)
+    )
+}
+
+/// How to give the answer now, per output plan.
+fn answer_now(output: &OutputPlan) -> String {
+    match output {
+        OutputPlan::Text => "Give your final answer now, in text.".to_owned(),
+        OutputPlan::Tool => format!("Call {SUBMIT_OUTPUT} now with your answer."),
+        OutputPlan::Json(_) => "Reply now with only your answer as a JSON object.".to_owned(),
     }
 }
 
@@ -75,9 +98,15 @@ pub(crate) fn stopped(reason: &str) -> String {
     format!("Not executed: the run stopped ({reason}).")
 }
 
-pub(crate) fn wrap_up_only() -> String {
-    format!(
-        "Not executed: this was the last round trip, and only {SUBMIT_OUTPUT} was available. \
-         Call {SUBMIT_OUTPUT} with your answer."
-    )
+pub(crate) fn wrap_up_only(output: &OutputPlan) -> String {
+    match output {
+        OutputPlan::Tool => format!(
+            "Not executed: this was the last round trip, and only {SUBMIT_OUTPUT} was \
+             available. Call {SUBMIT_OUTPUT} with your answer."
+        ),
+        other => format!(
+            "Not executed: this was the last round trip, and no tool could run. {}",
+            answer_now(other)
+        ),
+    }
 }

@@ -4,6 +4,7 @@
 //! loop"); every run ends in an [`AgentResult`] holding a validated value or one
 //! [`AgentError`].
 
+mod answer;
 mod feedback;
 mod guard;
 mod sanitize;
@@ -19,10 +20,10 @@ use futures::FutureExt;
 use serde_json::Value;
 use tracing::Instrument;
 
-use crate::config::{AgentConfig, Compiled, ESCALATE_TO_HUMAN};
+use crate::config::{AgentConfig, Compiled, ESCALATE_TO_HUMAN, OutputPlan};
 use crate::error::{AgentError, Attempt, AttemptKind, Budget, Ending};
 use crate::grader::Scores;
-use crate::llm::{LlmError, LlmRequest, LlmResponse, ToolChoice};
+use crate::llm::{LlmError, LlmRequest, LlmResponse, StopReason, ToolChoice};
 use crate::message::{Message, ToolCall, ToolResult};
 use crate::observe::RunEvent;
 use crate::output::{AgentOutput, SUBMIT_OUTPUT};
@@ -33,6 +34,8 @@ use crate::usage::Usage;
 use crate::validate::ValidationErrors;
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use answer::prompted_system;
+use answer::{Extracted, extract_json};
 use guard::Guard;
 use trace::{Observers, new_trace_id, panic_message};
 
@@ -141,7 +144,7 @@ struct Run<'c, T> {
     last_call_cost: f64,
     attempts: Vec<Attempt>,
     failures: Vec<LlmError>,
-    force_tool_call: bool,
+    force_answer: bool,
     last_text: String,
     output: String,
     scores: Option<Scores>,
@@ -163,7 +166,10 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             history,
         } = options;
         let mut request = LlmRequest::new(cfg.wire_model.clone());
-        request.system = s.system_prompt.clone();
+        request.system = cfg.system_prompt.clone();
+        if let OutputPlan::Json(spec) = &cfg.output {
+            request.output = Some(Arc::clone(spec));
+        }
         request.messages = history;
         request.messages.push(Message::user(input.clone()));
         request.tools = Arc::clone(&cfg.offered);
@@ -199,7 +205,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             last_call_cost: 0.0,
             attempts: Vec::new(),
             failures: Vec::new(),
-            force_tool_call: false,
+            force_answer: false,
             last_text: String::new(),
             output: String::new(),
             scores: None,
@@ -323,7 +329,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 Err(panicked) => return Err(panicked),
             };
             self.failures.clear();
-            self.force_tool_call = false;
+            self.force_answer = false;
             match self.on_turn(response).await {
                 Next::Continue => {}
                 Next::Stop(outcome) => return outcome,
@@ -393,25 +399,24 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     /// failure but a bug in the client's code, so the run ends with `internal_error`.
     async fn call_model(&mut self) -> Result<Result<LlmResponse, LlmError>, AgentError> {
         let cfg = self.cfg;
-        let wrap_up = match &cfg.wrap_up_offered {
-            Some(tools) if cfg.settings.wrap_up && self.is_last_call() => Some(tools),
-            _ => None,
+        let wrap_up =
+            cfg.settings.wrap_up && !matches!(cfg.output, OutputPlan::Text) && self.is_last_call();
+        self.wrap_up_turn = wrap_up;
+        // The forced answer: a submit_output call in tool mode; in native and prompted
+        // modes, text (no tool may be called), which the provider constrains to the
+        // schema in native mode.
+        let (tools, choice) = match (&cfg.output, wrap_up, self.force_answer) {
+            (OutputPlan::Tool, true, _) => match &cfg.wrap_up_offered {
+                Some(tools) => (tools, ToolChoice::Tool(SUBMIT_OUTPUT.to_owned())),
+                None => (&cfg.offered, ToolChoice::Required),
+            },
+            (OutputPlan::Json(_), true, _) => (&cfg.offered, ToolChoice::None),
+            (OutputPlan::Tool, false, true) => (&cfg.offered, ToolChoice::Required),
+            (OutputPlan::Json(_), false, true) => (&cfg.offered, ToolChoice::None),
+            _ => (&cfg.offered, ToolChoice::Auto),
         };
-        self.wrap_up_turn = wrap_up.is_some();
-        match wrap_up {
-            Some(tools) => {
-                self.request.tools = Arc::clone(tools);
-                self.request.tool_choice = ToolChoice::Tool(SUBMIT_OUTPUT.to_owned());
-            }
-            None => {
-                self.request.tools = Arc::clone(&cfg.offered);
-                self.request.tool_choice = if self.force_tool_call {
-                    ToolChoice::Required
-                } else {
-                    ToolChoice::Auto
-                };
-            }
-        }
+        self.request.tools = Arc::clone(tools);
+        self.request.tool_choice = choice;
         self.usage.llm_calls = self.usage.llm_calls.saturating_add(1);
         let llm_call = self.usage.llm_calls;
         self.notify(&RunEvent::TurnStarted {
@@ -431,7 +436,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             gen_ai.usage.output_tokens = tracing::field::Empty,
             error.type = tracing::field::Empty,
             llm_call,
-            wrap_up = wrap_up.is_some(),
+            wrap_up,
         );
         let request = &self.request;
         let client = &cfg.client;
@@ -531,6 +536,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         let LlmResponse {
             text,
             mut tool_calls,
+            stop_reason,
             ..
         } = response;
         let cfg = self.cfg;
@@ -555,7 +561,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             .filter(|c| self.is_terminal(&c.name))
             .collect();
         if tool_calls.is_empty() {
-            return self.on_text(&text);
+            return self.on_text(&text, &stop_reason);
         }
         if !terminal.is_empty() && tool_calls.len() > 1 {
             return self.on_ambiguous(&tool_calls, terminal[0].name.clone());
@@ -571,27 +577,94 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     }
 
     fn is_terminal(&self, name: &str) -> bool {
-        (self.cfg.has_output_tool && name == SUBMIT_OUTPUT)
+        (matches!(self.cfg.output, OutputPlan::Tool) && name == SUBMIT_OUTPUT)
             || (self.cfg.escalation_validator.is_some() && name == ESCALATE_TO_HUMAN)
     }
 
-    fn on_text(&mut self, text: &str) -> Next<T> {
-        if !self.cfg.has_output_tool
-            && let Some(value) = T::from_text(text)
-        {
-            self.output = text.to_owned();
-            return Next::Stop(Ok(value));
+    fn on_text(&mut self, text: &str, stop_reason: &StopReason) -> Next<T> {
+        match &self.cfg.output {
+            OutputPlan::Text => {
+                if let Some(value) = T::from_text(text) {
+                    self.output = text.to_owned();
+                    return Next::Stop(Ok(value));
+                }
+            }
+            OutputPlan::Json(spec) => {
+                let prompted = spec.mode == crate::output::OutputMode::Prompted;
+                return self.on_answer_text(text, stop_reason, prompted);
+            }
+            OutputPlan::Tool => {}
         }
         self.request
             .messages
             .push(Message::user(feedback::plain_text_nudge()));
-        self.force_tool_call = true;
+        self.force_answer = true;
         let summary = if text.trim().is_empty() {
             "an empty turn: no text and no tool call".to_owned()
         } else {
             format!("plain text instead of a {SUBMIT_OUTPUT} call")
         };
         self.malformed(AttemptKind::SchemaNotCalled, summary)
+    }
+
+    /// A text reply in native or prompted mode: the answer, or a malformed turn fed back
+    /// as a user message (there is no call id to answer).
+    fn on_answer_text(&mut self, text: &str, stop_reason: &StopReason, prompted: bool) -> Next<T> {
+        let cut = (*stop_reason == StopReason::MaxTokens).then_some(self.request.max_tokens);
+        let (kind, errors) = if text.trim().is_empty() {
+            (
+                AttemptKind::SchemaNotCalled,
+                ValidationErrors::one("/: an empty reply: no text and no tool call"),
+            )
+        } else {
+            match extract_json(text) {
+                Extracted::Value(value) => match self.accept(&value) {
+                    Ok(answer) => {
+                        self.output = text.to_owned();
+                        return Next::Stop(Ok(answer));
+                    }
+                    Err(errors) => (AttemptKind::SchemaValidation, errors),
+                },
+                Extracted::Truncated => (
+                    AttemptKind::SchemaValidation,
+                    ValidationErrors::one("/: the JSON object was cut off before its end"),
+                ),
+                // Prompted mode asks for JSON in text: prose alone is the model not
+                // answering yet. Native mode constrains the reply to JSON: anything else
+                // is a broken answer.
+                Extracted::NotJson if prompted => (
+                    AttemptKind::SchemaNotCalled,
+                    ValidationErrors::one("/: plain text without a JSON answer"),
+                ),
+                Extracted::NotJson => (
+                    AttemptKind::SchemaValidation,
+                    ValidationErrors::one("/: the reply is not a JSON object"),
+                ),
+            }
+        };
+        self.request
+            .messages
+            .push(Message::user(feedback::rejected_answer(&errors, cut)));
+        self.force_answer = true;
+        let mut summary = errors.to_string();
+        if let Some(cap) = cut {
+            summary.push_str(&format!(" (the reply hit max_tokens, {cap} tokens)"));
+        }
+        self.malformed(kind, summary)
+    }
+
+    /// Turns an answer's JSON into a value: schema validation, deserialization and any
+    /// `validate` fn (behind a catch boundary: it may panic), then the config's output
+    /// validator.
+    fn accept(&self, value: &Value) -> Result<T, ValidationErrors> {
+        match std::panic::catch_unwind(AssertUnwindSafe(|| T::from_arguments(value))) {
+            Ok(Ok(answer)) => self.check_output(&answer).map(|()| answer),
+            Ok(Err(errors)) => Err(errors),
+            Err(payload) => Err(ValidationErrors::one(format!(
+                "/: the output's validation panicked: {}",
+                panic_message(payload.as_ref())
+            ))),
+        }
     }
 
     fn on_ambiguous(&mut self, calls: &[ToolCall], terminal: String) -> Next<T> {
@@ -613,22 +686,12 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     async fn on_submit(&mut self, call: &ToolCall) -> Next<T> {
         let errors = match &call.arguments_error {
             Some(error) => ValidationErrors::one(format!("/: {error}")),
-            // Behind a catch boundary: a `validate = path` fn may panic.
-            None => match std::panic::catch_unwind(AssertUnwindSafe(|| {
-                T::from_arguments(&call.arguments)
-            })) {
-                Ok(Ok(value)) => match self.check_output(&value) {
-                    Ok(()) => {
-                        self.output = call.arguments.to_string();
-                        return Next::Stop(Ok(value));
-                    }
-                    Err(errors) => errors,
-                },
-                Ok(Err(errors)) => errors,
-                Err(payload) => ValidationErrors::one(format!(
-                    "/: the output's validation panicked: {}",
-                    panic_message(payload.as_ref())
-                )),
+            None => match self.accept(&call.arguments) {
+                Ok(value) => {
+                    self.output = call.arguments.to_string();
+                    return Next::Stop(Ok(value));
+                }
+                Err(errors) => errors,
             },
         };
         let feedback = feedback::rejected_submission(&errors);
@@ -747,7 +810,9 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             // Only submit_output was offered: nothing else runs in the last round trip.
             let results = calls
                 .iter()
-                .map(|c| ToolResult::error(&c.id, &c.name, feedback::wrap_up_only()))
+                .map(|c| {
+                    ToolResult::error(&c.id, &c.name, feedback::wrap_up_only(&self.cfg.output))
+                })
                 .collect();
             self.request.messages.push(Message::tool_results(results));
             return Next::Continue;

@@ -42,7 +42,7 @@ pub(crate) async fn run_tool_calls<T>(
                 Plan::Run(_) if *executed >= limit => Plan::Answer(ToolResult::error(
                     &call.id,
                     &call.name,
-                    feedback::tool_limit(limit, !cfg.has_output_tool),
+                    feedback::tool_limit(limit, &cfg.output),
                 )),
                 Plan::Run(tool) => {
                     *executed += 1;

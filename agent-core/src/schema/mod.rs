@@ -9,8 +9,9 @@
 //! | function | provider | what changes |
 //! |---|---|---|
 //! | [`for_anthropic`] | Anthropic `input_schema` | `$schema` dropped, root `type: object` ensured |
+//! | [`for_anthropic_output`] | Anthropic `output_config.format` (native output) | as above, plus every object closed, constraints moved into descriptions |
 //! | [`for_openai`] | OpenAI and compatible servers | as above, plus `properties: {}` on an empty root |
-//! | [`for_openai_strict`] | OpenAI with `strict: true` | every object closed and fully required, `oneOf` to `anyOf`, `$ref` siblings, `default` and unsupported `format`s dropped |
+//! | [`for_openai_strict`] | OpenAI with `strict: true` | every object closed and fully required, `oneOf` to `anyOf`, `$ref` siblings, `default` and unsupported `format`s dropped, `minLength`/`maxLength`-like keywords moved into descriptions |
 //! | [`for_gemini`] | Gemini function declarations | every `$ref` inlined, type arrays and null branches to `nullable`, `const` to `enum`, unknown keywords dropped |
 //!
 //! Every transform only tightens the canonical schema or drops annotations, except where
@@ -31,4 +32,6 @@ pub use generate::{normalize, parameters_for};
 pub use rules::{
     anthropic_violations, gemini_violations, openai_strict_violations, openai_violations,
 };
-pub use transform::{for_anthropic, for_gemini, for_openai, for_openai_strict};
+pub use transform::{
+    for_anthropic, for_anthropic_output, for_gemini, for_openai, for_openai_strict,
+};

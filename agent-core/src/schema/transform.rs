@@ -48,6 +48,24 @@ const OPENAI_STRICT_FORMATS: &[&str] = &[
     "uuid",
 ];
 
+/// Keywords OpenAI strict mode rejects (source: OpenAI structured outputs guide,
+/// "Supported schemas", <https://platform.openai.com/docs/guides/structured-outputs>;
+/// the same list as PydanticAI's OpenAI profile). Kept as a note in the description.
+const OPENAI_STRICT_INCOMPATIBLE: &[&str] = &[
+    "minLength",
+    "maxLength",
+    "patternProperties",
+    "unevaluatedProperties",
+    "propertyNames",
+    "minProperties",
+    "maxProperties",
+    "unevaluatedItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "uniqueItems",
+];
+
 /// The schema as sent to OpenAI with `strict: true`.
 ///
 /// Every object gets `additionalProperties: false` and lists every property in
@@ -55,7 +73,9 @@ const OPENAI_STRICT_FORMATS: &[&str] = &[
 /// field that is optional through `#[serde(default)]` becomes mandatory, which the
 /// canonical schema accepts); `oneOf` becomes `anyOf`; a one-element `allOf` is merged;
 /// the siblings of a `$ref`, `default`, and `format`s strict mode does not know are
-/// dropped. Rules: `PROVIDERS.md`, "Strict mode".
+/// dropped; keywords strict mode rejects (`minLength`, `maxLength`, `uniqueItems`, ...)
+/// move into the description as a note (`(maxLength: 400)`), so the model still sees
+/// them and the runner's validation still enforces them. Rules: `PROVIDERS.md`, "Strict mode".
 ///
 /// What strict mode cannot express is left as it is (a map's `additionalProperties`
 /// schema, `patternProperties`, `prefixItems`, the `true` schema of a
@@ -87,6 +107,7 @@ fn strict_node(node: &mut Map<String, Value>) {
     if !keep_format {
         node.remove("format");
     }
+    move_to_description(node, |key, _| OPENAI_STRICT_INCOMPATIBLE.contains(&key));
     if walk::is_object_schema(node) {
         let open = matches!(
             node.get("additionalProperties"),
@@ -103,6 +124,90 @@ fn strict_node(node: &mut Map<String, Value>) {
             .map(|p| p.keys().map(|k| Value::String(k.clone())).collect())
             .unwrap_or_default();
         node.insert("required".to_owned(), Value::Array(names));
+    }
+}
+
+/// Removes the keywords `moved` selects and appends them to the node's description as
+/// a note: `"Severity. (minimum: 1, maximum: 4)"`. Only schema nodes (maps with a
+/// keyword, not property maps) are touched by the callers.
+fn move_to_description(node: &mut Map<String, Value>, moved: impl Fn(&str, &Value) -> bool) {
+    let keys: Vec<String> = node
+        .iter()
+        .filter(|(k, v)| moved(k, v))
+        .map(|(k, _)| k.clone())
+        .collect();
+    if keys.is_empty() {
+        return;
+    }
+    let notes: Vec<String> = keys
+        .iter()
+        .filter_map(|k| node.remove(k).map(|v| format!("{k}: {v}")))
+        .collect();
+    let note = format!("({})", notes.join(", "));
+    let description = match node.get("description").and_then(Value::as_str) {
+        Some(own) if !own.trim().is_empty() => format!("{own} {note}"),
+        _ => note,
+    };
+    node.insert("description".to_owned(), Value::String(description));
+}
+
+/// String formats Anthropic structured outputs support (source: Anthropic structured
+/// outputs guide, "JSON Schema limitations",
+/// <https://platform.claude.com/docs/en/build-with-claude/structured-outputs>).
+const ANTHROPIC_OUTPUT_FORMATS: &[&str] = &[
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "uri",
+    "ipv4",
+    "ipv6",
+    "uuid",
+];
+
+/// The schema as sent in Anthropic's `output_config.format` (native structured output).
+///
+/// Anthropic's structured outputs need `additionalProperties: false` on every object
+/// and do not take numeric, string or array constraints (`minimum`, `maximum`,
+/// `multipleOf`, `minLength`, `maxLength`, `pattern`, `maxItems`, `minItems` above 1,
+/// `uniqueItems`) nor formats outside its list; like the official SDKs, this moves them
+/// into the description as a note and leaves their enforcement to the client (the
+/// runner validates every answer against the canonical schema). `oneOf` becomes
+/// `anyOf`; `default` is dropped. Recursive schemas are not supported by Anthropic at
+/// all. Source: <https://platform.claude.com/docs/en/build-with-claude/structured-outputs>.
+pub fn for_anthropic_output(schema: &Value) -> Value {
+    let mut out = for_anthropic(schema);
+    walk::visit_mut(&mut out, &mut anthropic_output_node);
+    out
+}
+
+fn anthropic_output_node(node: &mut Map<String, Value>) {
+    if !node.contains_key("anyOf")
+        && let Some(one_of) = node.remove("oneOf")
+    {
+        node.insert("anyOf".to_owned(), one_of);
+    }
+    node.remove("default");
+    let format_ok = node
+        .get("format")
+        .and_then(Value::as_str)
+        .is_none_or(|f| ANTHROPIC_OUTPUT_FORMATS.contains(&f));
+    move_to_description(node, |key, value| match key {
+        "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf"
+        | "minLength" | "maxLength" | "pattern" | "maxItems" | "uniqueItems" => true,
+        "minItems" => value.as_u64().is_some_and(|n| n > 1),
+        "format" => !format_ok,
+        _ => false,
+    });
+    if walk::is_object_schema(node)
+        && matches!(
+            node.get("additionalProperties"),
+            None | Some(Value::Bool(true))
+        )
+    {
+        node.insert("additionalProperties".to_owned(), Value::Bool(false));
     }
 }
 

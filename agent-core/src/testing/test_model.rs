@@ -18,7 +18,9 @@ use crate::tool::ToolDefinition;
 ///   ([`example_for_schema`](crate::testing::example_for_schema)).
 /// - With [`calling_tools_first`](Self::calling_tools_first), it first calls every other
 ///   offered tool once, in one turn, with example arguments; then submits.
-/// - Without `submit_output` (compat mode), it answers with a short text.
+/// - When the request expects a JSON answer in text ([`LlmRequest::output`]: native or
+///   prompted output mode), it answers with the example value as JSON text.
+/// - Otherwise (compat mode), it answers with a short text.
 ///
 /// Usage is estimated at four characters per token, so token budgets behave plausibly.
 /// `.model("test")` routes here; the examples fall back to it when no provider is
@@ -63,7 +65,8 @@ impl TestModel {
             .messages
             .iter()
             .any(|m| matches!(m, Message::Tool { .. }));
-        if self.tools_first && !has_results {
+        let no_tools = request.tool_choice == ToolChoice::None;
+        if self.tools_first && !has_results && !no_tools {
             let calls: Vec<ToolCall> = request
                 .tools
                 .iter()
@@ -73,6 +76,11 @@ impl TestModel {
             if !calls.is_empty() {
                 return LlmResponse::tool_calls(calls);
             }
+        }
+        if let Some(spec) = &request.output {
+            // Native or prompted mode: the answer is JSON text.
+            return LlmResponse::text(example_for_schema(&spec.schema).to_string())
+                .with_stop_reason(StopReason::EndTurn);
         }
         match request.tools.iter().find(|t| t.name == SUBMIT_OUTPUT) {
             Some(def) => LlmResponse::tool_calls(vec![self.call(def)]),

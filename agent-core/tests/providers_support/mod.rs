@@ -229,10 +229,13 @@ impl Tool for CountingTool {
     }
 }
 
-/// A triage config for `model` at `base_url`, with the test key and no backoff.
+/// A triage config for `model` at `base_url`, with the test key and no backoff, in tool
+/// output mode (the wire facts these tests pin are tool mode's; the output modes have
+/// their own tests).
 pub fn triage(model: &str, base_url: &str) -> AgentConfigBuilder<Triage> {
     AgentConfig::<Triage>::builder("triage")
         .model(model)
+        .output_mode(agent_core::OutputMode::Tool)
         .api_key(KEY)
         .base_url(base_url)
         .system_prompt("You triage support tickets.")

@@ -1,0 +1,223 @@
+//! Labels for the bundled tickets (`examples/data/labels.json`) and the accuracy of a
+//! batch against them.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use agent_core::AgentResult;
+use serde_json::Value;
+
+/// The expected fields of one ticket, as a person read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Label {
+    /// Expected severity, 1 to 4.
+    pub severity: u8,
+    /// Expected queue, as serialized (`"shipping"`, ...).
+    pub queue: String,
+}
+
+/// Labels by ticket name (the file stem).
+pub type Labels = BTreeMap<String, Label>;
+
+/// Loads a labels file: `{"<ticket>": {"severity": N, "queue": "..."}, ...}`.
+///
+/// # Errors
+/// A message naming the file when it cannot be read or has the wrong shape.
+pub fn load(path: &Path) -> Result<Labels, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let raw: BTreeMap<String, Value> =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    raw.into_iter()
+        .map(|(name, v)| {
+            let severity = v["severity"]
+                .as_u64()
+                .and_then(|n| u8::try_from(n).ok())
+                .ok_or_else(|| format!("{}: {name}: severity must be 1..4", path.display()))?;
+            let queue = v["queue"]
+                .as_str()
+                .ok_or_else(|| format!("{}: {name}: queue must be a string", path.display()))?
+                .to_owned();
+            Ok((name, Label { severity, queue }))
+        })
+        .collect()
+}
+
+/// Accuracy of a batch against labels, per field.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Accuracy {
+    /// Tickets that have a label.
+    pub labeled: usize,
+    /// Of those, the ones answered (a validated value).
+    pub answered: usize,
+    /// Answered with the labeled severity.
+    pub severity_exact: usize,
+    /// Answered with a severity at most one away from the label.
+    pub severity_within_one: usize,
+    /// Answered with the labeled queue.
+    pub queue: usize,
+    /// Answered with both fields as labeled.
+    pub both: usize,
+}
+
+impl Accuracy {
+    /// Compares each answered result's JSON output (`severity`, `queue`) with the label
+    /// of its ticket; tickets without a label are not counted.
+    pub fn measure<T>(labels: &Labels, runs: &[(&str, &AgentResult<T>)]) -> Self {
+        let mut acc = Accuracy::default();
+        for (ticket, result) in runs {
+            let Some(label) = labels.get(*ticket) else {
+                continue;
+            };
+            acc.labeled += 1;
+            if result.outcome.is_err() {
+                continue;
+            }
+            acc.answered += 1;
+            let Some(got) = answer_fields(&result.output) else {
+                continue;
+            };
+            let severity = got.0 == u64::from(label.severity);
+            let near = got.0.abs_diff(u64::from(label.severity)) <= 1;
+            let queue = got.1 == label.queue;
+            acc.severity_exact += usize::from(severity);
+            acc.severity_within_one += usize::from(near);
+            acc.queue += usize::from(queue);
+            acc.both += usize::from(severity && queue);
+        }
+        acc
+    }
+}
+
+/// `(severity, queue)` of an answer's JSON (see [`crate::cli::answer_json`]).
+fn answer_fields(output: &str) -> Option<(u64, String)> {
+    let value = crate::cli::answer_json(output);
+    Some((
+        value["severity"].as_u64()?,
+        value["queue"].as_str()?.to_owned(),
+    ))
+}
+
+fn pct(n: usize, of: usize) -> String {
+    if of == 0 {
+        "n/a".to_owned()
+    } else {
+        format!("{n}/{of} ({:.0}%)", n as f64 * 100.0 / of as f64)
+    }
+}
+
+impl fmt::Display for Accuracy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "accuracy against labels ({} labeled, {} answered)",
+            self.labeled, self.answered
+        )?;
+        writeln!(
+            f,
+            "{:<28} {:>18} {:>18}",
+            "field", "of answered", "of labeled"
+        )?;
+        writeln!(f, "{}", "-".repeat(66))?;
+        for (name, n) in [
+            ("severity (exact)", self.severity_exact),
+            ("severity (within 1)", self.severity_within_one),
+            ("queue", self.queue),
+            ("severity and queue", self.both),
+        ] {
+            writeln!(
+                f,
+                "{name:<28} {:>18} {:>18}",
+                pct(n, self.answered),
+                pct(n, self.labeled)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bundled_labels_cover_every_ticket() {
+        let labels = load(&crate::triage::data_dir().join("labels.json")).unwrap();
+        let tickets =
+            crate::triage::load_tickets(&crate::triage::data_dir().join("tickets")).unwrap();
+        assert_eq!(labels.len(), tickets.len());
+        for t in &tickets {
+            let label = &labels[&t.name];
+            assert!((1..=4).contains(&label.severity), "{}", t.name);
+        }
+    }
+
+    #[tokio::test]
+    async fn accuracy_counts_each_field_over_answered_and_labeled_tickets() {
+        use agent_core::testing::ScriptedModel;
+        use agent_core::{AgentConfig, run_agent};
+        let labels: Labels = [
+            ("a", 2, "shipping"),
+            ("b", 3, "billing"),
+            ("c", 1, "spam"),
+            ("d", 4, "legal"),
+        ]
+        .into_iter()
+        .map(|(n, s, q)| {
+            (
+                n.to_owned(),
+                Label {
+                    severity: s,
+                    queue: q.to_owned(),
+                },
+            )
+        })
+        .collect();
+        // a: both right; b: severity off by one, queue right; c: queue wrong;
+        // d: not answered; e: no label.
+        let model = ScriptedModel::new()
+            .text(r#"{"severity": 2, "queue": "shipping"}"#)
+            .text(r#"{"severity": 2, "queue": "billing"}"#)
+            .text(r#"{"severity": 1, "queue": "feedback"}"#)
+            .fail(agent_core::LlmError::permanent("down"))
+            .text(r#"{"severity": 1, "queue": "spam"}"#);
+        let config: AgentConfig<String> = AgentConfig::builder("t").llm(model).build().unwrap();
+        let mut results = Vec::new();
+        for name in ["a", "b", "c", "d", "e"] {
+            results.push((name, run_agent(&config, name).await));
+        }
+        let runs: Vec<(&str, &AgentResult<String>)> =
+            results.iter().map(|(n, r)| (*n, r)).collect();
+        let acc = Accuracy::measure(&labels, &runs);
+        assert_eq!(
+            acc,
+            Accuracy {
+                labeled: 4,
+                answered: 3,
+                severity_exact: 2,
+                severity_within_one: 3,
+                queue: 2,
+                both: 1,
+            }
+        );
+        let table = acc.to_string();
+        let queue_line = table.lines().find(|l| l.starts_with("queue")).unwrap();
+        assert_eq!(
+            queue_line.split_whitespace().collect::<Vec<_>>(),
+            ["queue", "2/3", "(67%)", "2/4", "(50%)"]
+        );
+    }
+
+    #[test]
+    fn answer_fields_reads_bare_and_embedded_json() {
+        assert_eq!(
+            answer_fields(r#"{"severity": 3, "queue": "billing"}"#),
+            Some((3, "billing".into()))
+        );
+        assert_eq!(
+            answer_fields("```json\n{\"severity\": 1, \"queue\": \"spam\"}\n```"),
+            Some((1, "spam".into()))
+        );
+        assert_eq!(answer_fields("no json"), None);
+    }
+}
