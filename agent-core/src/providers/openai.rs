@@ -331,7 +331,9 @@ pub(crate) fn encode(request: &LlmRequest, compatible: bool) -> Result<Vec<u8>, 
 /// OpenAI: strict whenever the schema qualifies after [`schema::for_openai_strict`]
 /// (no open maps, tuples or `serde_json::Value` fields), else the non-strict schema.
 /// Compatible servers get the full canonical schema (llama.cpp turns `maxLength`,
-/// `minimum` and `enum` into its grammar) and no `strict` flag.
+/// `minimum`, `enum` and `pattern` into its grammar), with the pattern shorthands its
+/// grammar converter rejects spelled out ([`schema::for_compatible_output`]), and no
+/// `strict` flag.
 fn response_format(spec: &OutputSpec, compatible: bool) -> Value {
     let mut format = serde_json::Map::new();
     format.insert("name".to_owned(), Value::String(spec.name.clone()));
@@ -342,7 +344,10 @@ fn response_format(spec: &OutputSpec, compatible: bool) -> Value {
         );
     }
     if compatible {
-        format.insert("schema".to_owned(), schema::for_openai(&spec.schema));
+        format.insert(
+            "schema".to_owned(),
+            schema::for_compatible_output(&spec.schema),
+        );
     } else {
         let strict = schema::for_openai_strict(&spec.schema);
         if schema::openai_strict_violations(&strict).is_empty() {
