@@ -1,5 +1,6 @@
 //! Snapshots of the generated schemas for representative types, and a check of each
-//! provider's transform against that provider's rules (PROVIDERS.md; C21, C22, C23).
+//! provider's transform against that provider's rules (docs/providers.md; C21, C22, C23,
+//! C33).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
@@ -12,7 +13,7 @@ use agent_core::schema::{
     gemini_violations, openai_strict_violations, openai_violations, parameters_for,
 };
 use agent_core::testing::example_for_schema;
-use agent_core::{AgentOutput, SchemaValidator, agent_output};
+use agent_core::{AgentOutput, SchemaValidator, agent_output, agent_type};
 use serde_json::{Value, json};
 
 /// One axis of a chart.
@@ -309,4 +310,296 @@ fn a_recursive_type_keeps_its_reference_and_gemini_cuts_the_cycle() {
     }))
     .unwrap();
     assert_eq!(folder.children[0].name, "a");
+}
+
+/// What to do with a ticket.
+#[agent_type]
+#[derive(Debug, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Action {
+    /// Reply to the customer.
+    Reply { text: String },
+    /// Close the ticket.
+    Close,
+}
+
+/// A robot command.
+#[agent_type]
+#[derive(Debug, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum Command {
+    /// Move by `x` steps.
+    Move { x: i32 },
+    /// Stop where you are.
+    Stop,
+}
+
+/// C33: documented tagged enums (internally and externally), required and optional.
+#[agent_output]
+#[derive(Debug)]
+pub struct Plan {
+    /// The next action.
+    pub next: Action,
+    /// What to do if the next action fails.
+    pub fallback: Option<Action>,
+    /// The first command.
+    pub command: Command,
+    pub then: Option<Command>,
+}
+
+/// C33: `Option`s of unit enums, documented variants and not.
+#[agent_output]
+#[derive(Debug)]
+pub struct Filter {
+    /// Only tickets with this status.
+    pub status: Option<Status>,
+    /// Only tickets of this priority.
+    pub priority: Option<Priority>,
+}
+
+/// A measurement, by content.
+#[agent_type]
+#[derive(Debug, PartialEq)]
+#[serde(untagged)]
+pub enum Reading {
+    Number(i64),
+    Text(String),
+}
+
+/// Something that happened.
+#[agent_type]
+#[derive(Debug, PartialEq)]
+#[serde(tag = "type", content = "data", rename_all = "snake_case")]
+pub enum Event {
+    /// A note was added.
+    Noted(String),
+    /// The ticket moved.
+    Moved { to: String },
+}
+
+/// C33, the same kind: untagged and adjacently tagged enums under `Option`.
+#[agent_output]
+#[derive(Debug)]
+pub struct Log {
+    /// The last reading, if any.
+    pub reading: Option<Reading>,
+    pub event: Option<Event>,
+}
+
+/// No `anyOf` node with sibling keys and no `null` in an `enum`, anywhere in the
+/// Gemini form.
+fn assert_no_gemini_sibling_shapes(gemini: &Value) {
+    fn walk(node: &Value, at: &str) {
+        match node {
+            Value::Object(map) => {
+                if map.contains_key("anyOf") {
+                    assert_eq!(map.len(), 1, "{at}: `anyOf` with siblings: {node}");
+                }
+                if let Some(Value::Array(values)) = map.get("enum") {
+                    assert!(!values.iter().any(Value::is_null), "{at}: null in enum");
+                }
+                for (k, v) in map {
+                    walk(v, &format!("{at}/{k}"));
+                }
+            }
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    walk(v, &format!("{at}/{i}"));
+                }
+            }
+            _ => {}
+        }
+    }
+    walk(gemini, "");
+}
+
+#[test]
+fn c33_a_documented_internally_tagged_enum_and_its_option_reach_gemini_without_any_of_siblings() {
+    let schema = canonical::<Plan>();
+    // What schemars gives: the field's doc beside the variants' `oneOf`, and for the
+    // `Option` the same inside an `anyOf` with a null branch, beside the field's doc.
+    assert_eq!(
+        schema["properties"]["next"]["description"],
+        "The next action."
+    );
+    assert!(schema["properties"]["next"]["oneOf"].is_array());
+    assert!(schema["properties"]["fallback"]["anyOf"].is_array());
+    let gemini = for_gemini(&schema);
+    let reply = |description: &str| {
+        json!({
+            "type": "object",
+            "properties": {
+                "kind": {"type": "string", "enum": ["reply"]},
+                "text": {"type": "string"}
+            },
+            "required": ["kind", "text"],
+            "description": description
+        })
+    };
+    let close = |description: &str| {
+        json!({
+            "type": "object",
+            "properties": {"kind": {"type": "string", "enum": ["close"]}},
+            "required": ["kind"],
+            "description": description
+        })
+    };
+    assert_eq!(
+        gemini["properties"]["next"],
+        json!({"anyOf": [
+            reply("The next action.\nReply to the customer."),
+            close("The next action.\nClose the ticket.")
+        ]})
+    );
+    let mut fallback_reply = reply("What to do if the next action fails.\nReply to the customer.");
+    fallback_reply["nullable"] = json!(true);
+    let mut fallback_close = close("What to do if the next action fails.\nClose the ticket.");
+    fallback_close["nullable"] = json!(true);
+    assert_eq!(
+        gemini["properties"]["fallback"],
+        json!({"anyOf": [fallback_reply, fallback_close]})
+    );
+    assert_no_gemini_sibling_shapes(&gemini);
+    assert_provider_rules(&schema, &[]);
+    assert_round_trip::<Plan>(&schema);
+    let plan = Plan::from_arguments(&json!({
+        "next": {"kind": "reply", "text": "On it."},
+        "fallback": null,
+        "command": "stop",
+        "then": {"move": {"x": 2}}
+    }))
+    .unwrap();
+    assert_eq!(
+        plan.next,
+        Action::Reply {
+            text: "On it.".into()
+        }
+    );
+    assert_eq!(plan.then, Some(Command::Move { x: 2 }));
+}
+
+#[test]
+fn c33_a_documented_externally_tagged_enum_and_its_option_reach_gemini_without_any_of_siblings() {
+    let schema = canonical::<Plan>();
+    let gemini = for_gemini(&schema);
+    let moves = json!({
+        "type": "object",
+        "properties": {
+            "move": {
+                "type": "object",
+                "properties": {"x": {"type": "integer", "format": "int32"}},
+                "required": ["x"]
+            }
+        },
+        "required": ["move"]
+    });
+    let with = |mut branch: Value, description: &str, nullable: bool| {
+        branch["description"] = json!(description);
+        if nullable {
+            branch["nullable"] = json!(true);
+        }
+        branch
+    };
+    let stop = json!({"type": "string", "enum": ["stop"]});
+    assert_eq!(
+        gemini["properties"]["command"],
+        json!({"anyOf": [
+            with(moves.clone(), "The first command.\nMove by `x` steps.", false),
+            with(stop.clone(), "The first command.\nStop where you are.", false)
+        ]})
+    );
+    // No field doc: the type's doc leads each variant's.
+    assert_eq!(
+        gemini["properties"]["then"],
+        json!({"anyOf": [
+            with(moves, "A robot command.\nMove by `x` steps.", true),
+            with(stop, "A robot command.\nStop where you are.", true)
+        ]})
+    );
+    assert_no_gemini_sibling_shapes(&gemini);
+}
+
+#[test]
+fn c33_an_option_of_a_unit_enum_is_nullable_without_null_in_the_enum() {
+    let schema = canonical::<Filter>();
+    // schemars puts the null into the enum for a plain unit enum.
+    assert_eq!(
+        schema["properties"]["status"]["enum"],
+        json!(["Open", "Closed", null])
+    );
+    let gemini = for_gemini(&schema);
+    assert_eq!(
+        gemini["properties"]["status"],
+        json!({
+            "description": "Only tickets with this status.",
+            "type": "string",
+            "enum": ["Open", "Closed"],
+            "nullable": true
+        })
+    );
+    assert_eq!(
+        gemini["properties"]["priority"],
+        json!({
+            "description": "Only tickets of this priority.",
+            "type": "string",
+            "enum": ["low", "high"],
+            "nullable": true
+        })
+    );
+    assert_no_gemini_sibling_shapes(&gemini);
+    assert_provider_rules(&schema, &[]);
+    assert_round_trip::<Filter>(&schema);
+    let filter = Filter::from_arguments(&json!({"status": null, "priority": "low"})).unwrap();
+    assert!(filter.status.is_none());
+    assert_eq!(filter.priority, Some(Priority::Low));
+}
+
+#[test]
+fn c33_untagged_and_adjacently_tagged_options_reach_gemini_without_any_of_siblings() {
+    let schema = canonical::<Log>();
+    let gemini = for_gemini(&schema);
+    assert_eq!(
+        gemini["properties"]["reading"],
+        json!({"anyOf": [
+            {
+                "type": "integer",
+                "format": "int64",
+                "nullable": true,
+                "description": "The last reading, if any."
+            },
+            {"type": "string", "nullable": true, "description": "The last reading, if any."}
+        ]})
+    );
+    assert_eq!(
+        gemini["properties"]["event"],
+        json!({"anyOf": [
+            {
+                "type": "object",
+                "properties": {
+                    "type": {"type": "string", "enum": ["noted"]},
+                    "data": {"type": "string"}
+                },
+                "required": ["type", "data"],
+                "description": "Something that happened.\nA note was added.",
+                "nullable": true
+            },
+            {
+                "type": "object",
+                "properties": {
+                    "type": {"type": "string", "enum": ["moved"]},
+                    "data": {
+                        "type": "object",
+                        "properties": {"to": {"type": "string"}},
+                        "required": ["to"]
+                    }
+                },
+                "required": ["type", "data"],
+                "description": "Something that happened.\nThe ticket moved.",
+                "nullable": true
+            }
+        ]})
+    );
+    assert_no_gemini_sibling_shapes(&gemini);
+    assert_provider_rules(&schema, &[]);
+    assert_round_trip::<Log>(&schema);
 }

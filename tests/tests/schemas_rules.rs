@@ -1,4 +1,4 @@
-//! The provider checkers flag what each provider rejects (PROVIDERS.md), so an empty
+//! The provider checkers flag what each provider rejects (docs/providers.md), so an empty
 //! report in `schemas_providers` means something.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
@@ -144,5 +144,145 @@ fn gemini_flags_keywords_outside_its_subset_and_type_arrays() {
                 "c": {"type": "string"}
             }
         })
+    );
+}
+
+#[test]
+fn c33_gemini_flags_an_any_of_with_sibling_keys_and_null_in_an_enum() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "next": {
+                "description": "The next action.",
+                "anyOf": [{"type": "string", "enum": ["stop"]}, {"type": "integer"}]
+            },
+            "fallback": {
+                "nullable": true,
+                "description": "A fallback.",
+                "anyOf": [{"type": "string"}, {"type": "integer"}]
+            },
+            "status": {"type": "string", "enum": ["open", "closed", null], "nullable": true},
+            "list": {
+                "type": "array",
+                "items": {"anyOf": [{"type": "string"}], "title": "Item"}
+            }
+        }
+    });
+    assert_eq!(
+        gemini_violations(&schema),
+        [
+            "/properties/next: `anyOf` may not have sibling keys (`description`): move them into each branch",
+            "/properties/fallback: `anyOf` may not have sibling keys (`nullable`, `description`): move them into each branch",
+            "/properties/status: `enum` may not contain null (use `nullable: true`)",
+            "/properties/list/items: `anyOf` may not have sibling keys (`title`): move them into each branch",
+        ]
+    );
+    let fixed = for_gemini(&schema);
+    assert_eq!(gemini_violations(&fixed), Vec::<String>::new());
+    assert_eq!(
+        fixed["properties"]["fallback"],
+        json!({"anyOf": [
+            {"type": "string", "nullable": true, "description": "A fallback."},
+            {"type": "integer", "nullable": true, "description": "A fallback."}
+        ]})
+    );
+    assert_eq!(
+        fixed["properties"]["status"],
+        json!({"type": "string", "enum": ["open", "closed"], "nullable": true})
+    );
+    // A single branch is lifted into its node.
+    assert_eq!(
+        fixed["properties"]["list"]["items"],
+        json!({"type": "string", "title": "Item"})
+    );
+}
+
+#[test]
+fn c33_gemini_moves_every_kind_of_any_of_sibling_into_the_branches() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "shape": {
+                "title": "Shape",
+                "description": "A shape.",
+                "default": {"kind": "dot"},
+                "type": "object",
+                "properties": {"id": {"type": "string"}},
+                "required": ["id"],
+                "oneOf": [
+                    {
+                        "title": "Circle",
+                        "description": "A circle.",
+                        "properties": {"kind": {"const": "circle"}, "r": {"type": "number"}},
+                        "required": ["kind", "r"]
+                    },
+                    {"properties": {"kind": {"const": "dot"}}, "required": ["kind"]},
+                    true
+                ]
+            },
+            "nothing": {"anyOf": [{"const": null}, {"type": "null"}], "description": "Always null."}
+        }
+    });
+    let fixed = for_gemini(&schema);
+    assert_eq!(gemini_violations(&fixed), Vec::<String>::new());
+    assert_eq!(
+        fixed["properties"]["shape"],
+        json!({"anyOf": [
+            {
+                "title": "Circle",
+                "description": "A shape.\nA circle.",
+                "type": "object",
+                "properties": {"kind": {"enum": ["circle"]}, "r": {"type": "number"}, "id": {"type": "string"}},
+                "required": ["id", "kind", "r"]
+            },
+            {
+                "title": "Shape",
+                "description": "A shape.",
+                "type": "object",
+                "properties": {"kind": {"enum": ["dot"]}, "id": {"type": "string"}},
+                "required": ["id", "kind"]
+            },
+            {
+                "title": "Shape",
+                "description": "A shape.",
+                "type": "object",
+                "properties": {"id": {"type": "string"}},
+                "required": ["id"]
+            }
+        ]})
+    );
+    // `const: null` is an enum of only null: nullable, no enum left.
+    assert_eq!(
+        fixed["properties"]["nothing"],
+        json!({"nullable": true, "description": "Always null."})
+    );
+}
+
+#[test]
+fn c33_gemini_keeps_an_object_root_whose_any_of_has_siblings_and_reports_it() {
+    // A struct with a flattened enum: the root's `oneOf` cannot move without the root
+    // ceasing to be an object, so it stays and the checker says so.
+    let schema = json!({
+        "type": "object",
+        "description": "Root.",
+        "properties": {"id": {"type": "string"}},
+        "required": ["id"],
+        "oneOf": [
+            {"properties": {"a": {"type": "string"}}, "required": ["a"]},
+            {"properties": {"b": {"type": ["integer", "null"]}}}
+        ]
+    });
+    let fixed = for_gemini(&schema);
+    assert_eq!(fixed["type"], "object");
+    assert_eq!(
+        fixed["anyOf"][1],
+        json!({"properties": {"b": {"type": "integer", "nullable": true}}})
+    );
+    assert_eq!(
+        gemini_violations(&fixed),
+        [
+            "/: `anyOf` is not allowed at the root",
+            "/: `anyOf` may not have sibling keys (`type`, `description`, `properties`, `required`): move them into each branch",
+        ]
     );
 }

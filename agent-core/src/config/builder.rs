@@ -312,7 +312,13 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         wrap_up: bool
     );
     setter!(
-        /// The pricing table used for `max_cost_usd` and `Usage::cost_usd`.
+        /// Replaces the whole pricing table used for `max_cost_usd` and
+        /// `Usage::cost_usd` (default: [`Pricing::default`], the providers' published
+        /// list prices with their sources; `docs/pricing.md`). Build one from
+        /// [`Pricing::empty`] or [`Pricing::default`] with [`Pricing::set`]; a model
+        /// the table leaves unpriced (`ollama/`, `dispatch/` and unlisted models) has
+        /// no `cost_usd`, and `max_cost_usd` for it is a
+        /// [`ConfigError::MissingPrice`] at `build()`.
         pricing: Pricing
     );
     setter!(
@@ -424,7 +430,13 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         self
     }
 
-    /// Sets the price of every model whose name starts with `prefix`.
+    /// Sets the price (USD per million tokens) of every model whose name starts with
+    /// `prefix`, on top of the pricing table: it replaces a row with the same prefix,
+    /// and the longest matching prefix wins, so `.price("gpt-5", ..)` leaves
+    /// `gpt-5-mini` at its own row. Use it for prices the default table lacks or gets
+    /// wrong for you: local models (`ollama/`, `dispatch/`; unpriced unless set, e.g.
+    /// `.price("dispatch/", ModelPrice::new(0.0, 0.0))`), models newer than the table,
+    /// negotiated rates. The model name matched is the one given to `.model(..)`.
     #[must_use]
     pub fn price(mut self, prefix: impl Into<String>, price: ModelPrice) -> Self {
         self.settings.pricing.set(prefix, price);

@@ -13,14 +13,14 @@
 //! | [`for_openai`] | OpenAI and compatible servers | as above, plus `properties: {}` on an empty root |
 //! | [`for_compatible_output`] | OpenAI-compatible servers' `response_format` (native output) | as `for_openai`, plus `\d`/`\w` in patterns spelled out for grammar-based decoders |
 //! | [`for_openai_strict`] | OpenAI with `strict: true` | every object closed and fully required, `oneOf` to `anyOf`, `$ref` siblings, `default` and unsupported `format`s dropped, `minLength`/`maxLength`-like keywords moved into descriptions |
-//! | [`for_gemini`] | Gemini function declarations | every `$ref` inlined, type arrays and null branches to `nullable`, `const` to `enum`, unknown keywords dropped |
+//! | [`for_gemini`] | Gemini function declarations | every `$ref` inlined, type arrays, null branches and `null` enum values to `nullable`, `const` to `enum`, an `anyOf`'s sibling keys moved into its branches, unknown keywords dropped |
 //!
 //! Every transform only tightens the canonical schema or drops annotations, except where
 //! a provider cannot express a constraint at all (Gemini: `additionalProperties`,
 //! `patternProperties`); then a value the provider accepts may still fail the runner's
 //! validation, and the model gets that error back. The checkers
 //! ([`anthropic_violations`], [`openai_violations`], [`openai_strict_violations`],
-//! [`gemini_violations`]) state each provider's rules from `PROVIDERS.md`; an adapter can
+//! [`gemini_violations`]) state each provider's rules from `docs/providers.md`; an adapter can
 //! use [`openai_strict_violations`] to fall back to `strict: false` for a schema that strict
 //! mode cannot express (maps, `serde_json::Value`, tuples).
 

@@ -2,7 +2,7 @@
 //!
 //! Every checker returns the violations it finds, each as `"<JSON pointer>: <rule>"`
 //! (the root is `/`); an empty list means the provider accepts the schema as far as
-//! `PROVIDERS.md` knows.
+//! `docs/providers.md` knows.
 
 use serde_json::{Map, Value};
 
@@ -11,7 +11,7 @@ use crate::schema::walk::{self, display_pointer};
 use crate::validate::SchemaValidator;
 
 /// OpenAI strict mode limits (source: OpenAI structured outputs guide, "Supported
-/// schemas"; `PROVIDERS.md`).
+/// schemas"; `docs/providers.md`).
 const STRICT_MAX_NESTING: usize = 10;
 const STRICT_MAX_PROPERTIES: usize = 5000;
 const STRICT_MAX_ENUM_VALUES: usize = 1000;
@@ -129,7 +129,9 @@ fn strict_object(map: &Map<String, Value>, at: &str, out: &mut Vec<String>) {
 
 /// Violations of Gemini's OpenAPI 3.0 subset: no `$schema`, `$ref`, `$defs`,
 /// `additionalProperties`, `const`, `oneOf`, `allOf`, `patternProperties` or
-/// `prefixItems` (any keyword outside the subset), no type arrays, no boolean schemas.
+/// `prefixItems` (any keyword outside the subset), no type arrays, no boolean schemas, no
+/// `anyOf` with sibling keys (`description`, `nullable`, ...: they belong in each branch),
+/// no `null` in an `enum` (`nullable: true` says it).
 pub fn gemini_violations(schema: &Value) -> Vec<String> {
     let mut out = Vec::new();
     object_root(schema, &mut out);
@@ -149,6 +151,24 @@ pub fn gemini_violations(schema: &Value) -> Vec<String> {
         {
             out.push(format!(
                 "{at}: `type` must be one string (use `nullable` for null)"
+            ));
+        }
+        if map.contains_key("anyOf") && map.len() > 1 {
+            let siblings: Vec<String> = map
+                .keys()
+                .filter(|k| *k != "anyOf")
+                .map(|k| format!("`{k}`"))
+                .collect();
+            out.push(format!(
+                "{at}: `anyOf` may not have sibling keys ({}): move them into each branch",
+                siblings.join(", ")
+            ));
+        }
+        if let Some(Value::Array(values)) = map.get("enum")
+            && values.iter().any(Value::is_null)
+        {
+            out.push(format!(
+                "{at}: `enum` may not contain null (use `nullable: true`)"
             ));
         }
     });

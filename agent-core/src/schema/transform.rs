@@ -123,7 +123,8 @@ const OPENAI_STRICT_INCOMPATIBLE: &[&str] = &[
 /// the siblings of a `$ref`, `default`, and `format`s strict mode does not know are
 /// dropped; keywords strict mode rejects (`minLength`, `maxLength`, `uniqueItems`, ...)
 /// move into the description as a note (`(maxLength: 400)`), so the model still sees
-/// them and the runner's validation still enforces them. Rules: `PROVIDERS.md`, "Strict mode".
+/// them and the runner's validation still enforces them. Rules: `docs/providers.md`,
+/// "Strict mode".
 ///
 /// What strict mode cannot express is left as it is (a map's `additionalProperties`
 /// schema, `patternProperties`, `prefixItems`, the `true` schema of a
@@ -314,12 +315,19 @@ fn gemini_format_ok(kind: Option<&str>, format: &str) -> bool {
 /// The schema in the OpenAPI 3.0 subset Gemini accepts.
 ///
 /// Every `$ref` is inlined (a recursive type is cut at its second occurrence, which
-/// becomes `{"type": "object"}`); a type array `[T, "null"]` and an `anyOf` branch
-/// `{type: null}` become `nullable: true`; `oneOf` becomes `anyOf`; `const` becomes a
-/// one-value `enum`; keywords outside Gemini's subset (`$schema`, `$defs`,
+/// becomes `{"type": "object"}`); a type array `[T, "null"]`, an `anyOf` branch
+/// `{type: null}` and a `null` in an `enum` become `nullable: true`; `oneOf` becomes
+/// `anyOf`; `const` becomes a one-value `enum`; an `anyOf` keeps no sibling keys (its
+/// `description`, `nullable` and constraints move into every branch, and a single branch
+/// replaces the node); keywords outside Gemini's subset (`$schema`, `$defs`,
 /// `additionalProperties`, `patternProperties`, `prefixItems`, exclusive bounds, ...) and
 /// unsupported `format`s are dropped; a `true` schema becomes `{}`. Rules:
-/// `PROVIDERS.md`, "Google Gemini".
+/// `docs/providers.md`, "Google Gemini".
+///
+/// For a documented tagged enum field `next: Action` (schemars: a `oneOf` of variants
+/// with the field's doc beside it), each variant's description becomes
+/// `"<field doc>\n<variant doc>"`; for `Option<Action>` each variant is also
+/// `nullable`.
 pub fn for_gemini(schema: &Value) -> Value {
     let defs = schema
         .get("$defs")
@@ -327,8 +335,31 @@ pub fn for_gemini(schema: &Value) -> Value {
         .cloned()
         .unwrap_or_default();
     let mut out = inline_refs(schema, schema, &defs, &mut Vec::new());
-    gemini_node(&mut out);
+    gemini_root(&mut out);
     out
+}
+
+/// The root keeps its siblings of an `anyOf` (a struct with a flattened enum): moving
+/// `type: object` into the branches would leave a root that is not an object, which no
+/// provider takes; [`gemini_violations`](crate::schema::gemini_violations) reports such a
+/// root.
+fn gemini_root(root: &mut Value) {
+    let Value::Object(map) = root else {
+        gemini_node(root);
+        return;
+    };
+    let Some(any_of) = map.remove("anyOf").or_else(|| map.remove("oneOf")) else {
+        gemini_node(root);
+        return;
+    };
+    gemini_node(root);
+    let mut branches = any_of;
+    if let Value::Array(items) = &mut branches {
+        items.iter_mut().for_each(gemini_node);
+    }
+    if let Value::Object(map) = root {
+        map.insert("anyOf".to_owned(), branches);
+    }
 }
 
 /// Replaces every `$ref` by the schema it names; a name already being inlined (a cycle)
@@ -407,6 +438,12 @@ fn gemini_node(node: &mut Value) {
         map.remove("format");
     }
     map.retain(|k, _| GEMINI_KEYWORDS.contains(&k.as_str()));
+    lift_null_enum_value(map);
+    if distribute_any_of_siblings(map) {
+        // One branch was left and became the node: it needs every step.
+        gemini_node(node);
+        return;
+    }
     if let Some(Value::Object(props)) = map.get_mut("properties") {
         props.values_mut().for_each(gemini_node);
     }
@@ -466,6 +503,105 @@ fn lift_null_branch(map: &mut Map<String, Value>) -> bool {
         }
     }
     true
+}
+
+/// `enum: ["a", "b", null]` (schemars' `Option` of a unit enum) to `enum: ["a", "b"]`
+/// with `nullable: true`; an `enum` of only `null` is dropped.
+fn lift_null_enum_value(map: &mut Map<String, Value>) {
+    let Some(Value::Array(values)) = map.get_mut("enum") else {
+        return;
+    };
+    let before = values.len();
+    values.retain(|v| !v.is_null());
+    if values.len() == before {
+        return;
+    }
+    if values.is_empty() {
+        map.remove("enum");
+    }
+    map.insert("nullable".to_owned(), Value::Bool(true));
+}
+
+/// Gemini takes an `anyOf` only as the node's one key. Every sibling moves into each
+/// branch: `description` is prefixed to the branch's own (`"<outer>\n<branch>"`),
+/// `title` fills a branch without one, `nullable: true` goes on every branch,
+/// `properties` and `required` are merged, any other constraint fills a branch without
+/// it (the branch's own wins on a clash), and `default` and `example` are dropped, as one
+/// value cannot describe every branch. A single branch then replaces the node. Whether
+/// that happened (the node needs processing again).
+fn distribute_any_of_siblings(map: &mut Map<String, Value>) -> bool {
+    if !map.contains_key("anyOf") || map.len() == 1 {
+        return false;
+    }
+    let Some(Value::Array(mut branches)) = map.remove("anyOf") else {
+        return false;
+    };
+    let siblings = std::mem::take(map);
+    for branch in &mut branches {
+        if let Value::Bool(_) = branch {
+            *branch = Value::Object(Map::new());
+        }
+        if let Value::Object(branch) = branch {
+            merge_into_branch(branch, &siblings);
+        }
+    }
+    if branches.len() == 1
+        && let Some(Value::Object(only)) = branches.pop()
+    {
+        *map = only;
+        return true;
+    }
+    if !branches.is_empty() {
+        map.insert("anyOf".to_owned(), Value::Array(branches));
+    }
+    false
+}
+
+fn merge_into_branch(branch: &mut Map<String, Value>, siblings: &Map<String, Value>) {
+    for (key, value) in siblings {
+        match key.as_str() {
+            "default" | "example" => {}
+            "description" => {
+                let merged = match (value.as_str(), branch.get("description")) {
+                    (Some(outer), Some(Value::String(own))) if !own.is_empty() && own != outer => {
+                        Value::String(format!("{outer}\n{own}"))
+                    }
+                    _ => value.clone(),
+                };
+                branch.insert(key.clone(), merged);
+            }
+            "nullable" => {
+                if value == &Value::Bool(true) {
+                    branch.insert(key.clone(), Value::Bool(true));
+                }
+            }
+            "properties" => {
+                if let (Value::Object(outer), Some(Value::Object(own))) =
+                    (value, branch.get_mut("properties"))
+                {
+                    for (name, schema) in outer {
+                        own.entry(name.clone()).or_insert_with(|| schema.clone());
+                    }
+                } else {
+                    branch.entry(key.clone()).or_insert_with(|| value.clone());
+                }
+            }
+            "required" => {
+                if let (Value::Array(outer), Some(Value::Array(own))) =
+                    (value, branch.get_mut("required"))
+                {
+                    let mut merged = outer.clone();
+                    merged.extend(own.iter().filter(|n| !outer.contains(n)).cloned());
+                    *own = merged;
+                } else {
+                    branch.entry(key.clone()).or_insert_with(|| value.clone());
+                }
+            }
+            _ => {
+                branch.entry(key.clone()).or_insert_with(|| value.clone());
+            }
+        }
+    }
 }
 
 #[cfg(test)]
