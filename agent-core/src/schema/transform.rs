@@ -55,7 +55,7 @@ const OPENAI_STRICT_FORMATS: &[&str] = &[
 /// field that is optional through `#[serde(default)]` becomes mandatory, which the
 /// canonical schema accepts); `oneOf` becomes `anyOf`; a one-element `allOf` is merged;
 /// the siblings of a `$ref`, `default`, and `format`s strict mode does not know are
-/// dropped. Rules: `PROVIDERS.md`, "Strict mode".
+/// dropped. Rules: `docs/providers.md`, "Tool schemas per provider".
 ///
 /// What strict mode cannot express is left as it is (a map's `additionalProperties`
 /// schema, `patternProperties`, `prefixItems`, the `true` schema of a
@@ -166,7 +166,7 @@ fn gemini_format_ok(kind: Option<&str>, format: &str) -> bool {
 /// one-value `enum`; keywords outside Gemini's subset (`$schema`, `$defs`,
 /// `additionalProperties`, `patternProperties`, `prefixItems`, exclusive bounds, ...) and
 /// unsupported `format`s are dropped; a `true` schema becomes `{}`. Rules:
-/// `PROVIDERS.md`, "Google Gemini".
+/// `docs/providers.md`, "Tool schemas per provider".
 pub fn for_gemini(schema: &Value) -> Value {
     let defs = schema
         .get("$defs")
