@@ -2,7 +2,7 @@
 //! budgets: every run returns; exactly one of value or error; `llm_calls <=
 //! max_llm_calls`; tool executions `<= max_tool_calls`; every call id answered in every
 //! request; and the error's category is the one the last transition implies, computed by
-//! an independent reference model of DESIGN.md's tables.
+//! an independent reference model of the tables in `docs/loop.md`.
 //!
 //! 10,000 cases by default (CI). For 1,000,000:
 //!
@@ -110,8 +110,8 @@ struct Expected {
     tool_calls: u32,
 }
 
-/// DESIGN.md's tables and counting rules (with the wrap-up turn on), written
-/// independently of the runner.
+/// The transition tables and counting rules of `docs/loop.md` (with the wrap-up turn on),
+/// written independently of the runner.
 fn reference(script: &[Step], b: Budgets) -> Expected {
     let (mut llm_calls, mut tool_calls, mut failures, mut malformed) = (0u32, 0u32, 0u32, 0u32);
     let mut steps = script.iter();

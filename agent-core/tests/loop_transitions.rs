@@ -1,6 +1,6 @@
-//! One test per row of DESIGN.md's transition tables and per counting rule, plus the
-//! cases C1-C5, C9, C11-C14 of CASES.md. Each asserts the category, `usage.llm_calls`,
-//! `usage.tool_calls` and the recorded requests.
+//! One test per row of the transition tables in `docs/loop.md` and per counting rule, plus
+//! the cases C1-C6 and C8-C14 of `docs/cases.md`. Each asserts the category,
+//! `usage.llm_calls`, `usage.tool_calls` and the recorded requests.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod common;

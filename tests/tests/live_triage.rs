@@ -1,7 +1,7 @@
 //! Live test: the triage agent against a real OpenAI-compatible server, 20 runs.
 //!
 //! Runs only when `AGENT_LIVE_BASE_URL` is set (for example to the URL printed by
-//! `../shared/local-llm/start.sh`, `http://127.0.0.1:8080/v1`); the model is
+//! `scripts/local-llm.sh`, `http://127.0.0.1:8080/v1`); the model is
 //! `dispatch/gemma` (override with `AGENT_LIVE_MODEL`). The local model is a tiny base
 //! model that often answers in text, repeats itself or writes broken calls: the test is
 //! that every run still ends typed, within its budgets, and that no request is ever

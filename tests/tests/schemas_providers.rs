@@ -1,6 +1,6 @@
 //! Snapshots of the generated schemas for representative types, and a check of each
-//! provider's transform against that provider's rules (docs/providers.md; C21, C22, C23,
-//! C33).
+//! provider's transform against that provider's rules (`docs/providers.md`, "Tool schemas
+//! per provider"; cases C21, C22, C23, C33 of `docs/cases.md`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 

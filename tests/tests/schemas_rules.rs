@@ -1,5 +1,5 @@
-//! The provider checkers flag what each provider rejects (docs/providers.md), so an empty
-//! report in `schemas_providers` means something.
+//! The provider checkers flag what each provider rejects (`docs/providers.md`, "Tool
+//! schemas per provider"), so an empty report in `schemas_providers` means something.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 

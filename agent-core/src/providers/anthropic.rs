@@ -1,7 +1,7 @@
 //! [`AnthropicClient`]: the Anthropic Messages API (`POST /v1/messages`).
 //!
 //! Wire format from the Messages API reference (<https://docs.anthropic.com/en/api/messages>)
-//! and anthropic-sdk-python; the rules that matter here are in `PROVIDERS.md`.
+//! and anthropic-sdk-python; the rules that matter here are in `docs/providers.md`.
 
 use std::fmt;
 

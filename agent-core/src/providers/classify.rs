@@ -1,6 +1,6 @@
 //! Failure classification: an HTTP status, headers and body become an [`LlmError`] that
-//! is transient or permanent (rules in `DESIGN.md`, "Providers"; header conventions from
-//! the official anthropic-sdk-python and openai-python clients).
+//! is transient or permanent (rules in `docs/providers.md`, "Error classification";
+//! header conventions from the official anthropic-sdk-python and openai-python clients).
 
 use std::time::{Duration, SystemTime};
 

@@ -17,10 +17,11 @@
 //! Every adapter makes exactly one HTTP round trip per
 //! [`complete`](crate::LlmClient::complete) call and never retries: the runner re-sends
 //! on a transient [`LlmError`](crate::LlmError), after its backoff. Failures are
-//! classified as `DESIGN.md` fixes it: transient for connect errors and timeouts, 408,
-//! 409, 429, 5xx and 529, and for a 2xx whose body is not the expected JSON; permanent
-//! for the other statuses and for a 429 (or any status) whose body says the quota or
-//! credit is exhausted; an `x-should-retry: true|false` header decides otherwise. The
+//! classified as `docs/providers.md` ("Error classification") states it: transient for
+//! connect errors and timeouts, 408, 409, 429, 5xx and 529, and for a 2xx whose body is
+//! not the expected JSON; permanent for the other statuses and for a 429 (or any status)
+//! whose body says the quota or credit is exhausted; an `x-should-retry: true|false`
+//! header decides otherwise. The
 //! server's `retry-after-ms` / `retry-after` (seconds or an HTTP date) is reported in
 //! [`LlmError::retry_after`](crate::LlmError::retry_after).
 //!

@@ -3,7 +3,7 @@
 //!
 //! Wire format from the Chat Completions reference
 //! (<https://platform.openai.com/docs/api-reference/chat>) and openai-python; the quirks of
-//! compatible servers are listed in `PROVIDERS.md`.
+//! compatible servers are listed in `docs/providers.md`.
 
 use std::borrow::Cow;
 use std::fmt;

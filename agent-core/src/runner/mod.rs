@@ -1,7 +1,7 @@
 //! [`run_agent`]: the total run loop.
 //!
-//! Every model turn is classified into exactly one transition (see `DESIGN.md`, "The
-//! loop"); every run ends in an [`AgentResult`] holding a validated value or one
+//! Every model turn is classified into exactly one transition (see `docs/loop.md`, the
+//! transition table); every run ends in an [`AgentResult`] holding a validated value or one
 //! [`AgentError`].
 
 mod answer;

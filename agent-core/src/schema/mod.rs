@@ -20,7 +20,7 @@
 //! `patternProperties`); then a value the provider accepts may still fail the runner's
 //! validation, and the model gets that error back. The checkers
 //! ([`anthropic_violations`], [`openai_violations`], [`openai_strict_violations`],
-//! [`gemini_violations`]) state each provider's rules from `docs/providers.md`; an adapter can
+//! [`gemini_violations`]) state each provider's rules (`docs/providers.md`); an adapter can
 //! use [`openai_strict_violations`] to fall back to `strict: false` for a schema that strict
 //! mode cannot express (maps, `serde_json::Value`, tuples).
 

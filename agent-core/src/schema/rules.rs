@@ -1,8 +1,8 @@
 //! Each provider's rules for tool parameter schemas, as checkers.
 //!
 //! Every checker returns the violations it finds, each as `"<JSON pointer>: <rule>"`
-//! (the root is `/`); an empty list means the provider accepts the schema as far as
-//! `docs/providers.md` knows.
+//! (the root is `/`); an empty list means the provider accepts the schema as far as the
+//! rules in `docs/providers.md` ("Tool schemas per provider") go.
 
 use serde_json::{Map, Value};
 
@@ -11,7 +11,7 @@ use crate::schema::walk::{self, display_pointer};
 use crate::validate::SchemaValidator;
 
 /// OpenAI strict mode limits (source: OpenAI structured outputs guide, "Supported
-/// schemas"; `docs/providers.md`).
+/// schemas", <https://platform.openai.com/docs/guides/structured-outputs#supported-schemas>).
 const STRICT_MAX_NESTING: usize = 10;
 const STRICT_MAX_PROPERTIES: usize = 5000;
 const STRICT_MAX_ENUM_VALUES: usize = 1000;

