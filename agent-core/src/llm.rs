@@ -58,6 +58,12 @@ pub struct OutputCapabilities {
     /// The server takes an output JSON Schema ([`OutputMode::Native`]) and constrains
     /// the reply to it.
     pub native: bool,
+    /// In native mode, the model sees the schema (its field names, descriptions and
+    /// allowed values): OpenAI and Anthropic show it to the model. Grammar-based
+    /// servers (llama.cpp, vLLM, Ollama) only constrain decoding, so the model would
+    /// fill fields it was never told the meaning of; when this is `false`, native mode
+    /// also puts the schema in the system prompt, as prompted mode does.
+    pub native_schema_seen: bool,
 }
 
 impl Default for OutputCapabilities {
@@ -65,17 +71,28 @@ impl Default for OutputCapabilities {
         Self {
             forced_tool_choice: true,
             native: true,
+            native_schema_seen: true,
         }
     }
 }
 
 impl OutputCapabilities {
-    /// Capabilities from their two facts.
+    /// Capabilities from the first two facts; the model sees a native schema
+    /// (see [`native_schema_seen`](Self::native_schema_seen); set it with
+    /// [`with_native_schema_seen`](Self::with_native_schema_seen)).
     pub const fn new(forced_tool_choice: bool, native: bool) -> Self {
         Self {
             forced_tool_choice,
             native,
+            native_schema_seen: true,
         }
+    }
+
+    /// Sets whether the model sees a native schema.
+    #[must_use]
+    pub const fn with_native_schema_seen(mut self, seen: bool) -> Self {
+        self.native_schema_seen = seen;
+        self
     }
 
     /// The mode [`OutputMode::Auto`] resolves to: [`OutputMode::Tool`] where a forced
@@ -98,6 +115,9 @@ impl<C: LlmClient + ?Sized> LlmClient for Arc<C> {
     }
     fn provider(&self) -> &str {
         (**self).provider()
+    }
+    fn output_capabilities(&self, model: &str) -> OutputCapabilities {
+        (**self).output_capabilities(model)
     }
 }
 

@@ -22,7 +22,7 @@ pub const SUBMIT_OUTPUT: &str = "submit_output";
 /// | mode | the model answers with | what is sent |
 /// |---|---|---|
 /// | `Tool` | a `submit_output` tool call | `submit_output` among the tools; a forced tool choice after a plain-text turn and in the wrap-up turn |
-/// | `Native` | JSON text | the provider's structured output: OpenAI and compatible servers `response_format: {type: json_schema, ..}`, Anthropic `output_config: {format: {type: json_schema, ..}}` |
+/// | `Native` | JSON text | the provider's structured output: OpenAI and compatible servers `response_format: {type: json_schema, ..}`, Anthropic `output_config: {format: {type: json_schema, ..}}`; on grammar-based servers, which never show that schema to the model, the schema goes in the system prompt too |
 /// | `Prompted` | JSON text (bare, fenced, or followed by text) | the schema and an instruction appended to the system prompt, nothing else |
 /// | `Auto` | | the best mode the route supports (below) |
 ///

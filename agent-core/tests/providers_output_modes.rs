@@ -263,6 +263,18 @@ async fn compatible_auto_is_native_with_the_full_schema_for_the_grammar() {
             "schema": triage_schema()
         }})
     );
+    // A grammar-based server never shows that schema to the model: it is in the system
+    // prompt too, as in prompted mode.
+    let system = body["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.starts_with("You triage support tickets.\n\nWhen you have the answer, reply"),
+        "{system}"
+    );
+    assert!(system.contains("\"Where the ticket goes.\""), "{system}");
+    // OpenAI shows the schema to the model itself: the system prompt stays as set.
+    let server = server_with("/v1/chat/completions", vec![openai_reply(ANSWER, "stop")]).await;
+    let config = openai_config(&server, "gpt-4.1", OutputMode::Native);
+    assert_eq!(config.effective_system_prompt(), Some("You triage support tickets."));
 }
 
 #[tokio::test]

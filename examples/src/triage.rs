@@ -36,19 +36,19 @@ pub enum Queue {
 #[agent_output(validate = Triage::check)]
 #[derive(Debug, Clone, PartialEq)]
 pub struct Triage {
+    /// The queue that should handle the ticket.
+    pub queue: Queue,
     /// Severity from 1 (lowest: questions, thanks, spam) to 4 (critical: security, legal,
     /// money lost).
     #[schemars(range(min = 1, max = 4))]
     pub severity: u8,
-    /// The queue that should handle the ticket.
-    pub queue: Queue,
     /// The order the ticket is about, as lookup_order found it (like NW-10231); null if
     /// the ticket names no order or the order does not exist.
     #[schemars(regex(pattern = r"^NW-\d{5}$"))]
     pub order_id: Option<String>,
     /// One or two sentences for the agent who picks the ticket up: what happened and
     /// what to do next.
-    #[schemars(length(min = 10, max = 400))]
+    #[schemars(length(min = 10, max = 240))]
     pub summary: String,
     /// Whether the order records support what the customer says; null when there is no
     /// order to check.
@@ -220,8 +220,8 @@ pub async fn refund_status(
 pub const SYSTEM_PROMPT: &str = "You triage support tickets for Northwind Outfitters, an outdoor \
 gear shop. Today is 2026-05-18. For each ticket: find the order it is about with lookup_order \
 (and refund_status for refund questions), compare what the customer says with the records, \
-then call submit_output once with your decision. Hand the ticket to a human with \
-escalate_to_human only when it cannot be triaged at all.";
+then give your triage decision. Security and legal tickets are always severity 3 or 4. Hand \
+the ticket to a human with escalate_to_human only when it cannot be triaged at all.";
 
 /// The folder of the example data (`examples/data`).
 pub fn data_dir() -> PathBuf {

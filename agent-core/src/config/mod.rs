@@ -238,10 +238,22 @@ impl<T: AgentOutput> AgentConfig<T> {
             wrap_up_offered = Some(Arc::from(vec![def.clone()]));
             offered.push(def);
         }
+        // Prompted mode, and native mode where the server constrains decoding without
+        // showing the schema to the model, tell the model the schema in the prompt.
+        let schema_unseen = !client
+            .as_ref()
+            .output_capabilities(&wire_model)
+            .native_schema_seen;
         let system_prompt = match &output {
-            OutputPlan::Json(spec) if spec.mode == OutputMode::Prompted => Some(
-                crate::runner::prompted_system(settings.system_prompt.as_deref(), spec),
-            ),
+            OutputPlan::Json(spec)
+                if spec.mode == OutputMode::Prompted
+                    || (spec.mode == OutputMode::Native && schema_unseen) =>
+            {
+                Some(crate::runner::prompted_system(
+                    settings.system_prompt.as_deref(),
+                    spec,
+                ))
+            }
             _ => settings.system_prompt.clone(),
         };
         let escalation_validator = if settings.escalation {

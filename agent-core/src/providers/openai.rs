@@ -186,7 +186,9 @@ impl LlmClient for OpenAiClient {
     /// Compatible servers (llama.cpp, vLLM, Ollama's `/v1`) apply `response_format` as a
     /// grammar or guided decoding, while whether they enforce `tool_choice` depends on
     /// the server and on the model's chat template (llama.cpp does not for templates it
-    /// cannot render tools into), so `Auto` is native mode there.
+    /// cannot render tools into), so `Auto` is native mode there. These servers turn the
+    /// schema into a grammar without showing it to the model, so native mode also puts
+    /// it in the system prompt there.
     fn output_capabilities(&self, model: &str) -> OutputCapabilities {
         match self.flavor {
             Flavor::OpenAi => {
@@ -197,7 +199,9 @@ impl LlmClient for OpenAiClient {
                     || model.starts_with("o1-preview");
                 OutputCapabilities::new(true, !old)
             }
-            Flavor::Compatible => OutputCapabilities::new(false, true),
+            Flavor::Compatible => {
+                OutputCapabilities::new(false, true).with_native_schema_seen(false)
+            }
         }
     }
 }
