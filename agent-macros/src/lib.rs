@@ -12,6 +12,7 @@
 mod ast;
 mod attr;
 mod expand;
+mod json;
 mod valid;
 
 use proc_macro::TokenStream;
@@ -72,4 +73,13 @@ pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
         Ok(tokens) => tokens.into(),
         Err(error) => expand::with_fallback(error, input).into(),
     }
+}
+
+/// Not a public API: lets an `#[agent_output]` struct carry the `#[schemars]`,
+/// `#[validate]` and `#[garde]` attributes that its `JsonSchema` (derived on a copy of
+/// it) reads. Expands to nothing.
+#[doc(hidden)]
+#[proc_macro_derive(SchemaAttrs, attributes(schemars, validate, garde))]
+pub fn schema_attrs(_input: TokenStream) -> TokenStream {
+    TokenStream::new()
 }
