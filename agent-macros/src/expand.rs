@@ -22,13 +22,13 @@ fn both<A>(args: syn::Result<A>, item: syn::Result<Item>) -> syn::Result<(A, Ite
     }
 }
 
-/// Expands `#[agent_output]`: the field checks first (so their errors come first), the
-/// struct with `Deserialize`, its `JsonSchema`, and `AgentOutput` through the dispatch
-/// probe (see [`crate::json`]).
+/// Expands `#[agent_output]`: the field checks first (so that their errors come
+/// first), the struct with `Deserialize` and `JsonSchema` (see [`json::json_impls`]),
+/// and `AgentOutput`.
 pub(crate) fn agent_output(args: TokenStream, input: TokenStream) -> syn::Result<TokenStream> {
     let (args, item) = both(OutputArgs::parse(args), syn::parse2::<Item>(input))?;
     let output = Output::from_syn(args, item)?;
-    let mut item = output.item;
+    let item = &output.item;
     let ident = &item.ident;
     let description = &output.description;
     let check = output.validate.as_ref().map(|path| {
@@ -38,46 +38,38 @@ pub(crate) fn agent_output(args: TokenStream, input: TokenStream) -> syn::Result
     });
     let checks = json::checks(
         Site::Output,
+        Some(ident),
         item.fields
             .iter()
-            .filter(|f| !json::names_struct(&f.ty, ident))
             .filter_map(|f| Some((f.ident.as_ref()?, &f.ty))),
     );
-    let schema = json::schema_impl(&item);
-    let derives = json::derives();
-    let ident = ident.clone();
-    json::add_deserialize_bounds(&mut item);
+    let (derives, json_impls) = json::json_impls(item);
     Ok(quote! {
         #checks
 
         #derives
         #item
 
-        #schema
+        #json_impls
 
-        const _: () = {
-            #[allow(unused_imports)]
-            use ::agent_core::__private::{NotReady as _, Ready as _};
-
-            impl ::agent_core::AgentOutput for #ident {
-                fn output_tool() -> ::core::option::Option<::agent_core::ToolDefinition> {
-                    ::core::option::Option::Some(
-                        (&::agent_core::__private::Probe::<Self>::new()).output_tool(#description),
-                    )
-                }
-
-                fn from_arguments(
-                    arguments: &::agent_core::__private::serde_json::Value,
-                ) -> ::core::result::Result<Self, ::agent_core::ValidationErrors> {
-                    static SCHEMA: ::agent_core::__private::ValidatorCell =
-                        ::agent_core::__private::ValidatorCell::new();
-                    let value: Self = (&::agent_core::__private::Probe::<Self>::new())
-                        .output_from_arguments(&SCHEMA, arguments)?;
-                    #check
-                    ::core::result::Result::Ok(value)
-                }
+        impl ::agent_core::AgentOutput for #ident {
+            fn output_tool() -> ::core::option::Option<::agent_core::ToolDefinition> {
+                ::core::option::Option::Some(
+                    ::agent_core::__private::output_tool::<Self>(#description),
+                )
             }
-        };
+
+            fn from_arguments(
+                arguments: &::agent_core::__private::serde_json::Value,
+            ) -> ::core::result::Result<Self, ::agent_core::ValidationErrors> {
+                static SCHEMA: ::agent_core::__private::ValidatorCell =
+                    ::agent_core::__private::ValidatorCell::new();
+                let value: Self =
+                    ::agent_core::__private::output_from_arguments::<Self>(&SCHEMA, arguments)?;
+                #check
+                ::core::result::Result::Ok(value)
+            }
+        }
     })
 }
 
@@ -116,8 +108,8 @@ pub(crate) fn agent_type(args: TokenStream, input: TokenStream) -> syn::Result<T
 }
 
 /// Expands `#[tool]`: the parameter checks first, the arguments struct (with
-/// `Deserialize` and `JsonSchema` as for an output struct), and `Tool` through the
-/// dispatch probe (see [`crate::json`]).
+/// `Deserialize` and `JsonSchema` as for an output struct, see [`json::json_impls`]),
+/// and `Tool`.
 pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenStream> {
     let (args, item) = both(ToolArgs::parse(args), syn::parse2::<Item>(input))?;
     let tool = ToolFn::from_syn(args, item)?;
@@ -160,16 +152,14 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenSt
         extracts.push(quote!(let #local: #ty = #extract;));
         locals.push(local);
     }
-    let checks = json::checks(Site::Tool, json_types);
-    let mut arguments: syn::ItemStruct = syn::parse_quote! {
+    let checks = json::checks(Site::Tool, None, json_types);
+    let arguments: syn::ItemStruct = syn::parse_quote! {
         #[allow(non_camel_case_types, dead_code)]
         struct __ToolArguments {
             #(#fields),*
         }
     };
-    let schema = json::schema_impl(&arguments);
-    json::add_deserialize_bounds(&mut arguments);
-    let derives = json::derives();
+    let (derives, json_impls) = json::json_impls(&arguments);
     let convert = match tool.returns {
         Returns::Result(span) => quote_spanned! {span=>
             ::agent_core::__private::ToolReturn::into_tool_result(__returned)
@@ -196,10 +186,7 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenSt
             #derives
             #arguments
 
-            #schema
-
-            #[allow(unused_imports)]
-            use ::agent_core::__private::{NotReady as _, Ready as _};
+            #json_impls
 
             impl ::agent_core::__private::ToolName for #fn_ident {
                 const NAME: &'static str = #name;
@@ -213,7 +200,7 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenSt
                     ::agent_core::ToolDefinition::new(
                         #name,
                         #description,
-                        (&::agent_core::__private::Probe::<__ToolArguments>::new()).parameters(),
+                        ::agent_core::schema::parameters_for::<__ToolArguments>(),
                     )
                 }
 
@@ -224,8 +211,7 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenSt
                 ) -> ::agent_core::ToolFuture<'a> {
                     ::std::boxed::Box::pin(async move {
                         let __arguments: __ToolArguments =
-                            (&::agent_core::__private::Probe::<__ToolArguments>::new())
-                                .tool_arguments(&arguments)?;
+                            ::agent_core::__private::tool_arguments(&arguments)?;
                         #(#extracts)*
                         let __returned = #fn_ident(#(#locals),*).await;
                         #convert

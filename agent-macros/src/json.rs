@@ -6,7 +6,7 @@
 use proc_macro2::{Ident, TokenStream, TokenTree};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{Attribute, Field, ItemStruct, LitStr, Meta, Type};
+use syn::{Attribute, ItemStruct, Meta, Type};
 
 /// Where the checked types appear.
 #[derive(Clone, Copy)]
@@ -23,9 +23,10 @@ pub(crate) enum Site {
 /// with the name of its field or parameter: the call is spanned on the type when it is
 /// one token, else on that name (a span cannot cover several tokens on stable Rust,
 /// and rustc's "required by a bound introduced by this call" label would otherwise
-/// split the type's underline).
+/// split the type's underline). `owner` is the struct whose fields these are.
 pub(crate) fn checks<'a>(
     site: Site,
+    owner: Option<&Ident>,
     types: impl IntoIterator<Item = (&'a Ident, &'a Type)>,
 ) -> TokenStream {
     let calls = types.into_iter().map(|(name, ty)| {
@@ -33,6 +34,11 @@ pub(crate) fn checks<'a>(
             ty.span()
         } else {
             name.span()
+        };
+        // `Self` in a field type names the struct; the check is outside its impls.
+        let ty = match owner {
+            Some(owner) => replace_self(ty, owner),
+            None => ty.to_token_stream(),
         };
         match site {
             Site::Output => quote_spanned! {span=>
@@ -59,20 +65,6 @@ pub(crate) fn checks<'a>(
             }
         };
     }
-}
-
-/// Whether the type names the struct itself (`Vec<Node>` in `Node`, `Box<Self>`): such
-/// a field gets no check and no bound, which would make the compiler's proof of the
-/// struct's own impls recurse.
-pub(crate) fn names_struct(ty: &Type, ident: &Ident) -> bool {
-    fn walk(tokens: TokenStream, ident: &Ident) -> bool {
-        tokens.into_iter().any(|tree| match tree {
-            TokenTree::Ident(i) => i == *ident || i == "Self",
-            TokenTree::Group(g) => walk(g.stream(), ident),
-            _ => false,
-        })
-    }
-    walk(ty.to_token_stream(), ident)
 }
 
 /// Whether a `#[serde(..)]`/`#[schemars(..)]` attribute sets `key` at its top level
@@ -145,136 +137,172 @@ fn schema_attrs(attrs: &[Attribute]) -> Vec<&Attribute> {
         .collect()
 }
 
-/// The fields whose types get bounds (all but those naming the struct).
-fn bounded(item: &ItemStruct) -> impl Iterator<Item = &Field> {
-    item.fields
+/// Container keys whose meaning the copy would change: `from`/`try_from` (the copy has
+/// no `From` impl), `remote`, `bound`, and `default = "path"` (the path returns the
+/// struct, not the copy). A struct that uses one derives on itself, as plain derives
+/// would (a bad field type then also fails inside the derived code, after the check).
+const KEEPS_PLAIN_DERIVES: &[&str] = &["from", "try_from", "remote", "bound"];
+
+fn plain_derives_only(item: &ItemStruct) -> bool {
+    KEEPS_PLAIN_DERIVES
         .iter()
-        .filter(move |f| !names_struct(&f.ty, &item.ident))
+        .any(|key| any_sets(&item.attrs, key).is_some())
+        || any_sets(&item.attrs, "default") == Some(false)
 }
 
-/// Adds `#[serde(bound(deserialize = "T: Deserialize<'de>"))]` to each field (but those
-/// naming the struct, or with a `bound` of their own): the derived `Deserialize` then
-/// applies only when every field type has one, instead of failing to compile.
-pub(crate) fn add_deserialize_bounds(item: &mut ItemStruct) {
-    let ident = item.ident.clone();
-    for field in &mut item.fields {
-        if names_struct(&field.ty, &ident) || any_sets(&field.attrs, "bound").is_some() {
-            continue;
-        }
-        let ty = &field.ty;
-        let bound = LitStr::new(
-            &format!(
-                "{}: ::agent_core::__private::serde::Deserialize<'de>",
-                ty.to_token_stream()
-            ),
-            ty.span(),
-        );
-        field
-            .attrs
-            .push(syn::parse_quote!(#[serde(bound(deserialize = #bound))]));
-    }
-}
-
-/// The derives for the struct itself: `Deserialize`, and `SchemaAttrs`, which accepts
-/// the `#[schemars]`, `#[validate]` and `#[garde]` attributes schemars reads.
-pub(crate) fn derives() -> TokenStream {
-    quote! {
-        #[derive(
-            ::agent_core::__private::serde::Deserialize,
-            ::agent_core::__private::SchemaAttrs
-        )]
-        #[serde(crate = "::agent_core::__private::serde")]
-    }
-}
-
-/// `JsonSchema` for the struct: derived on a copy of it (same attributes and fields,
-/// the same schema name and id) whose where clause requires `JsonSchema` of each field
-/// type, and implemented for the struct by delegating to the copy under the same where
-/// clause. The derive on the struct itself cannot take such a where clause (schemars
-/// ignores `bound` on a struct without generics), and without it a field type lacking
-/// `JsonSchema` fails inside the derived code a second time.
-pub(crate) fn schema_impl(item: &ItemStruct) -> TokenStream {
-    let ident = &item.ident;
-    let shadow = format_ident!("__AgentSchema");
+/// `Deserialize` and `JsonSchema` for a struct the model's JSON is read into: the
+/// attributes to put on the struct, and the items to put after it.
+///
+/// Both are derived on a copy of the struct (same attributes and fields, the same
+/// schema name and id, the same serde name) that is generic over an unused marker, so
+/// that serde's and schemars' `bound` attributes apply: the copy's impls require each
+/// field type to have `Deserialize` and `JsonSchema` instead of failing to compile
+/// without them. The struct's own impls are unconditional and hand over to the copy
+/// through the dispatch probe (`CopyReady`), moving the fields across. So a field type
+/// without a JSON form fails only its field check, and a struct that contains itself or
+/// another such struct (`Vec<Node>` in `Node`) does not make the compiler's proof of
+/// these impls recurse.
+pub(crate) fn json_impls(item: &ItemStruct) -> (TokenStream, TokenStream) {
+    let serde = quote!(::agent_core::__private::serde);
     let schemars = quote!(::agent_core::__private::schemars);
-    let bounds: Vec<TokenStream> = bounded(item)
-        .map(|f| {
-            let ty = &f.ty;
-            quote!(for<'__a> #ty: #schemars::JsonSchema)
-        })
-        .collect();
-    let where_clause = if bounds.is_empty() {
-        TokenStream::new()
-    } else {
-        quote!(where #(#bounds),*)
+    if plain_derives_only(item) {
+        let attrs = quote! {
+            #[derive(#serde::Deserialize, #schemars::JsonSchema)]
+            #[serde(crate = "::agent_core::__private::serde")]
+            #[schemars(crate = "::agent_core::__private::schemars")]
+        };
+        return (attrs, TokenStream::new());
+    }
+    // The struct keeps its attributes; `SchemaAttrs` accepts those only the derives read.
+    let attrs = quote! {
+        #[derive(::agent_core::__private::SchemaAttrs)]
     };
-    let rename = any_sets(&item.attrs, "rename").is_none().then(|| {
-        let name = syn::ext::IdentExt::unraw(ident).to_string();
-        quote!(#[schemars(rename = #name)])
-    });
-    let container_attrs = schema_attrs(&item.attrs);
-    let fields: Vec<TokenStream> = item
+    let ident = &item.ident;
+    let copy = format_ident!("__AgentCopy");
+    let marker = format_ident!("__agent_marker");
+    let types: Vec<TokenStream> = item
         .fields
         .iter()
-        .map(|f| {
-            let attrs = schema_attrs(&f.attrs);
-            let name = &f.ident;
-            let ty = replace_self(&f.ty, ident);
-            quote!(#(#attrs)* #name: #ty,)
-        })
+        .map(|f| replace_self(&f.ty, ident))
         .collect();
-    // A bare container `#[serde(default)]` makes schemars call `Self::default()`.
-    let default = (any_sets(&item.attrs, "default") == Some(true)).then(|| {
-        let inits = item.fields.iter().map(|f| {
+    let de_bounds: Vec<String> = types
+        .iter()
+        .map(|ty| format!("{ty}: ::agent_core::__private::serde::Deserialize<'de>"))
+        .collect();
+    let schema_bounds: Vec<String> = types
+        .iter()
+        .map(|ty| format!("for<'__a> {ty}: ::agent_core::__private::schemars::JsonSchema"))
+        .collect();
+    let bound_attrs = (!types.is_empty()).then(|| {
+        let de = de_bounds.join(", ");
+        let schema = schema_bounds.join(", ");
+        quote! {
+            #[serde(bound(deserialize = #de))]
+            #[schemars(bound = #schema)]
+        }
+    });
+    // The copy answers to the struct's name (serde's messages, schemars' definitions);
+    // schemars takes a `#[schemars(rename)]` of the user's over it.
+    let serde_rename = item
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("serde"))
+        .find_map(|a| sets_key(a, "rename"));
+    let rename = serde_rename.is_none().then(|| {
+        let name = syn::ext::IdentExt::unraw(ident).to_string();
+        quote!(#[serde(rename = #name)])
+    });
+    // serde's "expected struct Name" names the Rust struct, whatever its `rename`.
+    let expecting = any_sets(&item.attrs, "expecting").is_none().then(|| {
+        let text = format!("struct {ident}");
+        quote!(#[serde(expecting = #text)])
+    });
+    let container_attrs = schema_attrs(&item.attrs);
+    let fields = item.fields.iter().zip(&types).map(|(f, ty)| {
+        let attrs = schema_attrs(&f.attrs);
+        let name = &f.ident;
+        quote!(#(#attrs)* #name: #ty,)
+    });
+    let moves = |from: &Ident| {
+        let moves = item.fields.iter().map(|f| {
             let cfgs = f.attrs.iter().filter(|a| a.path().is_ident("cfg"));
             let name = &f.ident;
-            quote!(#(#cfgs)* #name: __value.#name,)
+            quote!(#(#cfgs)* #name: #from.#name,)
         });
+        quote!(#(#moves)*)
+    };
+    let from_copy = moves(&format_ident!("__copy"));
+    // A bare container `default` makes serde and schemars call the copy's `default()`.
+    let default = (any_sets(&item.attrs, "default") == Some(true)).then(|| {
+        let from_value = moves(&format_ident!("__value"));
         quote! {
             #[allow(deprecated)]
-            impl ::core::default::Default for #shadow #where_clause {
+            impl<__M> ::core::default::Default for #copy<__M> {
                 fn default() -> Self {
                     let __value = <#ident as ::core::default::Default>::default();
-                    Self { #(#inits)* }
+                    Self {
+                        #from_value
+                        #marker: ::core::marker::PhantomData,
+                    }
                 }
             }
         }
     });
-    quote! {
+    let probe = quote!((&::agent_core::__private::Probe::<#copy<()>>::new()));
+    let impls = quote! {
         const _: () = {
-            #[derive(#schemars::JsonSchema)]
+            #[derive(#serde::Deserialize, #schemars::JsonSchema)]
+            #[serde(crate = "::agent_core::__private::serde")]
             #[schemars(crate = "::agent_core::__private::schemars")]
             #rename
+            #expecting
             #(#container_attrs)*
+            #bound_attrs
             #[allow(dead_code, deprecated, non_camel_case_types)]
-            struct #shadow #where_clause {
+            struct #copy<__M> {
                 #(#fields)*
+                #[serde(skip)]
+                #marker: ::core::marker::PhantomData<__M>,
             }
 
             #default
 
+            #[allow(unused_imports)]
+            use ::agent_core::__private::{CopyNotReady as _, CopyReady as _};
+
             #[allow(deprecated)]
-            impl #schemars::JsonSchema for #ident #where_clause {
+            impl<'de> #serde::Deserialize<'de> for #ident {
+                fn deserialize<__D>(
+                    deserializer: __D,
+                ) -> ::core::result::Result<Self, <__D as #serde::Deserializer<'de>>::Error>
+                where
+                    __D: #serde::Deserializer<'de>,
+                {
+                    let __copy: #copy<()> = #probe.deserialize_copy(deserializer)?;
+                    ::core::result::Result::Ok(Self { #from_copy })
+                }
+            }
+
+            impl #schemars::JsonSchema for #ident {
                 fn schema_name() -> ::std::borrow::Cow<'static, str> {
-                    <#shadow as #schemars::JsonSchema>::schema_name()
+                    #probe.schema_name()
                 }
 
                 fn schema_id() -> ::std::borrow::Cow<'static, str> {
-                    <#shadow as #schemars::JsonSchema>::schema_id()
+                    #probe.schema_id()
                 }
 
                 fn inline_schema() -> bool {
-                    <#shadow as #schemars::JsonSchema>::inline_schema()
+                    #probe.inline_schema()
                 }
 
-                fn json_schema(
-                    generator: &mut #schemars::SchemaGenerator,
-                ) -> #schemars::Schema {
-                    <#shadow as #schemars::JsonSchema>::json_schema(generator)
+                fn json_schema(generator: &mut #schemars::SchemaGenerator) -> #schemars::Schema {
+                    #probe.json_schema(generator)
                 }
             }
         };
-    }
+    };
+    (attrs, impls)
 }
 
 /// The type with `Self` replaced by the struct's name (in the copy, `Self` would name

@@ -75,11 +75,11 @@ pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     }
 }
 
-/// Not a public API: lets an `#[agent_output]` struct carry the `#[schemars]`,
-/// `#[validate]` and `#[garde]` attributes that its `JsonSchema` (derived on a copy of
-/// it) reads. Expands to nothing.
+/// Not a public API: lets an `#[agent_output]` struct carry the `#[serde]`,
+/// `#[schemars]`, `#[validate]` and `#[garde]` attributes that its `Deserialize` and
+/// `JsonSchema` (derived on a copy of it) read. Expands to nothing.
 #[doc(hidden)]
-#[proc_macro_derive(SchemaAttrs, attributes(schemars, validate, garde))]
+#[proc_macro_derive(SchemaAttrs, attributes(serde, schemars, validate, garde))]
 pub fn schema_attrs(_input: TokenStream) -> TokenStream {
     TokenStream::new()
 }

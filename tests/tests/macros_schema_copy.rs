@@ -222,3 +222,72 @@ fn a_recursive_output_struct_inside_another_schema_keeps_its_name_and_references
         "#/$defs/Section"
     );
 }
+
+/// A chapter, which holds sections.
+#[agent_core::agent_output]
+pub struct Chapter {
+    pub title: String,
+    pub sections: Vec<Section>,
+}
+
+/// A section, which may hold a chapter.
+#[agent_core::agent_output]
+pub struct Section {
+    pub heading: String,
+    pub appendix: Option<Box<Chapter>>,
+}
+
+type Subtasks = Vec<Task>;
+
+/// A task, with subtasks through a type alias.
+#[agent_core::agent_output]
+pub struct Task {
+    pub name: String,
+    pub subtasks: Subtasks,
+}
+
+#[test]
+fn output_structs_that_contain_each_other_or_themselves_through_an_alias_compile() {
+    // Impls conditional on the field types would make the compiler's proof recurse
+    // here (E0275); the struct's own impls are unconditional.
+    let chapter = Chapter::from_arguments(&json!({
+        "title": "one",
+        "sections": [{"heading": "a", "appendix": {"title": "two", "sections": []}}],
+    }))
+    .unwrap();
+    assert_eq!(chapter.sections[0].appendix.as_ref().unwrap().title, "two");
+    let schema = Chapter::output_tool().unwrap().parameters;
+    assert_eq!(
+        schema["properties"]["sections"]["items"]["properties"]["appendix"]["anyOf"][0]["$ref"],
+        "#"
+    );
+
+    let task = Task::from_arguments(&json!({
+        "name": "root",
+        "subtasks": [{"name": "leaf", "subtasks": []}],
+    }))
+    .unwrap();
+    assert_eq!(task.subtasks[0].name, "leaf");
+    assert_eq!(
+        Task::output_tool().unwrap().parameters["properties"]["subtasks"]["items"]["$ref"],
+        "#"
+    );
+}
+
+#[test]
+fn serde_messages_name_the_struct_not_its_copy() {
+    let Err(error) = serde_json::from_value::<Chapter>(json!(5)) else {
+        panic!("5 is not a chapter");
+    };
+    assert_eq!(
+        error.to_string(),
+        "invalid type: integer `5`, expected struct Chapter"
+    );
+    let Err(error) = serde_json::from_value::<outline::made::Outline>(json!("x")) else {
+        panic!("\"x\" is not an outline");
+    };
+    assert_eq!(
+        error.to_string(),
+        "invalid type: string \"x\", expected struct Outline"
+    );
+}

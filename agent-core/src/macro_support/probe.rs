@@ -11,23 +11,21 @@
 //!   error for a type without a JSON form is raised by a trait that has no impl for the
 //!   case at hand ([`OutputField`], [`ToolParam`], [`InjectedParam`]), with a message of
 //!   ours, on the type as the user wrote it; no serde or schemars bound leaks into it.
-//! - [`Ready`]/[`NotReady`] let the generated `AgentOutput` and `Tool` impls compile
-//!   even when the output struct or the arguments struct lacks `Deserialize` or
-//!   `JsonSchema` (their derives carry where clauses on the field types, so a bad field
-//!   makes them not apply instead of failing): the field check has reported the mistake
-//!   already, and no second error follows.
+//! - [`CopyReady`]/[`CopyNotReady`] let an output struct's (or a tool's arguments')
+//!   `Deserialize` and `JsonSchema` impls compile whatever its field types: they
+//!   delegate to a copy of the struct whose derived impls carry where clauses on the
+//!   field types, so a bad field type makes the copy's impls not apply instead of
+//!   failing inside them; the field check has reported the mistake already, and no
+//!   second error follows.
 
+use std::borrow::Cow;
 use std::marker::PhantomData;
 
-use schemars::JsonSchema;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::Deserializer;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
 
-use super::ValidatorCell;
-use crate::output::SUBMIT_OUTPUT;
-use crate::schema::parameters_for;
-use crate::tool::{State, ToolContext, ToolDefinition, ToolError};
-use crate::validate::ValidationErrors;
+use crate::tool::{State, ToolContext};
 
 /// The dispatch probe of the concrete type `T`.
 pub struct Probe<T: ?Sized>(PhantomData<fn() -> PhantomData<T>>);
@@ -169,102 +167,97 @@ pub trait ViaNeither {
 
 impl<T: ?Sized> ViaNeither for Probe<T> {}
 
-/// The generated impls' use of a struct that has `Deserialize` and `JsonSchema`.
-pub trait Ready<T> {
-    /// The struct's parameter schema ([`parameters_for`]).
-    fn parameters(&self) -> Value;
-
-    /// The `submit_output` definition of the struct.
-    fn output_tool(&self, description: &str) -> ToolDefinition;
-
-    /// See [`output_from_arguments`](super::output_from_arguments).
+/// What the `Deserialize` and `JsonSchema` impls of an `#[agent_output]` struct or a
+/// tool's arguments use of their copy `T`, which derives both under where clauses on
+/// the field types (see the macro crate's docs). Dispatching to the copy keeps the
+/// struct's own impls unconditional: a bad field type fails only its field check, and
+/// structs that contain each other do not make the compiler's proof recurse.
+pub trait CopyReady<T> {
+    /// `T::deserialize`.
     ///
     /// # Errors
-    /// Every schema violation, or serde's error.
-    fn output_from_arguments(
-        &self,
-        cell: &ValidatorCell,
-        arguments: &Value,
-    ) -> Result<T, ValidationErrors>;
-
-    /// See [`tool_arguments`](super::tool_arguments).
-    ///
-    /// # Errors
-    /// A [`ToolError`] naming what did not deserialize.
-    fn tool_arguments(&self, arguments: &Value) -> Result<T, ToolError>;
+    /// The deserializer's error.
+    fn deserialize_copy<'de, D: Deserializer<'de>>(&self, deserializer: D) -> Result<T, D::Error>;
+    /// `T::schema_name`.
+    fn schema_name(&self) -> Cow<'static, str>;
+    /// `T::schema_id`.
+    fn schema_id(&self) -> Cow<'static, str>;
+    /// `T::inline_schema`.
+    fn inline_schema(&self) -> bool;
+    /// `T::json_schema`.
+    fn json_schema(&self, generator: &mut SchemaGenerator) -> Schema;
 }
 
-impl<T: DeserializeOwned + JsonSchema> Ready<T> for Probe<T> {
-    fn parameters(&self) -> Value {
-        parameters_for::<T>()
+impl<T: DeserializeOwned + JsonSchema> CopyReady<T> for Probe<T> {
+    fn deserialize_copy<'de, D: Deserializer<'de>>(&self, deserializer: D) -> Result<T, D::Error> {
+        T::deserialize(deserializer)
     }
 
-    fn output_tool(&self, description: &str) -> ToolDefinition {
-        super::output_tool::<T>(description)
+    fn schema_name(&self) -> Cow<'static, str> {
+        T::schema_name()
     }
 
-    fn output_from_arguments(
-        &self,
-        cell: &ValidatorCell,
-        arguments: &Value,
-    ) -> Result<T, ValidationErrors> {
-        super::output_from_arguments::<T>(cell, arguments)
+    fn schema_id(&self) -> Cow<'static, str> {
+        T::schema_id()
     }
 
-    fn tool_arguments(&self, arguments: &Value) -> Result<T, ToolError> {
-        super::tool_arguments::<T>(arguments)
+    fn inline_schema(&self) -> bool {
+        T::inline_schema()
+    }
+
+    fn json_schema(&self, generator: &mut SchemaGenerator) -> Schema {
+        T::json_schema(generator)
     }
 }
 
-/// The same calls on a struct that lacks `Deserialize` or `JsonSchema`. Only a program
-/// that already fails to compile (a field check reported the bad field type) selects
-/// these; were one ever selected in a program that compiles, building it would fail
-/// with [`Unreachable::REACHED`]'s message, so none of them runs.
-pub trait NotReady<T> {
-    /// Unreachable; see the trait.
-    fn parameters(&self) -> Value {
-        let () = Unreachable::<T>::REACHED;
-        Value::Null
-    }
-
-    /// Unreachable; see the trait.
-    fn output_tool(&self, description: &str) -> ToolDefinition {
-        let () = Unreachable::<T>::REACHED;
-        ToolDefinition::new(SUBMIT_OUTPUT, description, Value::Null)
-    }
-
+/// The same calls on a copy whose field types lack `Deserialize` or `JsonSchema`. Only a
+/// program that already fails to compile (the field check reported the bad type)
+/// selects these; were one ever selected in a program that compiles, building it would
+/// fail with [`Unreachable::REACHED`]'s message, so none of them runs.
+pub trait CopyNotReady<T> {
     /// Unreachable; see the trait.
     ///
     /// # Errors
     /// Always.
-    fn output_from_arguments(
-        &self,
-        _cell: &ValidatorCell,
-        _arguments: &Value,
-    ) -> Result<T, ValidationErrors> {
+    fn deserialize_copy<'de, D: Deserializer<'de>>(&self, _deserializer: D) -> Result<T, D::Error> {
         let () = Unreachable::<T>::REACHED;
-        Err(ValidationErrors::one("/: the output type has no JSON form"))
+        Err(serde::de::Error::custom("this type has no JSON form"))
     }
 
     /// Unreachable; see the trait.
-    ///
-    /// # Errors
-    /// Always.
-    fn tool_arguments(&self, _arguments: &Value) -> Result<T, ToolError> {
+    fn schema_name(&self) -> Cow<'static, str> {
         let () = Unreachable::<T>::REACHED;
-        Err(ToolError::new("the tool's arguments have no JSON form"))
+        Cow::Borrowed("unreachable")
+    }
+
+    /// Unreachable; see the trait.
+    fn schema_id(&self) -> Cow<'static, str> {
+        let () = Unreachable::<T>::REACHED;
+        Cow::Borrowed("unreachable")
+    }
+
+    /// Unreachable; see the trait.
+    fn inline_schema(&self) -> bool {
+        let () = Unreachable::<T>::REACHED;
+        false
+    }
+
+    /// Unreachable; see the trait.
+    fn json_schema(&self, _generator: &mut SchemaGenerator) -> Schema {
+        let () = Unreachable::<T>::REACHED;
+        Schema::default()
     }
 }
 
-impl<T> NotReady<T> for &Probe<T> {}
+impl<T> CopyNotReady<T> for &Probe<T> {}
 
-/// A compile-time guard on the [`NotReady`] paths.
+/// A compile-time guard on the [`CopyNotReady`] paths.
 pub struct Unreachable<T>(PhantomData<T>);
 
 impl<T> Unreachable<T> {
-    /// Evaluated only when a [`NotReady`] method is instantiated for `T`, which a
+    /// Evaluated only when a [`CopyNotReady`] method is instantiated for `T`, which a
     /// program that compiles never does: a compile-time failure, never a runtime panic.
     pub const REACHED: () = panic!(
-        "agent-core internal error: a `#[agent_output]` or `#[tool]` struct without Deserialize or JsonSchema passed its field checks; please report it"
+        "agent-core internal error: the copy of an `#[agent_output]` or `#[tool]` arguments struct lacks Deserialize or JsonSchema although its field checks passed; please report it"
     );
 }
