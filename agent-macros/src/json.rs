@@ -102,7 +102,7 @@ fn any_sets(attrs: &[Attribute], key: &str) -> Option<bool> {
         .find_map(|a| sets_key(a, key))
 }
 
-/// The attributes schemars reads (and `cfg`), to copy onto the schema struct.
+/// The attributes serde and schemars read (and `cfg`), to put on the copy.
 fn schema_attrs(attrs: &[Attribute]) -> Vec<&Attribute> {
     const READ: &[&str] = &[
         "doc",
@@ -139,8 +139,9 @@ fn schema_attrs(attrs: &[Attribute]) -> Vec<&Attribute> {
 
 /// Container keys whose meaning the copy would change: `from`/`try_from` (the copy has
 /// no `From` impl), `remote`, `bound`, and `default = "path"` (the path returns the
-/// struct, not the copy). A struct that uses one derives on itself, as plain derives
-/// would (a bad field type then also fails inside the derived code, after the check).
+/// struct, not the copy); attributes naming `Self` are another such case. A struct
+/// that uses one derives on itself, as plain derives would (a bad field type then also
+/// fails inside the derived code, after the check).
 const KEEPS_PLAIN_DERIVES: &[&str] = &["from", "try_from", "remote", "bound"];
 
 fn plain_derives_only(item: &ItemStruct) -> bool {
@@ -148,6 +149,34 @@ fn plain_derives_only(item: &ItemStruct) -> bool {
         .iter()
         .any(|key| any_sets(&item.attrs, key).is_some())
         || any_sets(&item.attrs, "default") == Some(false)
+        || item
+            .attrs
+            .iter()
+            .chain(item.fields.iter().flat_map(|f| &f.attrs))
+            .any(names_self)
+}
+
+/// Whether a serde, schemars, validate or garde attribute names `Self`
+/// (`#[schemars(extend("examples" = [Self::EXAMPLE]))]`): in the copy, `Self` would be
+/// the copy.
+fn names_self(attr: &Attribute) -> bool {
+    fn walk(tokens: TokenStream) -> bool {
+        tokens.into_iter().any(|tree| match tree {
+            TokenTree::Ident(i) => i == "Self",
+            TokenTree::Group(g) => walk(g.stream()),
+            TokenTree::Literal(lit) => syn::parse2::<syn::LitStr>(lit.into_token_stream())
+                .is_ok_and(|s| {
+                    s.value()
+                        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                        .any(|word| word == "Self")
+                }),
+            TokenTree::Punct(_) => false,
+        })
+    }
+    let path = attr.path();
+    let read = ["serde", "schemars", "validate", "garde"];
+    read.iter().any(|name| path.is_ident(name))
+        && matches!(&attr.meta, Meta::List(list) if walk(list.tokens.clone()))
 }
 
 /// `Deserialize` and `JsonSchema` for a struct the model's JSON is read into: the

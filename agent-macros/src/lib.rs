@@ -40,9 +40,10 @@
 //!   themselves through a type alias. The copy keeps the struct's attributes, its serde
 //!   name and "expected struct" text, and its schemars name and id (tests check the
 //!   schemas against schemars' own derive). A struct with a container `from`,
-//!   `try_from`, `remote`, `bound` or `default = "path"` keeps plain derives, which the
-//!   copy could not honour; a bad field type there gets the check's error first and
-//!   the derives' errors after it.
+//!   `try_from`, `remote`, `bound` or `default = "path"`, or with a serde or schemars
+//!   attribute that names `Self`, keeps plain derives, which the copy could not
+//!   honour; a bad field type there gets the check's error first and the derives'
+//!   errors after it.
 //! - **Injected parameters are told apart by the compiler.** `#[tool]` recognises
 //!   `State<T>` and `ToolContext` by the name the type is written with, before names
 //!   are resolved; it cannot see through `use agent_core::State as Dep` or a type

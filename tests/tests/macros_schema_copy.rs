@@ -291,3 +291,24 @@ fn serde_messages_name_the_struct_not_its_copy() {
         "invalid type: string \"x\", expected struct Outline"
     );
 }
+
+/// A struct whose attributes name `Self` keeps plain derives (in a copy, `Self` would
+/// name the copy) and works as written.
+#[agent_core::agent_output]
+#[schemars(extend("examples" = [Self::EXAMPLE_CAP]))]
+pub struct Budgeted {
+    #[serde(default)]
+    pub cap_usd: u32,
+}
+
+impl Budgeted {
+    const EXAMPLE_CAP: u32 = 40;
+}
+
+#[test]
+fn attributes_naming_self_keep_working() {
+    let value = Budgeted::from_arguments(&json!({"cap_usd": 12})).unwrap();
+    assert_eq!(value.cap_usd, 12);
+    let schema = Budgeted::output_tool().unwrap().parameters;
+    assert_eq!(schema["examples"], json!([40]), "{schema}");
+}
