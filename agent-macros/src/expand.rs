@@ -41,7 +41,7 @@ pub(crate) fn agent_output(args: TokenStream, input: TokenStream) -> syn::Result
         Some(ident),
         item.fields
             .iter()
-            .filter_map(|f| Some((f.ident.as_ref()?, &f.ty))),
+            .filter_map(|f| Some((f.ident.as_ref()?, &f.ty, f.attrs.as_slice()))),
     );
     let (derives, json_impls) = json::json_impls(item);
     Ok(quote! {
@@ -130,7 +130,7 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenSt
         let ty = &param.ty;
         let extract = match &param.kind {
             Kind::Json { attrs, description } => {
-                json_types.push((ident, ty));
+                json_types.push((ident, ty, &[][..]));
                 let description = description
                     .as_ref()
                     .map(|text| quote!(#[schemars(description = #text)]));

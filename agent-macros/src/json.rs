@@ -23,13 +23,15 @@ pub(crate) enum Site {
 /// with the name of its field or parameter: the call is spanned on the type when it is
 /// one token, else on that name (a span cannot cover several tokens on stable Rust,
 /// and rustc's "required by a bound introduced by this call" label would otherwise
-/// split the type's underline). `owner` is the struct whose fields these are.
+/// split the type's underline). `owner` is the struct whose fields these are; a check
+/// keeps its field's `#[cfg]`.
 pub(crate) fn checks<'a>(
     site: Site,
     owner: Option<&Ident>,
-    types: impl IntoIterator<Item = (&'a Ident, &'a Type)>,
+    types: impl IntoIterator<Item = (&'a Ident, &'a Type, &'a [Attribute])>,
 ) -> TokenStream {
-    let calls = types.into_iter().map(|(name, ty)| {
+    let calls = types.into_iter().map(|(name, ty, attrs)| {
+        let cfgs = attrs.iter().filter(|a| a.path().is_ident("cfg"));
         let span = if ty.to_token_stream().into_iter().count() == 1 {
             ty.span()
         } else {
@@ -42,11 +44,13 @@ pub(crate) fn checks<'a>(
         };
         match site {
             Site::Output => quote_spanned! {span=>
+                #(#cfgs)*
                 (&&&&::agent_core::__private::Probe::<#ty>::new())
                     .verdict()
                     .output_field::<#ty>();
             },
             Site::Tool => quote_spanned! {span=>
+                #(#cfgs)*
                 (&&&&&::agent_core::__private::Probe::<#ty>::new())
                     .verdict()
                     .tool_param::<#ty>();
@@ -214,15 +218,24 @@ pub(crate) fn json_impls(item: &ItemStruct) -> (TokenStream, TokenStream) {
         .iter()
         .map(|f| replace_self(&f.ty, ident))
         .collect();
-    let de_bounds: Vec<String> = types
+    // A bound cannot carry a `cfg`: a field under one gets none (it is then checked
+    // by the derives alone).
+    let bounded: Vec<&TokenStream> = item
+        .fields
+        .iter()
+        .zip(&types)
+        .filter(|(f, _)| !f.attrs.iter().any(|a| a.path().is_ident("cfg")))
+        .map(|(_, ty)| ty)
+        .collect();
+    let de_bounds: Vec<String> = bounded
         .iter()
         .map(|ty| format!("{ty}: ::agent_core::__private::serde::Deserialize<'de>"))
         .collect();
-    let schema_bounds: Vec<String> = types
+    let schema_bounds: Vec<String> = bounded
         .iter()
         .map(|ty| format!("for<'__a> {ty}: ::agent_core::__private::schemars::JsonSchema"))
         .collect();
-    let bound_attrs = (!types.is_empty()).then(|| {
+    let bound_attrs = (!bounded.is_empty()).then(|| {
         let de = de_bounds.join(", ");
         let schema = schema_bounds.join(", ");
         quote! {

@@ -312,3 +312,23 @@ fn attributes_naming_self_keep_working() {
     let schema = Budgeted::output_tool().unwrap().parameters;
     assert_eq!(schema["examples"], json!([40]), "{schema}");
 }
+
+/// A field that exists only under a `cfg`.
+#[agent_core::agent_output]
+pub struct Configured {
+    pub kept: String,
+    #[cfg(any())]
+    pub dropped: NoSuchType,
+}
+
+#[test]
+fn fields_under_a_cfg_are_left_out_everywhere() {
+    let schema = Configured::output_tool().unwrap().parameters;
+    assert_eq!(schema["required"], json!(["kept"]));
+    assert_eq!(
+        Configured::from_arguments(&json!({"kept": "x"}))
+            .unwrap()
+            .kept,
+        "x"
+    );
+}
