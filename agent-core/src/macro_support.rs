@@ -1,6 +1,8 @@
 //! Support code for what `#[agent_output]`, `#[tool]` and `tools!` generate. Reached
 //! through `agent_core::__private`; not a public API.
 
+mod probe;
+
 use std::fmt::Display;
 use std::sync::OnceLock;
 
@@ -13,6 +15,9 @@ use crate::output::SUBMIT_OUTPUT;
 use crate::schema::parameters_for;
 use crate::tool::{State, ToolContext, ToolDefinition, ToolError};
 use crate::validate::{SchemaValidator, ValidationErrors, deserialize};
+
+pub use agent_macros::SchemaAttrs;
+pub use probe::*;
 
 /// A per-type cache of the compiled output schema (one `static` per `#[agent_output]`).
 #[derive(Debug)]
@@ -56,22 +61,6 @@ pub fn output_from_arguments<T: JsonSchema + DeserializeOwned>(
         ))),
     }
 }
-
-/// What a field of an `#[agent_output]` type or a `#[tool]` parameter must be: a type
-/// the model's JSON deserializes into and that has a JSON Schema. Its only purpose is
-/// the error message that points at `#[agent_type]`.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be a field of an `#[agent_output]` type or a `#[tool]` parameter",
-    label = "needs Deserialize and JsonSchema",
-    note = "add `#[agent_type]` to the definition of each type of your own used here \
-            (it derives them through agent-core; no serde or schemars dependency needed)"
-)]
-pub trait AgentField {}
-
-impl<T: DeserializeOwned + JsonSchema> AgentField for T {}
-
-/// Fails to compile, with [`AgentField`]'s message, unless `T` is usable as a field.
-pub fn assert_agent_field<T: AgentField>() {}
 
 /// A `validate = path` check of an `#[agent_output]` type.
 #[diagnostic::on_unimplemented(

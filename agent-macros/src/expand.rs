@@ -8,18 +8,7 @@ use syn::{FnArg, Item};
 
 use crate::ast::{Kind, Output, Returns, ToolFn};
 use crate::attr::{self, OutputArgs, ToolArgs};
-
-/// The derives and crate paths `#[agent_output]` and the tool arguments struct use.
-fn derives() -> TokenStream {
-    quote! {
-        #[derive(
-            ::agent_core::__private::serde::Deserialize,
-            ::agent_core::__private::schemars::JsonSchema
-        )]
-        #[serde(crate = "::agent_core::__private::serde")]
-        #[schemars(crate = "::agent_core::__private::schemars")]
-    }
-}
+use crate::json::{self, Site};
 
 /// The macro's arguments and the item, or every error of both at once.
 fn both<A>(args: syn::Result<A>, item: syn::Result<Item>) -> syn::Result<(A, Item)> {
@@ -33,35 +22,35 @@ fn both<A>(args: syn::Result<A>, item: syn::Result<Item>) -> syn::Result<(A, Ite
     }
 }
 
-/// Expands `#[agent_output]`.
+/// Expands `#[agent_output]`: the field checks first (so that their errors come
+/// first), the struct with `Deserialize` and `JsonSchema` (see [`json::json_impls`]),
+/// and `AgentOutput`.
 pub(crate) fn agent_output(args: TokenStream, input: TokenStream) -> syn::Result<TokenStream> {
     let (args, item) = both(OutputArgs::parse(args), syn::parse2::<Item>(input))?;
     let output = Output::from_syn(args, item)?;
     let item = &output.item;
     let ident = &item.ident;
     let description = &output.description;
-    let derives = derives();
     let check = output.validate.as_ref().map(|path| {
         quote_spanned! {path.span()=>
             ::agent_core::__private::run_output_check(#path, &value)?;
         }
     });
-    let field_checks = item.fields.iter().map(|field| {
-        let ty = &field.ty;
-        quote_spanned! {crate::valid::type_span(ty)=>
-            ::agent_core::__private::assert_agent_field::<#ty>();
-        }
-    });
+    let checks = json::checks(
+        Site::Output,
+        Some(ident),
+        item.fields
+            .iter()
+            .filter_map(|f| Some((f.ident.as_ref()?, &f.ty, f.attrs.as_slice()))),
+    );
+    let (derives, json_impls) = json::json_impls(item);
     Ok(quote! {
+        #checks
+
         #derives
         #item
 
-        const _: () = {
-            #[allow(dead_code)]
-            fn __agent_fields() {
-                #(#field_checks)*
-            }
-        };
+        #json_impls
 
         impl ::agent_core::AgentOutput for #ident {
             fn output_tool() -> ::core::option::Option<::agent_core::ToolDefinition> {
@@ -118,7 +107,9 @@ pub(crate) fn agent_type(args: TokenStream, input: TokenStream) -> syn::Result<T
     })
 }
 
-/// Expands `#[tool]`.
+/// Expands `#[tool]`: the parameter checks first, the arguments struct (with
+/// `Deserialize` and `JsonSchema` as for an output struct, see [`json::json_impls`]),
+/// and `Tool`.
 pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenStream> {
     let (args, item) = both(ToolArgs::parse(args), syn::parse2::<Item>(input))?;
     let tool = ToolFn::from_syn(args, item)?;
@@ -127,29 +118,26 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenSt
     let fn_ident = &item.sig.ident;
     let name = &tool.name;
     let description = &tool.description;
-    let derives = derives();
 
     let mut fields = Vec::new();
     let mut locals = Vec::new();
     let mut extracts = Vec::new();
     let mut states = Vec::new();
-    let mut checks = Vec::new();
+    let mut json_types = Vec::new();
     for (i, param) in tool.params.iter().enumerate() {
         let local = format_ident!("__param{}", i);
         let ident = &param.ident;
         let ty = &param.ty;
         let extract = match &param.kind {
             Kind::Json { attrs, description } => {
-                checks.push(quote_spanned! {crate::valid::type_span(ty)=>
-                    ::agent_core::__private::assert_agent_field::<#ty>();
-                });
+                json_types.push((ident, ty, &[][..]));
                 let description = description
                     .as_ref()
                     .map(|text| quote!(#[schemars(description = #text)]));
                 fields.push(quote! {
                     #(#attrs)*
                     #description
-                    #ident: #ty,
+                    #ident: #ty
                 });
                 quote!(__arguments.#ident)
             }
@@ -164,6 +152,14 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenSt
         extracts.push(quote!(let #local: #ty = #extract;));
         locals.push(local);
     }
+    let checks = json::checks(Site::Tool, None, json_types);
+    let arguments: syn::ItemStruct = syn::parse_quote! {
+        #[allow(non_camel_case_types, dead_code)]
+        struct __ToolArguments {
+            #(#fields),*
+        }
+    };
+    let (derives, json_impls) = json::json_impls(&arguments);
     let convert = match tool.returns {
         Returns::Result(span) => quote_spanned! {span=>
             ::agent_core::__private::ToolReturn::into_tool_result(__returned)
@@ -185,16 +181,12 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenSt
         #vis struct #fn_ident {}
 
         const _: () = {
-            #[allow(dead_code)]
-            fn __agent_fields() {
-                #(#checks)*
-            }
+            #checks
 
             #derives
-            #[allow(non_camel_case_types)]
-            struct __ToolArguments {
-                #(#fields)*
-            }
+            #arguments
+
+            #json_impls
 
             impl ::agent_core::__private::ToolName for #fn_ident {
                 const NAME: &'static str = #name;
