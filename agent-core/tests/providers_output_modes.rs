@@ -274,7 +274,10 @@ async fn compatible_auto_is_native_with_the_full_schema_for_the_grammar() {
     // OpenAI shows the schema to the model itself: the system prompt stays as set.
     let server = server_with("/v1/chat/completions", vec![openai_reply(ANSWER, "stop")]).await;
     let config = openai_config(&server, "gpt-4.1", OutputMode::Native);
-    assert_eq!(config.effective_system_prompt(), Some("You triage support tickets."));
+    assert_eq!(
+        config.effective_system_prompt(),
+        Some("You triage support tickets.")
+    );
 }
 
 #[tokio::test]

@@ -9,6 +9,7 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::config::ConfigError;
 use crate::llm::{
@@ -17,6 +18,7 @@ use crate::llm::{
 };
 use crate::message::ToolCall;
 use crate::providers::classify::{ErrorBody, embedded_error, request_id, undecodable};
+use crate::providers::encoded::{WireCache, raw};
 use crate::providers::history::{self, Turn};
 use crate::providers::http::{Reply, Transport, traced};
 use crate::providers::normalize::fill_ids;
@@ -38,6 +40,7 @@ use crate::schema;
 /// `input_tokens` = uncached + cache reads + cache writes; `request-id` kept.
 pub struct AnthropicClient {
     transport: Transport,
+    cache: WireCache,
 }
 
 impl fmt::Debug for AnthropicClient {
@@ -96,11 +99,14 @@ impl AnthropicClient {
             HeaderValue::from_static(Self::API_VERSION),
         );
         let transport = Transport::new("anthropic", &url, headers, Some(key), options)?;
-        Ok(Self { transport })
+        Ok(Self {
+            transport,
+            cache: WireCache::default(),
+        })
     }
 
     async fn round_trip(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
-        let body = encode(request)?;
+        let body = encode(request, &self.cache)?;
         let reply = self.transport.post(body).await?;
         decode(&reply, self.transport.key())
     }
@@ -152,14 +158,14 @@ struct Body<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     system: Option<&'a str>,
     messages: Vec<WireMessage<'a>>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<WireChoice<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    output_config: Option<Value>,
+    output_config: Option<&'a RawValue>,
 }
 
 #[derive(Serialize)]
@@ -227,21 +233,51 @@ enum WireChoice<'a> {
 ///
 /// # Errors
 /// A permanent [`LlmError`] if serialization fails (it does not for these types).
-pub(crate) fn encode(request: &LlmRequest) -> Result<Vec<u8>, LlmError> {
+pub(crate) fn encode(request: &LlmRequest, cache: &WireCache) -> Result<Vec<u8>, LlmError> {
+    let failed = |e: serde_json::Error| {
+        LlmError::permanent(format!("cannot serialize the anthropic request: {e}"))
+    };
+    let tools = if request.tools.is_empty() {
+        None
+    } else {
+        Some(
+            cache
+                .tools
+                .get_or_encode(&request.tools, |defs| {
+                    raw(&defs
+                        .iter()
+                        .map(|def| WireTool {
+                            name: &def.name,
+                            description: &def.description,
+                            input_schema: schema::for_anthropic(&def.parameters),
+                        })
+                        .collect::<Vec<_>>())
+                })
+                .map_err(failed)?,
+        )
+    };
+    // Native output mode, the GA shape (no beta header):
+    // `output_config: {format: {type: "json_schema", schema}}`.
+    let output_config = match request.output.as_ref().filter(|spec| spec.is_native()) {
+        Some(spec) => Some(
+            cache
+                .output
+                .get_or_encode(spec, |spec| {
+                    raw(&serde_json::json!({"format": {
+                        "type": "json_schema",
+                        "schema": schema::for_anthropic_output(&spec.schema),
+                    }}))
+                })
+                .map_err(failed)?,
+        ),
+        None => None,
+    };
     let body = Body {
         model: &request.model,
         max_tokens: request.max_tokens,
         system: request.system.as_deref().filter(|s| !s.trim().is_empty()),
         messages: messages(&request.messages),
-        tools: request
-            .tools
-            .iter()
-            .map(|def| WireTool {
-                name: &def.name,
-                description: &def.description,
-                input_schema: schema::for_anthropic(&def.parameters),
-            })
-            .collect(),
+        tools: tools.as_deref(),
         tool_choice: if request.tools.is_empty() {
             None
         } else {
@@ -253,21 +289,9 @@ pub(crate) fn encode(request: &LlmRequest) -> Result<Vec<u8>, LlmError> {
             })
         },
         temperature: request.temperature.map(|t| t.clamp(0.0, 1.0)),
-        // Native output mode, the GA shape (no beta header):
-        // `output_config: {format: {type: "json_schema", schema}}`.
-        output_config: request
-            .output
-            .as_deref()
-            .filter(|spec| spec.is_native())
-            .map(|spec| {
-                serde_json::json!({"format": {
-                    "type": "json_schema",
-                    "schema": schema::for_anthropic_output(&spec.schema),
-                }})
-            }),
+        output_config: output_config.as_deref(),
     };
-    serde_json::to_vec(&body)
-        .map_err(|e| LlmError::permanent(format!("cannot serialize the anthropic request: {e}")))
+    serde_json::to_vec(&body).map_err(failed)
 }
 
 /// The conversation as Anthropic messages: user-side turns (text and tool results) that
@@ -451,7 +475,7 @@ mod tests {
     use serde_json::json;
 
     fn body(request: &LlmRequest) -> Value {
-        serde_json::from_slice(&encode(request).unwrap()).unwrap()
+        serde_json::from_slice(&encode(request, &WireCache::default()).unwrap()).unwrap()
     }
 
     #[test]

@@ -32,6 +32,7 @@
 
 mod anthropic;
 mod classify;
+mod encoded;
 mod history;
 pub(crate) mod http;
 mod normalize;

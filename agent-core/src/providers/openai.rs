@@ -11,6 +11,7 @@ use std::fmt;
 use reqwest::header::{AUTHORIZATION, HeaderMap};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::config::ConfigError;
 use crate::llm::{
@@ -19,6 +20,7 @@ use crate::llm::{
 };
 use crate::message::{Message, ToolCall};
 use crate::providers::classify::{ErrorBody, embedded_error, request_id, undecodable};
+use crate::providers::encoded::{WireCache, raw};
 use crate::providers::history::{self, Turn};
 use crate::providers::http::{Reply, Transport, traced};
 use crate::providers::normalize::{fill_ids, recover_tool_calls};
@@ -65,6 +67,7 @@ enum Flavor {
 pub struct OpenAiClient {
     transport: Transport,
     flavor: Flavor,
+    cache: WireCache,
 }
 
 impl fmt::Debug for OpenAiClient {
@@ -149,7 +152,11 @@ impl OpenAiClient {
             headers.insert(AUTHORIZATION, bearer);
         }
         let transport = Transport::new(provider, &url, headers, options.api_key.clone(), options)?;
-        Ok(Self { transport, flavor })
+        Ok(Self {
+            transport,
+            flavor,
+            cache: WireCache::default(),
+        })
     }
 
     /// The endpoint this client posts to.
@@ -158,7 +165,7 @@ impl OpenAiClient {
     }
 
     async fn round_trip(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
-        let body = encode(request, self.flavor == Flavor::Compatible)?;
+        let body = encode(request, self.flavor == Flavor::Compatible, &self.cache)?;
         let reply = self.transport.post(body).await?;
         decode(
             &reply,
@@ -212,8 +219,8 @@ impl LlmClient for OpenAiClient {
 struct Body<'a> {
     model: &'a str,
     messages: Vec<WireMessage<'a>>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<WireChoice<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -223,7 +230,7 @@ struct Body<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    response_format: Option<Value>,
+    response_format: Option<&'a RawValue>,
 }
 
 #[derive(Serialize)]
@@ -291,40 +298,66 @@ struct NamedFunction<'a> {
     name: &'a str,
 }
 
-/// The JSON body for a request (`compatible`: the quirks of compatible servers).
+/// The JSON body for a request (`compatible`: the quirks of compatible servers). The
+/// tool definitions and the output schema come from `cache`, encoded once per tool set
+/// and output spec.
 ///
 /// # Errors
 /// A permanent [`LlmError`] if serialization fails (it does not for these types).
-pub(crate) fn encode(request: &LlmRequest, compatible: bool) -> Result<Vec<u8>, LlmError> {
+pub(crate) fn encode(
+    request: &LlmRequest,
+    compatible: bool,
+    cache: &WireCache,
+) -> Result<Vec<u8>, LlmError> {
+    let failed = |e: serde_json::Error| {
+        LlmError::permanent(format!("cannot serialize the chat request: {e}"))
+    };
+    let tools = if request.tools.is_empty() {
+        None
+    } else {
+        Some(
+            cache
+                .tools
+                .get_or_encode(&request.tools, |defs| raw(&wire_tools(defs)))
+                .map_err(failed)?,
+        )
+    };
+    let response_format = match request.output.as_ref().filter(|spec| spec.is_native()) {
+        Some(spec) => Some(
+            cache
+                .output
+                .get_or_encode(spec, |spec| raw(&response_format(spec, compatible)))
+                .map_err(failed)?,
+        ),
+        None => None,
+    };
     let body = Body {
         model: &request.model,
         messages: messages(request.system.as_deref(), &request.messages),
-        tools: request
-            .tools
-            .iter()
-            .map(|def| WireTool {
-                kind: "function",
-                function: WireToolFunction {
-                    name: &def.name,
-                    description: &def.description,
-                    parameters: schema::for_openai(&def.parameters),
-                },
-            })
-            .collect(),
+        tools: tools.as_deref(),
         tool_choice: tool_choice(&request.tool_choice, &request.tools, compatible),
         max_completion_tokens: (!compatible).then_some(request.max_tokens),
         max_tokens: compatible.then_some(request.max_tokens),
         temperature: request
             .temperature
             .filter(|_| compatible || accepts_temperature(&request.model)),
-        response_format: request
-            .output
-            .as_deref()
-            .filter(|spec| spec.is_native())
-            .map(|spec| response_format(spec, compatible)),
+        response_format: response_format.as_deref(),
     };
-    serde_json::to_vec(&body)
-        .map_err(|e| LlmError::permanent(format!("cannot serialize the chat request: {e}")))
+    serde_json::to_vec(&body).map_err(failed)
+}
+
+/// The `tools` array: each definition with its parameters through [`schema::for_openai`].
+fn wire_tools(defs: &[ToolDefinition]) -> Vec<WireTool<'_>> {
+    defs.iter()
+        .map(|def| WireTool {
+            kind: "function",
+            function: WireToolFunction {
+                name: &def.name,
+                description: &def.description,
+                parameters: schema::for_openai(&def.parameters),
+            },
+        })
+        .collect()
 }
 
 /// The `response_format` of native output mode:
@@ -624,7 +657,8 @@ mod tests {
     use serde_json::json;
 
     fn body(request: &LlmRequest, compatible: bool) -> Value {
-        serde_json::from_slice(&encode(request, compatible).unwrap()).unwrap()
+        serde_json::from_slice(&encode(request, compatible, &WireCache::default()).unwrap())
+            .unwrap()
     }
 
     fn submit_only() -> Vec<ToolDefinition> {

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use agent_core::{
-    AgentConfig, LlmClient, LlmFuture, LlmRequest, LlmResponse, Message, SUBMIT_OUTPUT,
+    AgentConfig, LlmClient, LlmFuture, LlmRequest, LlmResponse, Message, OutputMode, SUBMIT_OUTPUT,
     TokenUsage, ToolCall, agent_output, agent_type, run_agent, tool, tools,
 };
 use peers_common::{
@@ -126,6 +126,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     run_scenario("ours", &scenario, Some(|| one_run(&inproc_config)), |url| {
         let config = AgentConfig::<Output>::builder("triage")
                 .model("dispatch/mock")
+                // The scenario is the output tool; `dispatch/` would pick native output.
+                .output_mode(OutputMode::Tool)
                 .base_url(url)
                 .system_prompt(SYSTEM_PROMPT)
                 .tools(tools![lookup_order])

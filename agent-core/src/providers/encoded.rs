@@ -1,0 +1,114 @@
+//! The wire JSON of a config's tool definitions and output schema, encoded once.
+//!
+//! A config hands every request the same `Arc` of tool definitions (and of its output
+//! spec), so an adapter can transform and serialize them on the first request and
+//! reuse the bytes after: the schema transforms clone and walk whole JSON trees, which
+//! cost about a fifth of the client's CPU per round trip when done per request. The
+//! cache is keyed by the `Arc`'s address and holds a `Weak` to it, so an entry is only
+//! reused while that very `Arc` is alive (a freed address reused by another config is
+//! detected and re-encoded).
+
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use serde_json::value::RawValue;
+
+/// How many distinct `Arc`s one adapter remembers (a config uses two or three: the
+/// ordinary tool set, the wrap-up set, the output spec; `with_` variants sharing the
+/// adapter add theirs).
+const CAPACITY: usize = 32;
+
+struct Entry<T: ?Sized> {
+    source: Weak<T>,
+    encoded: Arc<RawValue>,
+}
+
+/// A small cache from an `Arc<T>` to its encoded JSON.
+pub(crate) struct EncodeCache<T: ?Sized> {
+    entries: Mutex<Vec<Entry<T>>>,
+}
+
+impl<T: ?Sized> Default for EncodeCache<T> {
+    fn default() -> Self {
+        Self {
+            entries: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl<T: ?Sized> EncodeCache<T> {
+    /// The encoding of `source`: cached, or made by `encode` and remembered.
+    ///
+    /// # Errors
+    /// The error of `encode`.
+    pub(crate) fn get_or_encode<E>(
+        &self,
+        source: &Arc<T>,
+        encode: impl FnOnce(&T) -> Result<Box<RawValue>, E>,
+    ) -> Result<Arc<RawValue>, E> {
+        let weak = Arc::downgrade(source);
+        {
+            let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(hit) = entries.iter().find(|e| Weak::ptr_eq(&e.source, &weak)) {
+                return Ok(Arc::clone(&hit.encoded));
+            }
+        }
+        let encoded: Arc<RawValue> = Arc::from(encode(source)?);
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        // Dropped configs leave dead entries; clear them, then make room.
+        entries.retain(|e| e.source.strong_count() > 0);
+        if entries.len() >= CAPACITY {
+            entries.remove(0);
+        }
+        entries.push(Entry {
+            source: weak,
+            encoded: Arc::clone(&encoded),
+        });
+        Ok(encoded)
+    }
+}
+
+/// The caches of one adapter: its tool sets and its output specs.
+#[derive(Default)]
+pub(crate) struct WireCache {
+    /// Encoded `tools` arrays, by tool set.
+    pub(crate) tools: EncodeCache<[crate::tool::ToolDefinition]>,
+    /// Encoded structured-output settings, by output spec.
+    pub(crate) output: EncodeCache<crate::llm::OutputSpec>,
+}
+
+/// Serializes `value` into a raw JSON value.
+///
+/// # Errors
+/// serde_json's error (it has none for the adapters' types).
+pub(crate) fn raw<S: serde::Serialize + ?Sized>(
+    value: &S,
+) -> Result<Box<RawValue>, serde_json::Error> {
+    serde_json::value::to_raw_value(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    #[test]
+    fn an_arc_is_encoded_once_and_a_freed_one_never_matches() {
+        let cache: EncodeCache<[u32]> = EncodeCache::default();
+        let calls = AtomicU32::new(0);
+        let encode = |v: &[u32]| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            raw(v)
+        };
+        let a: Arc<[u32]> = Arc::from(vec![1, 2]);
+        assert_eq!(cache.get_or_encode(&a, encode).unwrap().get(), "[1,2]");
+        assert_eq!(cache.get_or_encode(&a, encode).unwrap().get(), "[1,2]");
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        let clone = Arc::clone(&a);
+        assert_eq!(cache.get_or_encode(&clone, encode).unwrap().get(), "[1,2]");
+        assert_eq!(calls.load(Ordering::SeqCst), 1, "a clone is the same Arc");
+        drop((a, clone));
+        let b: Arc<[u32]> = Arc::from(vec![3]);
+        assert_eq!(cache.get_or_encode(&b, encode).unwrap().get(), "[3]");
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+    }
+}
