@@ -82,7 +82,7 @@ pub use tool::{
     State, StateMap, StateRequirement, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,
 };
 pub use usage::Usage;
-pub use validate::{SchemaValidator, ValidationErrors};
+pub use validate::{SchemaValidator, ValidationErrors, whole_numbers_as_integers};
 
 /// Builds a [`ToolRegistry`] from `#[tool]` fns, in order: `tools![lookup_order, refund_status]`.
 ///

@@ -215,6 +215,38 @@ impl LlmRequest {
         }
     }
 
+    /// An estimate of the request's input tokens, for servers that report no usage:
+    /// the bytes of the system prompt, every message (text, tool call arguments as JSON,
+    /// tool results) and every tool definition (description and parameter schema as
+    /// JSON), divided by 4, rounded up. Four bytes per token is the usual rule of thumb
+    /// for English text with the common tokenizers; it overestimates for JSON-heavy
+    /// prompts less than it underestimates for code, which is the safe side for a cap.
+    pub fn estimated_input_tokens(&self) -> u64 {
+        let mut bytes = self.system.as_ref().map_or(0, String::len);
+        for m in &self.messages {
+            bytes += match m {
+                Message::User { content } => content.len(),
+                Message::Assistant { text, tool_calls } => {
+                    text.len()
+                        + tool_calls
+                            .iter()
+                            .map(|c| c.name.len() + c.arguments.to_string().len())
+                            .sum::<usize>()
+                }
+                Message::Tool { results } => results.iter().map(|r| r.content.len()).sum(),
+            };
+        }
+        bytes += self
+            .tools
+            .iter()
+            .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+            .sum::<usize>();
+        if let Some(spec) = &self.output {
+            bytes += spec.schema.to_string().len();
+        }
+        (bytes as u64).div_ceil(4)
+    }
+
     /// Sets the expected structured answer (see [`output`](Self::output)).
     #[must_use]
     pub fn with_output(mut self, spec: OutputSpec) -> Self {
@@ -267,8 +299,12 @@ impl LlmRequest {
 
 /// Why the model stopped, normalized across providers.
 ///
-/// The runner never decides by the stop reason: it classifies a turn by its content
-/// (case C5). The stop reason is kept for traces (`gen_ai.response.finish_reasons`).
+/// The runner classifies a turn by its content, never by `EndTurn`/`ToolUse` (case C5:
+/// servers mislabel them). Three stop reasons change what the turn means (the table per
+/// provider is in `docs/providers.md`, "Stop reasons"): `Refusal` and `ContentFilter`
+/// end the run (`refused`), `ContextWindowExceeded` ends it (`context_window_exceeded`),
+/// and `MaxTokens` marks the turn's last tool call, or an empty turn, as cut off by the
+/// output cap. The stop reason is also traced (`gen_ai.response.finish_reasons`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -284,8 +320,11 @@ pub enum StopReason {
     StopSequence,
     /// Output was filtered (OpenAI `content_filter`).
     ContentFilter,
-    /// The model refused (Anthropic `refusal`).
+    /// The model refused (Anthropic `refusal`, OpenAI a `message.refusal`).
     Refusal,
+    /// The conversation filled the model's context window (Anthropic
+    /// `model_context_window_exceeded`).
+    ContextWindowExceeded,
     /// Anything else, as the provider spelled it.
     Other(String),
 }
@@ -300,6 +339,7 @@ impl StopReason {
             Self::StopSequence => "stop_sequence",
             Self::ContentFilter => "content_filter",
             Self::Refusal => "refusal",
+            Self::ContextWindowExceeded => "context_window_exceeded",
             Self::Other(s) => s,
         }
     }
@@ -355,9 +395,28 @@ pub struct LlmResponse {
     pub request_id: Option<String>,
     /// The model that answered, when the provider says.
     pub model: Option<String>,
+    /// Reasoning the provider returned apart from the answer (vLLM and LM Studio
+    /// `reasoning_content`, Ollama `reasoning`); empty when none. Not part of the
+    /// conversation; in native and prompted output modes an answer found only here
+    /// (some reasoning parsers put the JSON there) is read from it.
+    pub reasoning: String,
 }
 
 impl LlmResponse {
+    /// An estimate of the turn's output tokens, for servers that report no usage: the
+    /// bytes of its text, its reasoning and its tool calls (names and arguments as JSON),
+    /// divided by 4, rounded up (the rule of [`LlmRequest::estimated_input_tokens`]).
+    pub fn estimated_output_tokens(&self) -> u64 {
+        let bytes = self.text.len()
+            + self.reasoning.len()
+            + self
+                .tool_calls
+                .iter()
+                .map(|c| c.name.len() + c.arguments.to_string().len())
+                .sum::<usize>();
+        (bytes as u64).div_ceil(4)
+    }
+
     /// A plain-text turn.
     pub fn text(text: impl Into<String>) -> Self {
         Self {

@@ -16,7 +16,7 @@ mod common;
 use std::time::Duration;
 
 use agent_core::testing::{ScriptStep, ScriptedModel};
-use agent_core::{AgentResult, LlmError, LlmResponse, ToolCall, run_agent};
+use agent_core::{AgentResult, LlmError, LlmResponse, StopReason, ToolCall, run_agent};
 use common::*;
 use proptest::prelude::*;
 use serde_json::json;
@@ -53,6 +53,12 @@ enum Step {
     Text,
     Empty,
     Tools(Vec<Call>),
+    /// A tool turn whose last call was cut by `max_tokens` (C28): the others run.
+    CutTools(Vec<Call>),
+    /// A valid-looking submission cut by `max_tokens` (C28): a validation retry.
+    CutSubmit,
+    /// A refusal (C27): the run ends.
+    Refusal,
     Transient,
     Permanent,
 }
@@ -78,6 +84,9 @@ fn step_strategy() -> impl Strategy<Value = Step> {
         2 => Just(Step::Text),
         1 => Just(Step::Empty),
         4 => prop::collection::vec(call_strategy(), 1..4).prop_map(Step::Tools),
+        1 => prop::collection::vec(call_strategy(), 1..3).prop_map(Step::CutTools),
+        1 => Just(Step::CutSubmit),
+        1 => Just(Step::Refusal),
         2 => Just(Step::Transient),
         1 => Just(Step::Permanent),
     ]
@@ -139,14 +148,26 @@ fn reference(script: &[Step], b: Budgets) -> Expected {
         let malformed_kind = match step {
             Step::ValidSubmit => return end(None, llm_calls, tool_calls),
             Step::Permanent => return end(Some("llm_permanent_error"), llm_calls, tool_calls),
-            Step::InvalidSubmit | Step::TruncatedSubmit => Some("schema_validation_failed"),
+            Step::Refusal => return end(Some("refused"), llm_calls, tool_calls),
+            Step::InvalidSubmit | Step::TruncatedSubmit | Step::CutSubmit => {
+                Some("schema_validation_failed")
+            }
             Step::DoubleSubmit | Step::SubmitWithTool => Some("ambiguous_tool_turn"),
             Step::Text | Step::Empty => Some("schema_not_called"),
             // The last round trip is a wrap-up turn: only submit_output is offered, and
             // nothing else runs.
-            Step::Tools(_) if llm_calls == b.max_llm_calls => None,
+            Step::Tools(_) | Step::CutTools(_) if llm_calls == b.max_llm_calls => None,
             Step::Tools(calls) => {
                 for call in calls {
+                    if call.executes() && tool_calls < b.max_tool_calls {
+                        tool_calls += 1;
+                    }
+                }
+                None
+            }
+            // The cut call (the last) never runs; the ones before it are complete.
+            Step::CutTools(calls) => {
+                for call in &calls[..calls.len() - 1] {
                     if call.executes() && tool_calls < b.max_tool_calls {
                         tool_calls += 1;
                     }
@@ -200,23 +221,14 @@ fn script_model(script: &[Step]) -> ScriptedModel {
             ]),
             Step::Text => LlmResponse::text("thinking out loud"),
             Step::Empty => LlmResponse::text(""),
-            Step::Tools(calls) => LlmResponse::tool_calls(
-                calls
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| {
-                        let id = format!("{unique}-{i}");
-                        match c {
-                            Call::Echo => model.call("lookup", order(&id)),
-                            Call::Failing => model.call("failing", order(&id)),
-                            Call::Panicking => model.call("panicking", order(&id)),
-                            Call::Slow => model.call("slow", order(&id)),
-                            Call::Unknown => model.call("no_such_tool", order(&id)),
-                            Call::BadArguments => model.call("lookup", json!({"id": id})),
-                        }
-                    })
-                    .collect(),
-            ),
+            Step::Tools(calls) => LlmResponse::tool_calls(tool_turn(&model, calls, &unique)),
+            Step::CutTools(calls) => LlmResponse::tool_calls(tool_turn(&model, calls, &unique))
+                .with_stop_reason(StopReason::MaxTokens),
+            Step::CutSubmit => LlmResponse::tool_calls(vec![model.call("submit_output", valid())])
+                .with_stop_reason(StopReason::MaxTokens),
+            Step::Refusal => {
+                LlmResponse::text("I can't help with that.").with_stop_reason(StopReason::Refusal)
+            }
             Step::Transient => {
                 steps.push(ScriptStep::Fail(
                     LlmError::transient("503 overloaded").with_status(503),
@@ -236,6 +248,24 @@ fn script_model(script: &[Step]) -> ScriptedModel {
     // Keep ids unique across the script: `model` numbered them; `scripted` replays them.
     drop(model);
     scripted
+}
+
+fn tool_turn(model: &ScriptedModel, calls: &[Call], unique: &str) -> Vec<ToolCall> {
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let id = format!("{unique}-{i}");
+            match c {
+                Call::Echo => model.call("lookup", order(&id)),
+                Call::Failing => model.call("failing", order(&id)),
+                Call::Panicking => model.call("panicking", order(&id)),
+                Call::Slow => model.call("slow", order(&id)),
+                Call::Unknown => model.call("no_such_tool", order(&id)),
+                Call::BadArguments => model.call("lookup", json!({"id": id})),
+            }
+        })
+        .collect()
 }
 
 fn run_case(script: &[Step], b: Budgets) -> (AgentResult<Triage>, ScriptedModel, Tools) {

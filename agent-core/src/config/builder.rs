@@ -292,8 +292,11 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         backoff: Backoff
     );
     setter!(
-        /// How many identical calls (same tool, same canonical arguments) make the run
-        /// `stuck` (default 2; at least 2).
+        /// How many times in a row the same call (same tool, same canonical arguments)
+        /// may return the same result before the run is `stuck` (default 2; at least 2);
+        /// the same call failing `repeated_call_limit + 1` times in a row is stuck too. A
+        /// repeat whose result changed (polling a job until it is done, a retry after
+        /// "busy, try again") is progress and resets the count.
         repeated_call_limit: u32
     );
     setter!(

@@ -516,14 +516,26 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         Ok(())
     }
 
+    /// Adds a round trip's tokens and cost. A response without usage (no input and no
+    /// output tokens: some compatible servers send none) is counted from an estimate
+    /// of the request just sent and of the reply (bytes / 4; see
+    /// [`LlmRequest::estimated_input_tokens`]), so the token and cost caps still bind,
+    /// and `Usage::estimated_llm_calls` says so.
     fn add_usage(&mut self, response: &LlmResponse) {
-        self.usage.add_tokens(&response.usage);
-        self.last_call_tokens = response
-            .usage
-            .input_tokens
-            .saturating_add(response.usage.output_tokens);
+        let reported = response.usage;
+        let usage = if reported.input_tokens == 0 && reported.output_tokens == 0 {
+            self.usage.estimated_llm_calls = self.usage.estimated_llm_calls.saturating_add(1);
+            crate::llm::TokenUsage::new(
+                self.request.estimated_input_tokens(),
+                response.estimated_output_tokens(),
+            )
+        } else {
+            reported
+        };
+        self.usage.add_tokens(&usage);
+        self.last_call_tokens = usage.input_tokens.saturating_add(usage.output_tokens);
         if let Some(price) = &self.cfg.price {
-            let cost = price.cost(&response.usage);
+            let cost = price.cost(&usage);
             self.cost_usd += cost;
             self.last_call_cost = cost;
             self.usage.cost_usd = Some(self.cost_usd);
@@ -533,10 +545,12 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     /// Classifies a successful turn into exactly one transition.
     async fn on_turn(&mut self, response: LlmResponse) -> Next<T> {
         self.add_usage(&response);
+        let input_tokens = response.usage.input_tokens;
         let LlmResponse {
             text,
             mut tool_calls,
             stop_reason,
+            reasoning,
             ..
         } = response;
         let cfg = self.cfg;
@@ -550,18 +564,59 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             self.usage.llm_calls,
             &is_known,
         );
+        if stop_reason == StopReason::MaxTokens
+            && let Some(last) = tool_calls.last_mut()
+        {
+            // The output cap cut the turn: its last call was still being written. Even
+            // arguments that parse (`{}` for a tool whose parameters are all optional)
+            // are not what the model meant to send, so the call is never run.
+            *last = ToolCall::with_invalid_arguments(
+                std::mem::take(&mut last.id),
+                std::mem::take(&mut last.name),
+                feedback::cut_call(self.request.max_tokens),
+            );
+        }
         if !text.is_empty() {
             self.last_text.clone_from(&text);
         }
         self.request
             .messages
             .push(Message::assistant(text.clone(), tool_calls.clone()));
+        match stop_reason {
+            // Provider-declared stops that are not answers: the same input gets the
+            // same answer, so no nudge and no retry.
+            StopReason::Refusal | StopReason::ContentFilter => {
+                let message = if text.trim().is_empty() {
+                    "the provider gave no text".to_owned()
+                } else {
+                    text
+                };
+                return Next::Stop(Err(AgentError::Refused {
+                    stop_reason,
+                    message,
+                }));
+            }
+            StopReason::ContextWindowExceeded => {
+                return Next::Stop(Err(AgentError::ContextWindowExceeded { input_tokens }));
+            }
+            _ => {}
+        }
         let terminal: Vec<&ToolCall> = tool_calls
             .iter()
             .filter(|c| self.is_terminal(&c.name))
             .collect();
         if tool_calls.is_empty() {
-            return self.on_text(&text, &stop_reason);
+            // Some reasoning parsers leave the content empty and put the whole reply,
+            // the JSON answer included, in the reasoning.
+            let answer_in_reasoning = text.trim().is_empty()
+                && !reasoning.trim().is_empty()
+                && matches!(self.cfg.output, OutputPlan::Json(_));
+            let text = if answer_in_reasoning {
+                &reasoning
+            } else {
+                &text
+            };
+            return self.on_text(text, &stop_reason);
         }
         if !terminal.is_empty() && tool_calls.len() > 1 {
             return self.on_ambiguous(&tool_calls, terminal[0].name.clone());
@@ -595,15 +650,19 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             }
             OutputPlan::Tool => {}
         }
+        let cut = (*stop_reason == StopReason::MaxTokens).then_some(self.request.max_tokens);
         self.request
             .messages
-            .push(Message::user(feedback::plain_text_nudge()));
+            .push(Message::user(feedback::plain_text_nudge(cut)));
         self.force_answer = true;
-        let summary = if text.trim().is_empty() {
+        let mut summary = if text.trim().is_empty() {
             "an empty turn: no text and no tool call".to_owned()
         } else {
             format!("plain text instead of a {SUBMIT_OUTPUT} call")
         };
+        if let Some(cap) = cut {
+            summary.push_str(&format!(" (the output hit max_tokens, {cap} tokens)"));
+        }
         self.malformed(AttemptKind::SchemaNotCalled, summary)
     }
 
@@ -618,7 +677,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             )
         } else {
             match extract_json(text) {
-                Extracted::Value(value) => match self.accept(&value) {
+                Extracted::Value(mut value) => match self.accept_lenient(&mut value) {
                     Ok(answer) => {
                         self.output = text.to_owned();
                         return Next::Stop(Ok(answer));
@@ -651,6 +710,13 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             summary.push_str(&format!(" (the reply hit max_tokens, {cap} tokens)"));
         }
         self.malformed(kind, summary)
+    }
+
+    /// [`accept`](Self::accept) after reading whole-number floats as integers (see
+    /// [`crate::validate::whole_numbers_as_integers`]).
+    fn accept_lenient(&self, value: &mut Value) -> Result<T, ValidationErrors> {
+        crate::validate::whole_numbers_as_integers(value);
+        self.accept(value)
     }
 
     /// Turns an answer's JSON into a value: schema validation, deserialization and any
@@ -817,16 +883,6 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             self.request.messages.push(Message::tool_results(results));
             return Next::Continue;
         }
-        if let Some(reason) = self.guard.record_calls(calls) {
-            let error = AgentError::Stuck { reason };
-            let note = feedback::stopped(&error.to_string());
-            let results = calls
-                .iter()
-                .map(|c| ToolResult::error(&c.id, &c.name, note.clone()))
-                .collect();
-            self.request.messages.push(Message::tool_results(results));
-            return Next::Stop(Err(error));
-        }
         let results = tools::run_tool_calls(
             self.cfg,
             calls,
@@ -836,7 +892,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             &mut self.usage.tool_calls,
         )
         .await;
-        let stuck = self.guard.record_results(&results);
+        let stuck = self.guard.record_turn(calls, &results);
         self.request.messages.push(Message::tool_results(results));
         match stuck {
             Some(reason) => Next::Stop(Err(AgentError::Stuck { reason })),
