@@ -46,6 +46,15 @@ pub trait LlmClient: Send + Sync {
         let _ = model;
         OutputCapabilities::default()
     }
+
+    /// The temperature this client actually sends for `model` when `requested` is
+    /// set: the same value (the default), a value clamped to the provider's range, or
+    /// `None` when the model takes no temperature. `build()` logs a warning when it
+    /// differs from what was set, so a setting is never dropped silently.
+    fn effective_temperature(&self, model: &str, requested: f32) -> Option<f32> {
+        let _ = model;
+        Some(requested)
+    }
 }
 
 /// What a client can do for structured output (see [`LlmClient::output_capabilities`]).
@@ -118,6 +127,9 @@ impl<C: LlmClient + ?Sized> LlmClient for Arc<C> {
     }
     fn output_capabilities(&self, model: &str) -> OutputCapabilities {
         (**self).output_capabilities(model)
+    }
+    fn effective_temperature(&self, model: &str, requested: f32) -> Option<f32> {
+        (**self).effective_temperature(model, requested)
     }
 }
 

@@ -333,7 +333,13 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         output_mode: OutputMode
     );
 
-    /// Sampling temperature (0.0 to 2.0).
+    /// Sampling temperature (0.0 to 2.0; `build()` rejects others).
+    ///
+    /// Some providers take less, and the adapter sends what they take: Anthropic's
+    /// range is 0.0 to 1.0 (a higher value is sent as 1.0), and OpenAI's reasoning
+    /// models (o1, o3, o4, gpt-5 but not `-chat`) take none (it is left out).
+    /// `build()` logs a `tracing` warning naming the model and what is sent whenever it
+    /// differs from the value set here.
     #[must_use]
     pub fn temperature(mut self, temperature: f32) -> Self {
         self.settings.temperature = Some(temperature);

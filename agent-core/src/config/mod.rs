@@ -208,6 +208,21 @@ impl<T: AgentOutput> AgentConfig<T> {
                 });
             }
         };
+        if let Some(t) = settings.temperature {
+            let sent = client.as_ref().effective_temperature(&wire_model, t);
+            if sent != Some(t) {
+                tracing::warn!(
+                    model = %wire_model,
+                    requested = t,
+                    sent = ?sent,
+                    "temperature {t} is not what this model gets: {}",
+                    match sent {
+                        Some(s) => format!("the provider's range caps it at {s}"),
+                        None => "the model takes no temperature, so none is sent".to_owned(),
+                    }
+                );
+            }
+        }
         let price_key = settings.model.as_deref().unwrap_or(&wire_model);
         let price = settings.pricing.price_of(price_key);
         if let Some(p) = price.filter(|p| !p.is_valid()) {

@@ -130,6 +130,16 @@ impl LlmClient for AnthropicClient {
     fn output_capabilities(&self, model: &str) -> OutputCapabilities {
         OutputCapabilities::new(true, anthropic_native_output(model))
     }
+
+    /// Anthropic takes a temperature from 0.0 to 1.0 (source: Messages API reference,
+    /// `temperature`); a higher one is clamped to 1.0.
+    fn effective_temperature(&self, _model: &str, requested: f32) -> Option<f32> {
+        Some(clamp_temperature(requested))
+    }
+}
+
+fn clamp_temperature(t: f32) -> f32 {
+    t.clamp(0.0, 1.0)
 }
 
 /// Whether a Claude model takes `output_config.format`: version 4.5 or newer, read from
@@ -288,7 +298,7 @@ pub(crate) fn encode(request: &LlmRequest, cache: &WireCache) -> Result<Vec<u8>,
                 _ => WireChoice::Auto,
             })
         },
-        temperature: request.temperature.map(|t| t.clamp(0.0, 1.0)),
+        temperature: request.temperature.map(clamp_temperature),
         output_config: output_config.as_deref(),
     };
     serde_json::to_vec(&body).map_err(failed)

@@ -211,6 +211,13 @@ impl LlmClient for OpenAiClient {
             }
         }
     }
+
+    /// OpenAI's reasoning models (o1, o3, o4, gpt-5 except `-chat`) reject any
+    /// temperature but the default, so none is sent for them; compatible servers get it
+    /// as set.
+    fn effective_temperature(&self, model: &str, requested: f32) -> Option<f32> {
+        (self.flavor == Flavor::Compatible || accepts_temperature(model)).then_some(requested)
+    }
 }
 
 // ---- request ----
