@@ -68,6 +68,9 @@ pub struct Receipt {
     pub endings: BTreeMap<Ending, usize>,
     /// Failed runs per error category (only categories that occurred).
     pub categories: BTreeMap<&'static str, usize>,
+    /// Answered runs whose value is partial (`AgentResult::is_partial`); they are also
+    /// in `endings[answered]`, so full answers are `answered - partial`.
+    pub partial: usize,
     /// Round trips over all runs.
     pub llm_calls: u64,
     /// Tool executions over all runs.
@@ -98,6 +101,7 @@ impl Receipt {
         let mut durations: Vec<Duration> = Vec::with_capacity(results.len());
         for result in results {
             *endings.entry(result.ending()).or_insert(0) += 1;
+            r.partial += usize::from(result.is_partial());
             if let Err(e) = &result.outcome {
                 *categories.entry(AgentError::category(e)).or_insert(0) += 1;
             }
@@ -164,6 +168,9 @@ impl fmt::Display for Receipt {
         }
         writeln!(f, "{}", "-".repeat(45))?;
         writeln!(f, "{:<28} {:>16}", "runs", self.runs)?;
+        if self.partial > 0 {
+            writeln!(f, "{:<28} {:>16}", "partial answers", self.partial)?;
+        }
         writeln!(f, "{:<28} {:>16}", "llm calls", self.llm_calls)?;
         writeln!(f, "{:<28} {:>16}", "tool calls", self.tool_calls)?;
         writeln!(f, "{:<28} {:>16}", "input tokens", self.input_tokens)?;

@@ -211,6 +211,16 @@ pub enum AgentError {
         /// What the guard saw.
         reason: StuckReason,
     },
+    /// A tool said it cannot safely continue ([`ToolError::fatal`](crate::ToolError::fatal)):
+    /// the other calls of that turn were answered, then the run stopped. Its ending is
+    /// [`Ending::Failed`]: the fix is in the system the tool talks to, not a budget.
+    #[error("tool {tool} cannot safely continue: {message}")]
+    ToolFatal {
+        /// The tool's name.
+        tool: String,
+        /// The tool's message.
+        message: String,
+    },
     /// The provider declared it would not answer this input: a refusal (OpenAI
     /// `message.refusal`, Anthropic `stop_reason: "refusal"`) or a content filter
     /// (OpenAI `finish_reason: "content_filter"`). Not retried, not nudged: the same
@@ -259,7 +269,8 @@ impl AgentError {
     /// The stable tag: `schema_validation_failed`, `ambiguous_tool_turn`,
     /// `schema_not_called`, `max_llm_retries`, `llm_permanent_error`, `max_llm_calls`,
     /// `budget_exhausted`, `deadline_exceeded`, `cancelled`, `stuck`, `escalated`,
-    /// `refused`, `context_window_exceeded`, `invalid_run` or `internal_error`.
+    /// `refused`, `tool_fatal`, `context_window_exceeded`, `invalid_run` or
+    /// `internal_error`.
     pub fn category(&self) -> &'static str {
         match self {
             AgentError::SchemaValidation { .. } => AttemptKind::SchemaValidation.category(),
@@ -274,6 +285,7 @@ impl AgentError {
             AgentError::Stuck { .. } => "stuck",
             AgentError::Escalated { .. } => "escalated",
             AgentError::Refused { .. } => "refused",
+            AgentError::ToolFatal { .. } => "tool_fatal",
             AgentError::ContextWindowExceeded { .. } => "context_window_exceeded",
             AgentError::InvalidRun { .. } => "invalid_run",
             AgentError::Internal { .. } => "internal_error",
@@ -281,7 +293,7 @@ impl AgentError {
     }
 
     /// Every category, in a fixed order.
-    pub const CATEGORIES: [&'static str; 15] = [
+    pub const CATEGORIES: [&'static str; 16] = [
         "schema_validation_failed",
         "ambiguous_tool_turn",
         "schema_not_called",
@@ -294,6 +306,7 @@ impl AgentError {
         "stuck",
         "escalated",
         "refused",
+        "tool_fatal",
         "context_window_exceeded",
         "invalid_run",
         "internal_error",
@@ -315,6 +328,7 @@ impl AgentError {
             AgentError::MaxLlmRetries { .. }
             | AgentError::LlmPermanent { .. }
             | AgentError::Refused { .. }
+            | AgentError::ToolFatal { .. }
             | AgentError::InvalidRun { .. }
             | AgentError::Internal { .. } => Ending::Failed,
         }

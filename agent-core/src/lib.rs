@@ -37,6 +37,7 @@ mod batch;
 mod config;
 mod error;
 mod grader;
+mod handover;
 mod llm;
 mod macro_support;
 mod message;
@@ -62,6 +63,7 @@ pub use config::{
 };
 pub use error::{AgentError, Attempt, AttemptKind, Budget, Ending, StuckReason};
 pub use grader::{FnGrader, GradeFuture, Grader, Scores};
+pub use handover::{CallOutcome, CallRecord, Handover, Limits, RunState};
 pub use llm::{
     LlmClient, LlmError, LlmErrorKind, LlmFuture, LlmRequest, LlmResponse, OutputCapabilities,
     OutputSpec, StopReason, TokenUsage, ToolChoice,

@@ -113,6 +113,15 @@ pub trait AgentOutput: Sized + Send + 'static {
         let _ = text;
         None
     }
+
+    /// Whether this answer is partial: some of the work done, some left open (for
+    /// example a field `open_items` that is not empty). `false` by default;
+    /// `#[agent_output(partial = path)]` names a `fn(&Self) -> bool`. A partial answer
+    /// still ends the run `answered`; `AgentResult::is_partial` and the batch
+    /// `Receipt` (its `partial` count) tell it apart from a full one.
+    fn is_partial(&self) -> bool {
+        false
+    }
 }
 
 impl AgentOutput for String {

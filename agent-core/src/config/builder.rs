@@ -9,18 +9,30 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backoff::Backoff;
 use crate::config::{AgentConfig, ConfigError};
+use crate::error::Ending;
 use crate::grader::Grader;
+use crate::handover::RunState;
 use crate::llm::LlmClient;
 use crate::observe::Observer;
 use crate::output::{AgentOutput, OutputMode};
 use crate::pricing::{ModelPrice, Pricing};
 use crate::providers::{ApiKey, ProviderOptions};
 use crate::registry::ToolRegistry;
-use crate::tool::{StateMap, StateRequirement, Tool};
+use crate::result::AgentResult;
+use crate::tool::{StateMap, StateRequirement, Tool, ToolDefinition};
+use std::collections::BTreeMap;
 
 /// A check on a validated value that a schema cannot express; its error is fed back to
 /// the model like a schema error.
 pub type OutputValidator<T> = Arc<dyn Fn(&T) -> Result<(), String> + Send + Sync>;
+
+/// Which tools are offered in a turn, from the run's state: called once per user tool
+/// before each round trip (see the builder's `tools_for`).
+pub type ToolFilter = Arc<dyn Fn(&RunState<'_>, &ToolDefinition) -> bool + Send + Sync>;
+
+/// The customer message of a result, when a config wants one other than its templates
+/// (see the builder's `customer_message_fn`); `None` falls back to the templates.
+pub type CustomerMessageFn<T> = Arc<dyn Fn(&AgentResult<T>) -> Option<String> + Send + Sync>;
 
 /// Every setting of a config. Kept whole inside the config so `with_` can derive variants.
 pub(crate) struct Settings<T> {
@@ -54,6 +66,9 @@ pub(crate) struct Settings<T> {
     pub(crate) escalation: bool,
     pub(crate) wrap_up: bool,
     pub(crate) output_mode: OutputMode,
+    pub(crate) tools_for: Option<ToolFilter>,
+    pub(crate) customer_messages: BTreeMap<Ending, String>,
+    pub(crate) customer_message_fn: Option<CustomerMessageFn<T>>,
     pub(crate) grader: Option<Arc<dyn Grader<T>>>,
     pub(crate) output_validator: Option<OutputValidator<T>>,
     pub(crate) observer: Option<Arc<dyn Observer>>,
@@ -92,6 +107,9 @@ impl<T> Clone for Settings<T> {
             escalation: self.escalation,
             wrap_up: self.wrap_up,
             output_mode: self.output_mode,
+            tools_for: self.tools_for.clone(),
+            customer_messages: self.customer_messages.clone(),
+            customer_message_fn: self.customer_message_fn.clone(),
             grader: self.grader.clone(),
             output_validator: self.output_validator.clone(),
             observer: self.observer.clone(),
@@ -132,6 +150,9 @@ impl<T> Settings<T> {
             escalation: false,
             wrap_up: true,
             output_mode: OutputMode::Auto,
+            tools_for: None,
+            customer_messages: BTreeMap::new(),
+            customer_message_fn: None,
             grader: None,
             output_validator: None,
             observer: None,
@@ -464,6 +485,56 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     #[must_use]
     pub fn cancellation(mut self, token: CancellationToken) -> Self {
         self.settings.cancellation = Some(token);
+        self
+    }
+
+    /// Chooses the user tools offered in each turn from the run's state: `keep(state,
+    /// tool)` is asked for every user tool before each round trip, and a tool it
+    /// rejects is not offered in that turn (no refund tool once a refund ran, say:
+    /// `|state, tool| !(tool.name == "refund" && state.succeeded("refund"))`).
+    /// `submit_output` and `escalate_to_human` are always offered; a call to a tool not
+    /// offered in its turn is answered as an unknown tool, never run. The wrap-up turn
+    /// offers no user tool anyway.
+    #[must_use]
+    pub fn tools_for(
+        mut self,
+        keep: impl Fn(&RunState<'_>, &ToolDefinition) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.settings.tools_for = Some(Arc::new(keep));
+        self
+    }
+
+    /// The message for the customer when a run ends with `ending`
+    /// (`AgentResult::customer_message`). `{trace_id}` in the template becomes the
+    /// run's trace id (a reference for support). Without one, the defaults are:
+    ///
+    /// | ending | default |
+    /// |---|---|
+    /// | answered | "Thank you, we have received your request and it is being processed." |
+    /// | escalated | "Thank you. Your request has been passed to a member of our team, who will get back to you." |
+    /// | exhausted, stuck | "We could not complete your request automatically. Please contact support and quote reference {trace_id}." |
+    /// | failed | "We could not process your request because of a technical problem. Please try again later, or contact support and quote reference {trace_id}." |
+    ///
+    /// None of them claims that anything was resolved: only the config knows what an
+    /// answer means for its customers.
+    #[must_use]
+    pub fn customer_message(mut self, ending: Ending, template: impl Into<String>) -> Self {
+        self.settings
+            .customer_messages
+            .insert(ending, template.into());
+        self
+    }
+
+    /// A customer message computed from the whole result (the answer's fields, the
+    /// handover, the ending); `None` falls back to the templates of
+    /// [`customer_message`](Self::customer_message). Called once per run, behind a catch
+    /// boundary (a panic falls back too).
+    #[must_use]
+    pub fn customer_message_fn(
+        mut self,
+        f: impl Fn(&AgentResult<T>) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.settings.customer_message_fn = Some(Arc::new(f));
         self
     }
 

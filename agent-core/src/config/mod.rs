@@ -45,6 +45,8 @@ pub(crate) struct CompiledTool {
     pub(crate) tool: Arc<dyn Tool>,
     pub(crate) definition: ToolDefinition,
     pub(crate) validator: SchemaValidator,
+    /// `Tool::irreversible`, asked once.
+    pub(crate) irreversible: bool,
 }
 
 /// A config after `build()`: the settings plus everything derived from them once.
@@ -59,8 +61,12 @@ pub(crate) struct Compiled<T> {
     /// Every tool offered in an ordinary turn: user tools, then `submit_output`, then
     /// `escalate_to_human` when enabled.
     pub(crate) offered: Arc<[ToolDefinition]>,
-    /// The tools offered in the wrap-up turn: `submit_output` alone (tool mode).
+    /// The tools offered in the wrap-up turn (tool mode): `submit_output`, and
+    /// `escalate_to_human` when escalation is on.
     pub(crate) wrap_up_offered: Option<Arc<[ToolDefinition]>>,
+    /// The tool sets `tools_for` chose so far, by which user tools they keep (one bit
+    /// per tool, up to 64 tools), so each set is one `Arc` (and is encoded once).
+    pub(crate) subsets: std::sync::Mutex<HashMap<u64, Arc<[ToolDefinition]>>>,
     /// How a run ends with a value.
     pub(crate) output: OutputPlan,
     /// The system prompt as sent: the user's, plus the schema instruction in prompted
@@ -248,9 +254,9 @@ impl<T: AgentOutput> AgentConfig<T> {
             )?,
         };
         let mut offered: Vec<ToolDefinition> = tools.iter().map(|t| t.definition.clone()).collect();
-        let mut wrap_up_offered = None;
+        let mut wrap_up: Vec<ToolDefinition> = Vec::new();
         if let (OutputPlan::Tool, Some(def)) = (&output, T::output_tool()) {
-            wrap_up_offered = Some(Arc::from(vec![def.clone()]));
+            wrap_up.push(def.clone());
             offered.push(def);
         }
         // Prompted mode, and native mode where the server constrains decoding without
@@ -279,11 +285,16 @@ impl<T: AgentOutput> AgentConfig<T> {
                     message,
                 }
             })?;
+            // At its limit a model may still hand over, with its summary.
+            if !wrap_up.is_empty() {
+                wrap_up.push(def.clone());
+            }
             offered.push(def);
             Some(validator)
         } else {
             None
         };
+        let wrap_up_offered = (!wrap_up.is_empty()).then(|| Arc::from(wrap_up));
         Ok(Self {
             inner: Arc::new(Compiled {
                 state: Arc::new(settings.state.clone()),
@@ -294,6 +305,7 @@ impl<T: AgentOutput> AgentConfig<T> {
                 tool_index,
                 offered: Arc::from(offered),
                 wrap_up_offered,
+                subsets: std::sync::Mutex::new(HashMap::new()),
                 output,
                 system_prompt,
                 price,
@@ -536,6 +548,7 @@ fn compile_tools<T>(s: &Settings<T>) -> Result<ToolTable, ConfigError> {
         }
         let validator = check_object_schema(name, &entry.definition.parameters)?;
         tools.push(CompiledTool {
+            irreversible: entry.tool.irreversible(),
             tool: Arc::clone(&entry.tool),
             definition: entry.definition.clone(),
             validator,

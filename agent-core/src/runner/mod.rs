@@ -5,6 +5,7 @@
 //! [`AgentError`].
 
 mod answer;
+mod customer;
 mod feedback;
 mod guard;
 mod sanitize;
@@ -23,13 +24,14 @@ use tracing::Instrument;
 use crate::config::{AgentConfig, Compiled, ESCALATE_TO_HUMAN, OutputPlan};
 use crate::error::{AgentError, Attempt, AttemptKind, Budget, Ending};
 use crate::grader::Scores;
+use crate::handover::{CallOutcome, CallRecord, Handover, Limits, RunState};
 use crate::llm::{LlmError, LlmRequest, LlmResponse, StopReason, ToolChoice};
 use crate::message::{Message, ToolCall, ToolResult};
 use crate::observe::RunEvent;
 use crate::output::{AgentOutput, SUBMIT_OUTPUT};
 use crate::result::AgentResult;
 use crate::run_options::RunOptions;
-use crate::tool::StateMap;
+use crate::tool::{StateMap, ToolDefinition};
 use crate::usage::Usage;
 use crate::validate::ValidationErrors;
 use tokio_util::sync::CancellationToken;
@@ -152,6 +154,15 @@ struct Run<'c, T> {
     deadline_at: Option<tokio::time::Instant>,
     seen_ids: HashSet<String>,
     wrap_up_turn: bool,
+    /// Every user-tool call the model made, with its outcome (for the handover and
+    /// `tools_for`).
+    calls: Vec<CallRecord>,
+    /// The last correction written to the model.
+    last_feedback: Option<String>,
+    /// The model's own summary, when it handed over with one.
+    model_summary: Option<String>,
+    /// A tool that said it cannot safely continue, and its message.
+    fatal: Option<(String, String)>,
 }
 
 impl<'c, T: AgentOutput> Run<'c, T> {
@@ -213,7 +224,91 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             deadline_at: None,
             seen_ids: HashSet::new(),
             wrap_up_turn: false,
+            calls: Vec::new(),
+            last_feedback: None,
+            model_summary: None,
+            fatal: None,
         }
+    }
+
+    /// The tools offered in an ordinary turn: every tool, or, with `tools_for`, the
+    /// user tools it keeps for the run's state (each distinct set is one `Arc`, cached
+    /// in the config so it is encoded once), then `submit_output` and
+    /// `escalate_to_human`.
+    fn offered_tools(&self) -> Arc<[ToolDefinition]> {
+        let cfg = self.cfg;
+        let Some(keep) = &cfg.settings.tools_for else {
+            return Arc::clone(&cfg.offered);
+        };
+        let state = RunState {
+            turn: self.usage.llm_calls.saturating_add(1),
+            tool_calls: self.usage.tool_calls,
+            calls: &self.calls,
+        };
+        let kept: Vec<bool> = cfg
+            .tools
+            .iter()
+            .map(|t| {
+                match std::panic::catch_unwind(AssertUnwindSafe(|| keep(&state, &t.definition))) {
+                    Ok(keep) => keep,
+                    Err(payload) => {
+                        tracing::warn!(
+                            tool = %t.definition.name,
+                            panic = %panic_message(payload.as_ref()),
+                            "tools_for panicked; the tool is not offered this turn"
+                        );
+                        false
+                    }
+                }
+            })
+            .collect();
+        let build = || -> Arc<[ToolDefinition]> {
+            let user = cfg
+                .tools
+                .iter()
+                .zip(&kept)
+                .filter(|(_, k)| **k)
+                .map(|(t, _)| t.definition.clone());
+            let rest = cfg.offered[cfg.tools.len()..].iter().cloned();
+            user.chain(rest).collect::<Vec<_>>().into()
+        };
+        if kept.len() > 64 {
+            return build();
+        }
+        let mask = kept
+            .iter()
+            .enumerate()
+            .fold(0u64, |m, (i, k)| if *k { m | (1 << i) } else { m });
+        let mut subsets = cfg
+            .subsets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Arc::clone(subsets.entry(mask).or_insert_with(build))
+    }
+
+    /// Records the calls of a turn that ran none of them, with why.
+    fn record_not_run(&mut self, calls: &[ToolCall], results: &[ToolResult]) {
+        for (call, result) in calls.iter().zip(results) {
+            if self.cfg.tool_index.contains_key(&call.name) {
+                self.record_call(call, CallOutcome::NotRun(result.content.clone()));
+            }
+        }
+    }
+
+    fn record_call(&mut self, call: &ToolCall, outcome: CallOutcome) {
+        let irreversible = self
+            .cfg
+            .tool_index
+            .get(&call.name)
+            .and_then(|&i| self.cfg.tools.get(i))
+            .is_some_and(|t| t.irreversible);
+        self.calls.push(CallRecord {
+            llm_call: self.usage.llm_calls,
+            tool: call.name.clone(),
+            arguments: call.arguments.clone(),
+            outcome,
+            irreversible,
+        });
     }
 
     fn notify(&self, event: &RunEvent<'_>) {
@@ -402,20 +497,29 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         let wrap_up =
             cfg.settings.wrap_up && !matches!(cfg.output, OutputPlan::Text) && self.is_last_call();
         self.wrap_up_turn = wrap_up;
+        let escalation = cfg.escalation_validator.is_some();
         // The forced answer: a submit_output call in tool mode; in native and prompted
         // modes, text (no tool may be called), which the provider constrains to the
-        // schema in native mode.
+        // schema in native mode. At the limit, a model with escalation on may hand over
+        // instead (escalate_to_human with its summary).
         let (tools, choice) = match (&cfg.output, wrap_up, self.force_answer) {
             (OutputPlan::Tool, true, _) => match &cfg.wrap_up_offered {
-                Some(tools) => (tools, ToolChoice::Tool(SUBMIT_OUTPUT.to_owned())),
-                None => (&cfg.offered, ToolChoice::Required),
+                Some(tools) if escalation => (Arc::clone(tools), ToolChoice::Required),
+                Some(tools) => (
+                    Arc::clone(tools),
+                    ToolChoice::Tool(SUBMIT_OUTPUT.to_owned()),
+                ),
+                None => (Arc::clone(&cfg.offered), ToolChoice::Required),
             },
-            (OutputPlan::Json(_), true, _) => (&cfg.offered, ToolChoice::None),
-            (OutputPlan::Tool, false, true) => (&cfg.offered, ToolChoice::Required),
-            (OutputPlan::Json(_), false, true) => (&cfg.offered, ToolChoice::None),
-            _ => (&cfg.offered, ToolChoice::Auto),
+            (OutputPlan::Json(_), true, _) if escalation => {
+                (Arc::clone(&cfg.offered), ToolChoice::Auto)
+            }
+            (OutputPlan::Json(_), true, _) => (Arc::clone(&cfg.offered), ToolChoice::None),
+            (OutputPlan::Tool, false, true) => (self.offered_tools(), ToolChoice::Required),
+            (OutputPlan::Json(_), false, true) => (self.offered_tools(), ToolChoice::None),
+            _ => (self.offered_tools(), ToolChoice::Auto),
         };
-        self.request.tools = Arc::clone(tools);
+        self.request.tools = tools;
         self.request.tool_choice = choice;
         self.usage.llm_calls = self.usage.llm_calls.saturating_add(1);
         let llm_call = self.usage.llm_calls;
@@ -521,6 +625,9 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     /// of the request just sent and of the reply (bytes / 4; see
     /// [`LlmRequest::estimated_input_tokens`]), so the token and cost caps still bind,
     /// and `Usage::estimated_llm_calls` says so.
+    ///
+    /// Called after the turn's calls were sanitized: the estimate serializes their
+    /// arguments, which must not nest deeper than the sanitizer allows.
     fn add_usage(&mut self, response: &LlmResponse) {
         let reported = response.usage;
         let usage = if reported.input_tokens == 0 && reported.output_tokens == 0 {
@@ -543,7 +650,18 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     }
 
     /// Classifies a successful turn into exactly one transition.
-    async fn on_turn(&mut self, response: LlmResponse) -> Next<T> {
+    async fn on_turn(&mut self, mut response: LlmResponse) -> Next<T> {
+        let cfg = self.cfg;
+        let is_known = |name: &str| {
+            cfg.tool_index.contains_key(name) || name == SUBMIT_OUTPUT || name == ESCALATE_TO_HUMAN
+        };
+        sanitize::sanitize_calls(
+            &mut response.tool_calls,
+            &mut self.seen_ids,
+            &self.trace_id,
+            self.usage.llm_calls,
+            &is_known,
+        );
         self.add_usage(&response);
         let input_tokens = response.usage.input_tokens;
         let LlmResponse {
@@ -553,17 +671,6 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             reasoning,
             ..
         } = response;
-        let cfg = self.cfg;
-        let is_known = |name: &str| {
-            cfg.tool_index.contains_key(name) || name == SUBMIT_OUTPUT || name == ESCALATE_TO_HUMAN
-        };
-        sanitize::sanitize_calls(
-            &mut tool_calls,
-            &mut self.seen_ids,
-            &self.trace_id,
-            self.usage.llm_calls,
-            &is_known,
-        );
         if stop_reason == StopReason::MaxTokens
             && let Some(last) = tool_calls.last_mut()
         {
@@ -651,9 +758,8 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             OutputPlan::Tool => {}
         }
         let cut = (*stop_reason == StopReason::MaxTokens).then_some(self.request.max_tokens);
-        self.request
-            .messages
-            .push(Message::user(feedback::plain_text_nudge(cut)));
+        let nudge = self.feedback(feedback::plain_text_nudge(cut));
+        self.request.messages.push(Message::user(nudge));
         self.force_answer = true;
         let mut summary = if text.trim().is_empty() {
             "an empty turn: no text and no tool call".to_owned()
@@ -701,9 +807,8 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 ),
             }
         };
-        self.request
-            .messages
-            .push(Message::user(feedback::rejected_answer(&errors, cut)));
+        let rejected = self.feedback(feedback::rejected_answer(&errors, cut));
+        self.request.messages.push(Message::user(rejected));
         self.force_answer = true;
         let mut summary = errors.to_string();
         if let Some(cap) = cut {
@@ -734,10 +839,15 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     }
 
     fn on_ambiguous(&mut self, calls: &[ToolCall], terminal: String) -> Next<T> {
-        let results = calls
+        let results: Vec<ToolResult> = calls
             .iter()
             .map(|c| ToolResult::error(&c.id, &c.name, feedback::ambiguous(c, calls, &terminal)))
             .collect();
+        self.record_not_run(calls, &results);
+        self.last_feedback = results
+            .iter()
+            .find(|r| r.name == terminal)
+            .map(|r| r.content.clone());
         self.request.messages.push(Message::tool_results(results));
         let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
         self.malformed(
@@ -760,7 +870,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 Err(errors) => errors,
             },
         };
-        let feedback = feedback::rejected_submission(&errors);
+        let feedback = self.feedback(feedback::rejected_submission(&errors));
         self.request
             .messages
             .push(Message::tool_results(vec![ToolResult::error(
@@ -854,6 +964,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                         .to_owned()
                 };
                 self.output = call.arguments.to_string();
+                self.model_summary = Some(field("summary"));
                 Next::Stop(Err(AgentError::Escalated {
                     reason: field("reason"),
                     summary: field("summary"),
@@ -861,6 +972,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             }
             Err(errors) => {
                 let feedback = format!("{ESCALATE_TO_HUMAN} was rejected: {errors}");
+                self.last_feedback = Some(feedback.clone());
                 self.request
                     .messages
                     .push(Message::tool_results(vec![ToolResult::error(
@@ -873,27 +985,50 @@ impl<'c, T: AgentOutput> Run<'c, T> {
 
     async fn on_tool_calls(&mut self, calls: &[ToolCall]) -> Next<T> {
         if self.wrap_up_turn {
-            // Only submit_output was offered: nothing else runs in the last round trip.
-            let results = calls
+            // Only submit_output (and escalate_to_human) was offered: nothing else runs
+            // in the last round trip.
+            let results: Vec<ToolResult> = calls
                 .iter()
                 .map(|c| {
                     ToolResult::error(&c.id, &c.name, feedback::wrap_up_only(&self.cfg.output))
                 })
                 .collect();
+            self.record_not_run(calls, &results);
             self.request.messages.push(Message::tool_results(results));
             return Next::Continue;
         }
-        let results = tools::run_tool_calls(
+        let offered = Arc::clone(&self.request.tools);
+        let executed = tools::run_tool_calls(
             self.cfg,
             calls,
+            &offered,
             &self.trace_id,
             &self.state,
             &self.observers,
             &mut self.usage.tool_calls,
         )
         .await;
+        let mut results = Vec::with_capacity(executed.len());
+        for (call, done) in calls.iter().zip(executed) {
+            if done.fatal && self.fatal.is_none() {
+                let message = match &done.outcome {
+                    CallOutcome::Failed(text) => text.clone(),
+                    _ => String::new(),
+                };
+                self.fatal = Some((call.name.clone(), message));
+            }
+            if self.cfg.tool_index.contains_key(&call.name) {
+                self.record_call(call, done.outcome);
+            }
+            results.push(done.result);
+        }
         let stuck = self.guard.record_turn(calls, &results);
         self.request.messages.push(Message::tool_results(results));
+        // A tool that cannot safely continue ends the run once the whole turn is
+        // answered.
+        if let Some((tool, message)) = self.fatal.clone() {
+            return Next::Stop(Err(AgentError::ToolFatal { tool, message }));
+        }
         match stuck {
             Some(reason) => Next::Stop(Err(AgentError::Stuck { reason })),
             None => Next::Continue,
@@ -911,7 +1046,20 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         Next::Continue
     }
 
+    /// Remembers a correction for the handover, and returns it.
+    fn feedback(&mut self, text: String) -> String {
+        self.last_feedback = Some(text.clone());
+        text
+    }
+
     fn finish(self, outcome: Result<T, AgentError>, duration: Duration) -> AgentResult<T> {
+        let handover = match &outcome {
+            Ok(_) => None,
+            Err(error) => Some(self.handover(error)),
+        };
+        let partial = outcome.as_ref().is_ok_and(|value| {
+            std::panic::catch_unwind(AssertUnwindSafe(|| value.is_partial())).unwrap_or(false)
+        });
         let output = if outcome.is_ok() || !self.output.is_empty() {
             self.output
         } else {
@@ -928,7 +1076,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         );
         let mut transcript = self.request.messages;
         answer_last_turn(&mut transcript, &outcome);
-        AgentResult {
+        let mut result = AgentResult {
             outcome,
             output,
             trace_id: self.trace_id.to_string(),
@@ -936,6 +1084,34 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             scores: self.scores,
             duration,
             transcript,
+            handover,
+            partial,
+            customer_message: String::new(),
+        };
+        result.customer_message = customer::message(&self.cfg.settings, &result);
+        result
+    }
+
+    /// What the human who takes over needs, from the run itself.
+    fn handover(&self, error: &AgentError) -> Handover {
+        let s = &self.cfg.settings;
+        Handover {
+            input: self.input.clone(),
+            ending: error.ending(),
+            category: error.category().to_owned(),
+            reason: error.to_string(),
+            calls: self.calls.clone(),
+            last_feedback: self.last_feedback.clone(),
+            spent: self.usage,
+            limits: Limits {
+                max_llm_calls: s.max_llm_calls,
+                max_tool_calls: s.max_tool_calls,
+                max_parse_retries: s.max_parse_retries,
+                max_total_tokens: s.max_total_tokens,
+                max_cost_usd: s.max_cost_usd,
+                deadline: self.deadline,
+            },
+            model_summary: self.model_summary.clone(),
         }
     }
 }
