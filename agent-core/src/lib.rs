@@ -70,7 +70,7 @@ pub use llm::{
 };
 pub use message::{Message, ToolCall, ToolResult};
 pub use observe::{Observer, RunEvent};
-pub use output::{AgentOutput, OutputMode, SUBMIT_OUTPUT};
+pub use output::{AgentOutput, OutputMode, PromptCaching, SUBMIT_OUTPUT};
 pub use pricing::{ModelPrice, Pricing};
 pub use registry::ToolRegistry;
 pub use result::AgentResult;

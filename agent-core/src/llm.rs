@@ -167,6 +167,12 @@ pub struct LlmRequest {
     pub max_tokens: u32,
     /// Sampling temperature, when set.
     pub temperature: Option<f32>,
+    /// Whether to mark the request's stable prefix (tool definitions and system
+    /// prompt) for the provider's prompt cache. Anthropic gets a `cache_control`
+    /// breakpoint on the system prompt (else on the last tool definition); providers
+    /// that cache by themselves (OpenAI) ignore it. Set by the config's
+    /// `prompt_caching`.
+    pub prompt_cache: bool,
     /// The structured answer expected in text, in [`OutputMode::Native`] (adapters send
     /// the schema as the provider's structured-output setting) or
     /// [`OutputMode::Prompted`] (the schema is in the system prompt; adapters send
@@ -223,6 +229,7 @@ impl LlmRequest {
             tool_choice: ToolChoice::Auto,
             max_tokens: 4096,
             temperature: None,
+            prompt_cache: false,
             output: None,
         }
     }

@@ -14,7 +14,7 @@ use crate::grader::Grader;
 use crate::handover::RunState;
 use crate::llm::LlmClient;
 use crate::observe::Observer;
-use crate::output::{AgentOutput, OutputMode};
+use crate::output::{AgentOutput, OutputMode, PromptCaching};
 use crate::pricing::{ModelPrice, Pricing};
 use crate::providers::{ApiKey, ProviderOptions};
 use crate::registry::ToolRegistry;
@@ -66,6 +66,7 @@ pub(crate) struct Settings<T> {
     pub(crate) escalation: bool,
     pub(crate) wrap_up: bool,
     pub(crate) output_mode: OutputMode,
+    pub(crate) prompt_caching: PromptCaching,
     pub(crate) tools_for: Option<ToolFilter>,
     pub(crate) customer_messages: BTreeMap<Ending, String>,
     pub(crate) customer_message_fn: Option<CustomerMessageFn<T>>,
@@ -107,6 +108,7 @@ impl<T> Clone for Settings<T> {
             escalation: self.escalation,
             wrap_up: self.wrap_up,
             output_mode: self.output_mode,
+            prompt_caching: self.prompt_caching,
             tools_for: self.tools_for.clone(),
             customer_messages: self.customer_messages.clone(),
             customer_message_fn: self.customer_message_fn.clone(),
@@ -150,6 +152,7 @@ impl<T> Settings<T> {
             escalation: false,
             wrap_up: true,
             output_mode: OutputMode::Auto,
+            prompt_caching: PromptCaching::Auto,
             tools_for: None,
             customer_messages: BTreeMap::new(),
             customer_message_fn: None,
@@ -352,6 +355,12 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         /// whose answer is plain text. `build()` rejects `Native` for a model known not
         /// to support it ([`ConfigError::UnsupportedOutputMode`]).
         output_mode: OutputMode
+    );
+    setter!(
+        /// Whether the tool definitions and system prompt are marked for the provider's
+        /// prompt cache (default [`PromptCaching::Auto`]: when they are about 1,024
+        /// tokens or more). See [`PromptCaching`] for what each provider does.
+        prompt_caching: PromptCaching
     );
 
     /// Sampling temperature (0.0 to 2.0; `build()` rejects others).

@@ -14,7 +14,7 @@ pub use builder::{AgentConfigBuilder, OutputValidator};
 pub use error::ConfigError;
 
 use crate::llm::{LlmClient, OutputSpec};
-use crate::output::{AgentOutput, OutputMode, SUBMIT_OUTPUT};
+use crate::output::{AgentOutput, OutputMode, PromptCaching, SUBMIT_OUTPUT};
 use crate::pricing::ModelPrice;
 use crate::providers::{self, PREFIXES};
 use crate::tool::{StateMap, Tool, ToolDefinition};
@@ -72,6 +72,9 @@ pub(crate) struct Compiled<T> {
     /// The system prompt as sent: the user's, plus the schema instruction in prompted
     /// mode.
     pub(crate) system_prompt: Option<String>,
+    /// Whether requests mark their prefix for the prompt cache (`PromptCaching`
+    /// resolved).
+    pub(crate) prompt_cache: bool,
     pub(crate) price: Option<ModelPrice>,
     pub(crate) escalation_validator: Option<SchemaValidator>,
 }
@@ -172,6 +175,12 @@ impl<T: AgentOutput> AgentConfig<T> {
     /// (see [`OutputMode`]). [`OutputMode::Tool`] for `AgentConfig<String>`.
     pub fn output_mode(&self) -> OutputMode {
         self.inner.output.mode()
+    }
+
+    /// Whether requests mark their tool definitions and system prompt for the
+    /// provider's prompt cache (the builder's `prompt_caching`, resolved).
+    pub fn prompt_caching(&self) -> bool {
+        self.inner.prompt_cache
     }
 
     /// The system prompt as sent to the model: the one set on the builder, plus, in
@@ -295,6 +304,18 @@ impl<T: AgentOutput> AgentConfig<T> {
             None
         };
         let wrap_up_offered = (!wrap_up.is_empty()).then(|| Arc::from(wrap_up));
+        let prompt_cache = match settings.prompt_caching {
+            PromptCaching::On => true,
+            PromptCaching::Off => false,
+            _ => {
+                let bytes = system_prompt.as_ref().map_or(0, String::len)
+                    + offered
+                        .iter()
+                        .map(|t| t.description.len() + t.parameters.to_string().len())
+                        .sum::<usize>();
+                (bytes as u64).div_ceil(4) >= PromptCaching::AUTO_MIN_TOKENS
+            }
+        };
         Ok(Self {
             inner: Arc::new(Compiled {
                 state: Arc::new(settings.state.clone()),
@@ -308,6 +329,7 @@ impl<T: AgentOutput> AgentConfig<T> {
                 subsets: std::sync::Mutex::new(HashMap::new()),
                 output,
                 system_prompt,
+                prompt_cache,
                 price,
                 escalation_validator,
             }),

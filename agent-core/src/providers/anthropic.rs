@@ -166,7 +166,7 @@ struct Body<'a> {
     model: &'a str,
     max_tokens: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
-    system: Option<&'a str>,
+    system: Option<System<'a>>,
     messages: Vec<WireMessage<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<&'a RawValue>,
@@ -228,7 +228,35 @@ struct WireTool<'a> {
     #[serde(skip_serializing_if = "str::is_empty")]
     description: &'a str,
     input_schema: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
 }
+
+/// The system prompt: a string, or one text block carrying a prompt-cache breakpoint.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum System<'a> {
+    Text(&'a str),
+    Blocks([SystemBlock<'a>; 1]),
+}
+
+#[derive(Serialize)]
+struct SystemBlock<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+    cache_control: CacheControl,
+}
+
+/// `{"type": "ephemeral"}`: cache the prompt up to and including this block (tools,
+/// then system, then messages, in that order).
+#[derive(Clone, Copy, Serialize)]
+struct CacheControl {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+const EPHEMERAL: CacheControl = CacheControl { kind: "ephemeral" };
 
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -247,25 +275,46 @@ pub(crate) fn encode(request: &LlmRequest, cache: &WireCache) -> Result<Vec<u8>,
     let failed = |e: serde_json::Error| {
         LlmError::permanent(format!("cannot serialize the anthropic request: {e}"))
     };
+    let system = request.system.as_deref().filter(|s| !s.trim().is_empty());
+    // Prompt caching: one breakpoint at the end of the stable prefix, the system prompt
+    // when there is one (which caches the tools before it too), else the last tool.
+    let mark_tools = request.prompt_cache && system.is_none();
     let tools = if request.tools.is_empty() {
         None
     } else {
+        let set = if mark_tools {
+            &cache.tools_marked
+        } else {
+            &cache.tools
+        };
         Some(
-            cache
-                .tools
-                .get_or_encode(&request.tools, |defs| {
-                    raw(&defs
-                        .iter()
-                        .map(|def| WireTool {
-                            name: &def.name,
-                            description: &def.description,
-                            input_schema: schema::for_anthropic(&def.parameters),
-                        })
-                        .collect::<Vec<_>>())
-                })
-                .map_err(failed)?,
+            set.get_or_encode(&request.tools, |defs| {
+                let last = defs.len().saturating_sub(1);
+                raw(&defs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, def)| WireTool {
+                        name: &def.name,
+                        description: &def.description,
+                        input_schema: schema::for_anthropic(&def.parameters),
+                        cache_control: (mark_tools && i == last).then_some(EPHEMERAL),
+                    })
+                    .collect::<Vec<_>>())
+            })
+            .map_err(failed)?,
         )
     };
+    let system = system.map(|text| {
+        if request.prompt_cache {
+            System::Blocks([SystemBlock {
+                kind: "text",
+                text,
+                cache_control: EPHEMERAL,
+            }])
+        } else {
+            System::Text(text)
+        }
+    });
     // Native output mode, the GA shape (no beta header):
     // `output_config: {format: {type: "json_schema", schema}}`.
     let output_config = match request.output.as_ref().filter(|spec| spec.is_native()) {
@@ -285,7 +334,7 @@ pub(crate) fn encode(request: &LlmRequest, cache: &WireCache) -> Result<Vec<u8>,
     let body = Body {
         model: &request.model,
         max_tokens: request.max_tokens,
-        system: request.system.as_deref().filter(|s| !s.trim().is_empty()),
+        system,
         messages: messages(&request.messages),
         tools: tools.as_deref(),
         tool_choice: if request.tools.is_empty() {

@@ -178,6 +178,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         } = options;
         let mut request = LlmRequest::new(cfg.wire_model.clone());
         request.system = cfg.system_prompt.clone();
+        request.prompt_cache = cfg.prompt_cache;
         if let OutputPlan::Json(spec) = &cfg.output {
             request.output = Some(Arc::clone(spec));
         }
