@@ -27,6 +27,9 @@ pub struct AgentResult<T> {
     pub duration: Duration,
     /// Every message of the run (the input first), for partial results and audits.
     pub transcript: Vec<Message>,
+    /// Store calls of the run that failed, timed out or panicked (memory, retriever,
+    /// feedback and trace stores; see [`crate::store`]). They never change the outcome.
+    pub store_failures: u32,
 }
 
 impl<T> AgentResult<T> {

@@ -16,6 +16,7 @@ use crate::output::AgentOutput;
 use crate::pricing::{ModelPrice, Pricing};
 use crate::providers::{ApiKey, ProviderOptions};
 use crate::registry::ToolRegistry;
+use crate::store::StoreSettings;
 use crate::tool::{StateMap, StateRequirement, Tool};
 
 /// A check on a validated value that a schema cannot express; its error is fed back to
@@ -56,6 +57,7 @@ pub(crate) struct Settings<T> {
     pub(crate) grader: Option<Arc<dyn Grader<T>>>,
     pub(crate) output_validator: Option<OutputValidator<T>>,
     pub(crate) observer: Option<Arc<dyn Observer>>,
+    pub(crate) stores: StoreSettings,
 }
 
 impl<T> Clone for Settings<T> {
@@ -93,6 +95,7 @@ impl<T> Clone for Settings<T> {
             grader: self.grader.clone(),
             output_validator: self.output_validator.clone(),
             observer: self.observer.clone(),
+            stores: self.stores.clone(),
         }
     }
 }
@@ -132,6 +135,7 @@ impl<T> Settings<T> {
             grader: None,
             output_validator: None,
             observer: None,
+            stores: StoreSettings::default(),
         }
     }
 }

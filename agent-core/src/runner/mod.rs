@@ -7,8 +7,11 @@
 mod feedback;
 mod guard;
 mod sanitize;
+mod stores;
 mod tools;
 mod trace;
+
+pub(crate) use stores::flush_stores;
 
 use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
@@ -73,7 +76,7 @@ pub async fn run_agent<T: AgentOutput>(
 pub async fn run_agent_with<T: AgentOutput>(
     config: &AgentConfig<T>,
     input: impl Into<String>,
-    options: RunOptions,
+    mut options: RunOptions,
 ) -> AgentResult<T> {
     let cfg: &Compiled<T> = &config.inner;
     let started = Instant::now();
@@ -93,15 +96,24 @@ pub async fn run_agent_with<T: AgentOutput>(
     if !options.metadata.is_empty() {
         span.record("agent.metadata", tracing::field::debug(&options.metadata));
     }
-    let mut run = Run::new(cfg, Arc::clone(&trace_id), input.into(), options);
+    let input: String = input.into();
+    // Stores (memory, retrieval, recorders): nothing happens without them.
+    let mut prepared = stores::before_run(cfg, &trace_id, &input, &mut options)
+        .instrument(span.clone())
+        .await;
+    let mut run = Run::new(cfg, Arc::clone(&trace_id), input, options);
+    prepared.apply_context(&mut run.request.system);
     run.notify(&RunEvent::RunStarted {
         trace_id: &trace_id,
         agent: &cfg.settings.name,
     });
-    let outcome = run.drive_bounded().instrument(span.clone()).await;
+    let outcome = match prepared.take_refusal() {
+        Some(refused) => Err(refused),
+        None => run.drive_bounded().instrument(span.clone()).await,
+    };
     let duration = started.elapsed();
     let run_observers = run.observers.clone();
-    let result = run.finish(outcome, duration);
+    let mut result = run.finish(outcome, duration);
     let ending = result.ending();
     span.record("agent.ending", ending.as_str());
     if let Some(category) = result.category() {
@@ -114,6 +126,9 @@ pub async fn run_agent_with<T: AgentOutput>(
         usage: &result.usage,
         duration,
     });
+    stores::after_run(cfg, prepared, &mut result)
+        .instrument(span)
+        .await;
     result
 }
 
@@ -161,6 +176,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             observer,
             metadata: _,
             history,
+            thread: _,
         } = options;
         let mut request = LlmRequest::new(cfg.wire_model.clone());
         request.system = s.system_prompt.clone();
@@ -815,6 +831,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             scores: self.scores,
             duration,
             transcript,
+            store_failures: 0,
         }
     }
 }
