@@ -31,6 +31,7 @@
 
 mod anthropic;
 mod classify;
+mod embeddings;
 mod history;
 mod http;
 mod normalize;
@@ -41,6 +42,7 @@ use std::fmt;
 use std::time::Duration;
 
 pub use anthropic::AnthropicClient;
+pub use embeddings::EmbeddingClient;
 pub use openai::OpenAiClient;
 pub use routing::PREFIXES;
 pub(crate) use routing::route;
