@@ -1,1 +1,111 @@
-fn main(){}
+//! The cost of recording runs: `run_batch` at concurrency 64 with the built-in test
+//! model, without stores and with a feedback and trace store on SQLite and PostgreSQL.
+//! One iteration is one run; the recording cost per run is a backend's time minus the
+//! time without stores.
+//!
+//! ```text
+//! cargo bench -p agent-store --bench record
+//! ```
+//!
+//! PostgreSQL is `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/test`), in
+//! the schema `agent_store_bench` (dropped before and after); it is skipped when no
+//! server answers.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use agent_core::testing::TestModel;
+use agent_core::{AgentConfig, run_batch};
+use agent_store::{Store, StoreOptions};
+use criterion::{Criterion, criterion_group, criterion_main};
+use sqlx::Connection;
+
+const CONCURRENCY: usize = 64;
+const SCHEMA: &str = "agent_store_bench";
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn config(store: Option<&Store>) -> AgentConfig<String> {
+    let mut builder = AgentConfig::builder("bench").llm(TestModel::new());
+    if let Some(store) = store {
+        builder = builder
+            .feedback_store(store.clone())
+            .trace_store(store.clone());
+    }
+    builder.build().unwrap()
+}
+
+fn bench_batch(
+    c: &mut Criterion,
+    rt: &tokio::runtime::Runtime,
+    name: &str,
+    config: &AgentConfig<String>,
+) {
+    let mut group = c.benchmark_group("record_per_run_c64");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(8));
+    group.bench_function(name, |b| {
+        b.iter_custom(|iters| {
+            let inputs: Vec<String> = (0..iters)
+                .map(|i| format!("ticket {i}: my parcel is late"))
+                .collect();
+            rt.block_on(async {
+                let started = Instant::now();
+                let batch = run_batch(config, inputs, CONCURRENCY).await;
+                let elapsed = started.elapsed();
+                assert_eq!(batch.receipt.store_failures, 0);
+                elapsed
+            })
+        });
+    });
+    group.finish();
+}
+
+async fn drop_schema(url: &str) -> bool {
+    let Ok(Ok(mut conn)) =
+        tokio::time::timeout(Duration::from_secs(3), sqlx::PgConnection::connect(url)).await
+    else {
+        return false;
+    };
+    sqlx::query(&format!("DROP SCHEMA IF EXISTS {SCHEMA} CASCADE"))
+        .execute(&mut conn)
+        .await
+        .is_ok()
+}
+
+fn record(c: &mut Criterion) {
+    let rt = runtime();
+    bench_batch(c, &rt, "no_store", &config(None));
+
+    let dir = std::env::temp_dir().join(format!("agent_store_bench_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sqlite = rt
+        .block_on(Store::open(&dir.join("bench.db").display().to_string()))
+        .unwrap();
+    bench_batch(c, &rt, "sqlite", &config(Some(&sqlite)));
+    rt.block_on(sqlite.close()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let url = std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+    if rt.block_on(drop_schema(&url)) {
+        let pg = rt
+            .block_on(Store::open_with(&url, StoreOptions::new().schema(SCHEMA)))
+            .unwrap();
+        bench_batch(c, &rt, "postgres", &config(Some(&pg)));
+        rt.block_on(pg.close()).unwrap();
+        rt.block_on(drop_schema(&url));
+    } else {
+        eprintln!("postgres: skipped, no server at DATABASE_URL");
+    }
+}
+
+criterion_group!(benches, record);
+criterion_main!(benches);

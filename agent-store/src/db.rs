@@ -91,7 +91,39 @@ macro_rules! on_read_pool {
     };
 }
 
-pub(crate) use {on_read_pool, on_write_pool};
+/// Runs `$body` in a write transaction on the backend's writing pool, `$tx` bound to the
+/// transaction and `$DB` to the database type; commits when `$body` succeeds. `$body`
+/// may leave early with `?` or `return Err(..)` (rolled back), or commit `$tx` itself
+/// and `return Ok(..)`.
+///
+/// After a database error the connection is closed, not returned to the pool: SQLite
+/// rolls a transaction back by itself on some errors (a full disk), and a connection
+/// whose transaction state is in doubt must not take the next batch.
+macro_rules! write_tx {
+    ($pools:expr, $DB:ident, $tx:ident => $body:expr) => {
+        $crate::db::on_write_pool!($pools, pool, $DB => {
+            let mut conn = pool.acquire().await.map_err($crate::db::db_error)?;
+            let outcome: Result<_, ::agent_core::StoreError> = async {
+                let mut $tx = ::sqlx::Connection::begin(&mut *conn)
+                    .await
+                    .map_err($crate::db::db_error)?;
+                let value = $body;
+                $tx.commit().await.map_err($crate::db::db_error)?;
+                Ok(value)
+            }
+            .await;
+            if matches!(
+                outcome,
+                Err(::agent_core::StoreError::Backend { .. } | ::agent_core::StoreError::Unavailable { .. })
+            ) {
+                let _ = conn.close().await;
+            }
+            outcome
+        })
+    };
+}
+
+pub(crate) use {on_read_pool, on_write_pool, write_tx};
 
 /// What every store handle and the writer task share.
 pub(crate) struct Shared {
@@ -109,7 +141,9 @@ impl Shared {
         let is_pg = target.starts_with("postgres://") || target.starts_with("postgresql://");
         let pools = if is_pg {
             let mut connect = PgConnectOptions::from_str(target)
-                .map_err(|e| StoreError::invalid(format!("invalid PostgreSQL URL: {}", redact(&e))))?
+                .map_err(|e| {
+                    StoreError::invalid(format!("invalid PostgreSQL URL: {}", redact(&e)))
+                })?
                 .disable_statement_logging();
             if let Some(schema) = &options.schema {
                 check_schema_name(schema)?;
@@ -135,6 +169,13 @@ impl Shared {
                 .synchronous(SqliteSynchronous::Normal)
                 .busy_timeout(options.busy_timeout)
                 .foreign_keys(true)
+                // Statement journals (an upsert in a transaction needs one) in memory,
+                // not in a temporary file.
+                .pragma("temp_store", "MEMORY")
+                // Commits do not checkpoint; a background task does (see `checkpointer`).
+                .pragma("wal_autocheckpoint", "0")
+                // After a restart, the WAL file is cut back to 64 MiB.
+                .pragma("journal_size_limit", "67108864")
                 .disable_statement_logging();
             for (key, value) in &options.pragmas {
                 connect = connect.pragma(key.clone(), value.clone());
@@ -209,10 +250,65 @@ impl Shared {
         Ok(())
     }
 
+    /// SQLite: starts the background checkpointer. Commits never checkpoint (their
+    /// `wal_autocheckpoint` is 0): every 200 ms this task copies committed WAL frames
+    /// into the database file (`PRAGMA wal_checkpoint(PASSIVE)`, which never blocks a
+    /// writer) on a reader connection, so the writer's commits pay for no fsync. When
+    /// the WAL is still over 64 MiB (a writer that never pauses), it checkpoints with
+    /// `RESTART`, which waits for the writer between two commits and starts the WAL
+    /// over. It stops when the store is dropped.
+    pub(crate) fn start_checkpointer(shared: &std::sync::Arc<Self>) {
+        if shared.backend != Backend::Sqlite {
+            return;
+        }
+        let weak = std::sync::Arc::downgrade(shared);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(CHECKPOINT_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(shared) = weak.upgrade() else { return };
+                if shared.ready.get().is_none() {
+                    continue;
+                }
+                if let Pools::Sqlite { read, .. } = &shared.pools {
+                    if read.is_closed() {
+                        return;
+                    }
+                    // PASSIVE keeps up between commits; a WAL over the limit (a writer that
+                    // never pauses) is checkpointed and restarted while the writer waits.
+                    let passive = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+                        .fetch_one(read)
+                        .await;
+                    let frames = passive
+                        .as_ref()
+                        .ok()
+                        .and_then(|row| row.try_get::<i64, _>(1).ok());
+                    let outcome = match frames {
+                        Some(frames) if frames > WAL_RESTART_FRAMES => {
+                            sqlx::query("PRAGMA wal_checkpoint(RESTART)")
+                                .execute(read)
+                                .await
+                                .map(drop)
+                        }
+                        _ => passive.map(drop),
+                    };
+                    if let Err(error) = outcome {
+                        tracing::debug!(error = %error, "WAL checkpoint failed; the next one retries");
+                    }
+                }
+            }
+        });
+    }
+
     /// Closes the pools (waiting for connections in use to come back).
     pub(crate) async fn close(&self) {
         match &self.pools {
             Pools::Sqlite { write, read } => {
+                // A last full checkpoint, so a closed store is one file.
+                let _ = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+                    .execute(write)
+                    .await;
                 read.close().await;
                 write.close().await;
             }
@@ -255,19 +351,14 @@ CREATE TABLE IF NOT EXISTS runs (
     duration_ms BIGINT NOT NULL,
     llm_calls BIGINT NOT NULL,
     cost_usd DOUBLE PRECISION,
-    record TEXT NOT NULL
+    record TEXT,
+    trace TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_at_ms);
-CREATE INDEX IF NOT EXISTS runs_by_agent ON runs (agent, started_at_ms);
 CREATE TABLE IF NOT EXISTS feedback (
     trace_id TEXT PRIMARY KEY,
     rating BIGINT,
     given_at_ms BIGINT NOT NULL,
-    body TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS traces (
-    trace_id TEXT PRIMARY KEY,
-    started_at_ms BIGINT NOT NULL,
     body TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS threads (
@@ -309,16 +400,15 @@ CREATE TABLE IF NOT EXISTS documents (
 impl<'s> MigrationSource<'s> for Migrations {
     fn resolve(
         self,
-    ) -> Pin<
-        Box<dyn Future<Output = Result<Vec<Migration>, sqlx::error::BoxDynError>> + Send + 's>,
-    > {
+    ) -> Pin<Box<dyn Future<Output = Result<Vec<Migration>, sqlx::error::BoxDynError>> + Send + 's>>
+    {
         let blob = match self.0 {
             Backend::Sqlite => "BLOB",
             Backend::Postgres => "BYTEA",
         };
         let migrations = vec![Migration::new(
             1,
-            Cow::Borrowed("runs, feedback, traces, threads, documents"),
+            Cow::Borrowed("runs (records and traces), feedback, threads, documents"),
             MigrationType::Simple,
             Cow::Owned(MIGRATION_1.replace("{blob}", blob)),
             false,
@@ -402,6 +492,12 @@ pub(crate) fn check_key(kind: &str, key: &str) -> Result<(), StoreError> {
     }
     Ok(())
 }
+
+/// How often the SQLite checkpointer runs.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
+
+/// A WAL longer than this (frames of 4 KiB: 64 MiB) is restarted by the checkpointer.
+const WAL_RESTART_FRAMES: i64 = 16_384;
 
 /// How long to wait for a connection before a call fails (see `StoreOptions`).
 pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

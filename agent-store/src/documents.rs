@@ -11,7 +11,7 @@ use sqlx::{QueryBuilder, Row};
 use tokio::sync::RwLock;
 
 use crate::Store;
-use crate::db::{Pools, check_key, db_error, db_ms, on_read_pool, on_write_pool};
+use crate::db::{Pools, check_key, db_error, db_ms, on_read_pool, write_tx};
 use crate::writer::chunks;
 
 /// The documents of one collection in a [`Store`], embedded with one [`Embedder`], and
@@ -103,7 +103,8 @@ impl Documents {
         text: impl Into<String>,
         metadata: Value,
     ) -> Result<(), StoreError> {
-        self.add_many(vec![(id.into(), text.into(), metadata)]).await
+        self.add_many(vec![(id.into(), text.into(), metadata)])
+            .await
     }
 
     /// Embeds and stores documents `(id, text, metadata)`, replacing any with the same
@@ -143,8 +144,7 @@ impl Documents {
         let store = &inner.store;
         store.shared.ready().await?;
         let pgvector = store.shared.pgvector.load(Ordering::Relaxed);
-        on_write_pool!(&store.shared.pools, pool, DB => {
-            let mut tx = pool.begin().await.map_err(db_error)?;
+        write_tx!(&store.shared.pools, DB, tx => {
             for chunk in chunks(&rows) {
                 let mut q = QueryBuilder::<DB>::new(
                     "INSERT INTO documents (collection, id, model, dims, embedding, body, updated_at_ms) ",
@@ -180,9 +180,7 @@ impl Documents {
                 }
             }
             bump_version(&mut tx, &inner.collection).await?;
-            tx.commit().await.map_err(db_error)?;
-        });
-        Ok(())
+        })
     }
 
     /// Removes one document; `false` when there was none.
@@ -192,8 +190,7 @@ impl Documents {
     pub async fn remove(&self, id: &str) -> Result<bool, StoreError> {
         let inner = &self.inner;
         inner.store.shared.ready().await?;
-        on_write_pool!(&inner.store.shared.pools, pool, DB => {
-            let mut tx = pool.begin().await.map_err(db_error)?;
+        write_tx!(&inner.store.shared.pools, DB, tx => {
             let removed = sqlx::query("DELETE FROM documents WHERE collection = $1 AND id = $2")
                 .bind(inner.collection.as_str())
                 .bind(id)
@@ -202,8 +199,7 @@ impl Documents {
                 .map_err(db_error)?
                 .rows_affected();
             bump_version(&mut tx, &inner.collection).await?;
-            tx.commit().await.map_err(db_error)?;
-            Ok(removed > 0)
+            removed > 0
         })
     }
 
@@ -368,9 +364,9 @@ impl Documents {
         });
         rows.into_iter()
             .map(|(id, body)| {
-                serde_json::from_str(&body)
-                    .map(|b| (id, b))
-                    .map_err(|e| StoreError::backend(format!("a stored document does not decode: {e}")))
+                serde_json::from_str(&body).map(|b| (id, b)).map_err(|e| {
+                    StoreError::backend(format!("a stored document does not decode: {e}"))
+                })
             })
             .collect()
     }
@@ -398,8 +394,9 @@ impl Documents {
                 let id: String = r.try_get(0).map_err(db_error)?;
                 let body: String = r.try_get(1).map_err(db_error)?;
                 let score: f32 = r.try_get(2).map_err(db_error)?;
-                let body: Body = serde_json::from_str(&body)
-                    .map_err(|e| StoreError::backend(format!("a stored document does not decode: {e}")))?;
+                let body: Body = serde_json::from_str(&body).map_err(|e| {
+                    StoreError::backend(format!("a stored document does not decode: {e}"))
+                })?;
                 Ok(Retrieved::new(id, body.text, score, body.metadata))
             })
             .collect()

@@ -35,8 +35,10 @@
 //!
 //! - **SQLite**: the file is created on first use; WAL journal, `synchronous=NORMAL`
 //!   (a commit survives a killed process; a power cut may lose the last commits, never
-//!   corrupt the file), a busy timeout (default 5 s) for other processes' locks. One
-//!   writer connection (writes queue in order) and several readers.
+//!   corrupt the file), a busy timeout (default 5 s) for other processes' locks,
+//!   statement journals in memory. One writer connection (writes queue in order) and
+//!   several readers. Commits never checkpoint: a background task does, every 200 ms,
+//!   without blocking the writer (`PASSIVE`), and restarts a WAL that passed 64 MiB.
 //! - **PostgreSQL**: a pool of connections (no TLS: a local server or a tunnel);
 //!   [`StoreOptions::schema`] puts every table in one schema (created if missing), so
 //!   many stores, or tests, share one database.
@@ -52,9 +54,11 @@
 //! Run records and traces go through one background writer per store: callers queue
 //! them on a bounded channel (4,096 by default) and wait for their commit; the writer
 //! takes everything queued (up to 256 at a time) and writes it in one transaction with
-//! multi-row upserts keyed by trace id. So concurrent runs share commits (group
-//! commit), a run's record is durable when `run_agent` returns, and a retried write
-//! never duplicates. [`Store::flush`] waits for everything queued before it.
+//! multi-row upserts keyed by trace id. A run's record and its trace share one row of
+//! the `runs` table (two JSON columns beside the indexed ones). So concurrent runs share
+//! commits (group commit), a run's record is durable when `run_agent` returns, and a
+//! retried write never duplicates. [`Store::flush`] waits for everything queued before
+//! it.
 //!
 //! ## Retrieval
 //!
@@ -250,6 +254,7 @@ impl Store {
         if !options.lazy {
             shared.ready().await?;
         }
+        Shared::start_checkpointer(&shared);
         let writer = Arc::new(Writer::spawn(
             Arc::clone(&shared),
             options.queue,

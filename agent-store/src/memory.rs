@@ -11,7 +11,7 @@ use agent_core::{Message, StoreError};
 use sqlx::{QueryBuilder, Row};
 
 use crate::Store;
-use crate::db::{check_key, db_error, db_ms, on_read_pool, on_write_pool};
+use crate::db::{check_key, db_error, db_ms, on_read_pool, write_tx};
 use crate::writer::chunks;
 
 fn now_ms() -> u64 {
@@ -26,29 +26,28 @@ impl Memory for Store {
             check_key("thread id", thread)?;
             self.shared.ready().await?;
             let limit = i64::try_from(max_messages).unwrap_or(i64::MAX);
-            let (totals, bodies): (Option<(i64, i64)>, Vec<String>) =
-                on_read_pool!(&self.shared.pools, pool, DB => {
-                    let mut tx = pool.begin().await.map_err(db_error)?;
-                    let totals = sqlx::query("SELECT llm_calls, runs FROM threads WHERE thread_id = $1")
-                        .bind(thread)
-                        .fetch_optional(&mut *tx)
-                        .await
-                        .map_err(db_error)?
-                        .map(|row| Ok::<_, sqlx::Error>((row.try_get(0)?, row.try_get(1)?)))
-                        .transpose()
-                        .map_err(db_error)?;
-                    let bodies: Vec<String> = sqlx::query_scalar(
-                        "SELECT body FROM thread_messages WHERE thread_id = $1 \
-                         ORDER BY seq DESC LIMIT $2",
-                    )
+            let (totals, bodies): (Option<(i64, i64)>, Vec<String>) = on_read_pool!(&self.shared.pools, pool, DB => {
+                let mut tx = pool.begin().await.map_err(db_error)?;
+                let totals = sqlx::query("SELECT llm_calls, runs FROM threads WHERE thread_id = $1")
                     .bind(thread)
-                    .bind(limit)
-                    .fetch_all(&mut *tx)
+                    .fetch_optional(&mut *tx)
                     .await
+                    .map_err(db_error)?
+                    .map(|row| Ok::<_, sqlx::Error>((row.try_get(0)?, row.try_get(1)?)))
+                    .transpose()
                     .map_err(db_error)?;
-                    tx.commit().await.map_err(db_error)?;
-                    (totals, bodies)
-                });
+                let bodies: Vec<String> = sqlx::query_scalar(
+                    "SELECT body FROM thread_messages WHERE thread_id = $1 \
+                     ORDER BY seq DESC LIMIT $2",
+                )
+                .bind(thread)
+                .bind(limit)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db_error)?;
+                tx.commit().await.map_err(db_error)?;
+                (totals, bodies)
+            });
             let mut messages = bodies
                 .iter()
                 .rev()
@@ -82,8 +81,7 @@ impl Memory for Store {
             let calls = i64::try_from(entry.llm_calls).unwrap_or(i64::MAX);
             let now = db_ms(now_ms());
             self.shared.ready().await?;
-            on_write_pool!(&self.shared.pools, pool, DB => {
-                let mut tx = pool.begin().await.map_err(db_error)?;
+            write_tx!(&self.shared.pools, DB, tx => {
                 let claimed = sqlx::query(
                     "INSERT INTO thread_runs (trace_id, thread_id, llm_calls, appended_at_ms) \
                      VALUES ($1, $2, $3, $4) ON CONFLICT (trace_id) DO NOTHING",
@@ -98,7 +96,8 @@ impl Memory for Store {
                 .rows_affected();
                 if claimed == 0 {
                     // Appended before: nothing to do.
-                    return tx.commit().await.map_err(db_error);
+                    tx.commit().await.map_err(db_error)?;
+                    return Ok(());
                 }
                 let total: i64 = sqlx::query_scalar(
                     "INSERT INTO threads (thread_id, llm_calls, runs, messages, updated_at_ms) \
@@ -130,7 +129,6 @@ impl Memory for Store {
                     });
                     q.build().execute(&mut *tx).await.map_err(db_error)?;
                 }
-                tx.commit().await.map_err(db_error)
             })
         })
     }

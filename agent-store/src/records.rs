@@ -1,15 +1,15 @@
 //! [`FeedbackStore`] and [`TraceStore`] for [`Store`]: run records, feedback, eval sets,
 //! traces.
 
+use agent_core::StoreError;
 use agent_core::store::{
     EvalExample, EvalFilter, Feedback, FeedbackStore, RunQuery, RunRecord, StoreFuture,
     TraceRecord, TraceStore,
 };
-use agent_core::StoreError;
 use sqlx::{QueryBuilder, Row};
 
-use crate::db::{Pools, check_key, column, db_error, db_ms, on_read_pool, on_write_pool};
-use crate::writer::{RunRow, TraceRow};
+use crate::db::{Pools, check_key, column, db_error, db_ms, on_read_pool, write_tx};
+use crate::writer::RunRow;
 use crate::{Store, StoreStats};
 
 fn encode<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
@@ -35,7 +35,27 @@ fn run_row(run: &RunRecord) -> Result<RunRow, StoreError> {
         duration_ms: db_ms(run.duration_ms),
         llm_calls: i64::from(run.usage.llm_calls),
         cost_usd: run.usage.cost_usd.filter(|c| c.is_finite()),
-        record: encode(run)?,
+        record: Some(encode(run)?),
+        trace: None,
+    })
+}
+
+fn trace_row(trace: &TraceRecord) -> Result<RunRow, StoreError> {
+    check_key("trace id", &trace.trace_id)?;
+    Ok(RunRow {
+        trace_id: trace.trace_id.clone(),
+        agent: column(&trace.agent),
+        variant: trace.variant.as_deref().map(column),
+        fingerprint: column(&trace.fingerprint),
+        ending: trace.ending.as_str(),
+        category: trace.category.as_deref().map(column),
+        thread_id: trace.thread.as_deref().map(column),
+        started_at_ms: db_ms(trace.started_at_ms),
+        duration_ms: db_ms(trace.duration_ms),
+        llm_calls: i64::from(trace.usage.llm_calls),
+        cost_usd: trace.usage.cost_usd.filter(|c| c.is_finite()),
+        record: None,
+        trace: Some(encode(trace)?),
     })
 }
 
@@ -47,7 +67,7 @@ fn run_from(record: &str, feedback: Option<&str>) -> Result<RunRecord, StoreErro
 }
 
 const RUN_SELECT: &str = "SELECT r.record, f.body FROM runs r \
-     LEFT JOIN feedback f ON f.trace_id = r.trace_id";
+     LEFT JOIN feedback f ON f.trace_id = r.trace_id WHERE r.record IS NOT NULL";
 
 impl Store {
     async fn runs_where(
@@ -59,7 +79,6 @@ impl Store {
         self.shared.ready().await?;
         let rows: Vec<(String, Option<String>)> = on_read_pool!(&self.shared.pools, pool, DB => {
             let mut q = QueryBuilder::<DB>::new(RUN_SELECT);
-            q.push(" WHERE 1 = 1");
             if let Some(agent) = &query.agent {
                 q.push(" AND r.agent = ").push_bind(column(agent));
             }
@@ -91,10 +110,14 @@ impl Store {
 
 impl FeedbackStore for Store {
     fn record<'a>(&'a self, run: &'a RunRecord) -> StoreFuture<'a, ()> {
-        Box::pin(async move { self.writer.record_run(run_row(run)?).await })
+        Box::pin(async move { self.writer.write(run_row(run)?).await })
     }
 
-    fn attach_feedback<'a>(&'a self, trace_id: &'a str, feedback: &'a Feedback) -> StoreFuture<'a, ()> {
+    fn attach_feedback<'a>(
+        &'a self,
+        trace_id: &'a str,
+        feedback: &'a Feedback,
+    ) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             check_key("trace id", trace_id)?;
             // The run may still be queued.
@@ -104,9 +127,8 @@ impl FeedbackStore for Store {
                 feedback.given_at_ms = now_ms();
             }
             let body = encode(&feedback)?;
-            on_write_pool!(&self.shared.pools, pool, DB => {
-                let mut tx = pool.begin().await.map_err(db_error)?;
-                let exists = sqlx::query("SELECT 1 FROM runs WHERE trace_id = $1")
+            write_tx!(&self.shared.pools, DB, tx => {
+                let exists = sqlx::query("SELECT 1 FROM runs WHERE trace_id = $1 AND record IS NOT NULL")
                     .bind(trace_id)
                     .fetch_optional(&mut *tx)
                     .await
@@ -128,7 +150,6 @@ impl FeedbackStore for Store {
                 .execute(&mut *tx)
                 .await
                 .map_err(db_error)?;
-                tx.commit().await.map_err(db_error)
             })
         })
     }
@@ -137,7 +158,7 @@ impl FeedbackStore for Store {
         Box::pin(async move {
             self.shared.ready().await?;
             let row: Option<(String, Option<String>)> = on_read_pool!(&self.shared.pools, pool, DB => {
-                let row = sqlx::query(&format!("{RUN_SELECT} WHERE r.trace_id = $1"))
+                let row = sqlx::query(&format!("{RUN_SELECT} AND r.trace_id = $1"))
                     .bind(trace_id)
                     .fetch_optional(pool)
                     .await
@@ -179,27 +200,20 @@ impl FeedbackStore for Store {
 
 impl TraceStore for Store {
     fn record_trace<'a>(&'a self, trace: &'a TraceRecord) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
-            check_key("trace id", &trace.trace_id)?;
-            let row = TraceRow {
-                trace_id: trace.trace_id.clone(),
-                started_at_ms: db_ms(trace.started_at_ms),
-                body: encode(trace)?,
-            };
-            self.writer.record_trace(row).await
-        })
+        Box::pin(async move { self.writer.write(trace_row(trace)?).await })
     }
 
     fn trace<'a>(&'a self, trace_id: &'a str) -> StoreFuture<'a, Option<TraceRecord>> {
         Box::pin(async move {
             self.shared.ready().await?;
-            let body: Option<String> = on_read_pool!(&self.shared.pools, pool, DB => {
-                sqlx::query_scalar("SELECT body FROM traces WHERE trace_id = $1")
+            let body: Option<Option<String>> = on_read_pool!(&self.shared.pools, pool, DB => {
+                sqlx::query_scalar("SELECT trace FROM runs WHERE trace_id = $1")
                     .bind(trace_id)
                     .fetch_optional(pool)
                     .await
                     .map_err(db_error)?
             });
+            let body = body.flatten();
             body.map(|b| decode("trace", &b)).transpose()
         })
     }
@@ -219,7 +233,7 @@ pub(crate) async fn stats(store: &Store) -> Result<StoreStats, StoreError> {
     store.shared.ready().await?;
     let counts: Vec<i64> = on_read_pool!(&store.shared.pools, pool, DB => {
         let row = sqlx::query(
-            "SELECT (SELECT COUNT(*) FROM runs), (SELECT COUNT(*) FROM traces), \
+            "SELECT (SELECT COUNT(record) FROM runs), (SELECT COUNT(trace) FROM runs), \
              (SELECT COUNT(*) FROM feedback), (SELECT COUNT(*) FROM threads), \
              (SELECT COUNT(*) FROM thread_messages), (SELECT COUNT(*) FROM documents)",
         )
@@ -231,7 +245,12 @@ pub(crate) async fn stats(store: &Store) -> Result<StoreStats, StoreError> {
             .collect::<Result<Vec<_>, _>>()
             .map_err(db_error)?
     });
-    let n = |i: usize| counts.get(i).copied().map_or(0, |c| u64::try_from(c).unwrap_or(0));
+    let n = |i: usize| {
+        counts
+            .get(i)
+            .copied()
+            .map_or(0, |c| u64::try_from(c).unwrap_or(0))
+    };
     Ok(StoreStats {
         runs: n(0),
         traces: n(1),

@@ -11,9 +11,11 @@ use futures::FutureExt;
 use sqlx::QueryBuilder;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::db::{Shared, db_error, on_write_pool};
+use crate::db::{Shared, db_error, write_tx};
 
-/// One `runs` row.
+/// One `runs` row: a run's columns, its record (from the feedback store) and its
+/// trace (from the trace store); either JSON may come alone, and the writer merges the
+/// two of one run into one row.
 pub(crate) struct RunRow {
     pub(crate) trace_id: String,
     pub(crate) agent: String,
@@ -26,21 +28,14 @@ pub(crate) struct RunRow {
     pub(crate) duration_ms: i64,
     pub(crate) llm_calls: i64,
     pub(crate) cost_usd: Option<f64>,
-    pub(crate) record: String,
-}
-
-/// One `traces` row.
-pub(crate) struct TraceRow {
-    pub(crate) trace_id: String,
-    pub(crate) started_at_ms: i64,
-    pub(crate) body: String,
+    pub(crate) record: Option<String>,
+    pub(crate) trace: Option<String>,
 }
 
 type Ack = oneshot::Sender<Result<(), StoreError>>;
 
 enum Op {
-    Run(RunRow, Ack),
-    Trace(TraceRow, Ack),
+    Row(Box<RunRow>, Ack),
     Flush(Ack),
 }
 
@@ -66,14 +61,9 @@ impl Writer {
         done.await.map_err(|_| stopped())?
     }
 
-    /// Queues a run record and waits for its commit.
-    pub(crate) async fn record_run(&self, row: RunRow) -> Result<(), StoreError> {
-        self.submit(|ack| Op::Run(row, ack)).await
-    }
-
-    /// Queues a trace and waits for its commit.
-    pub(crate) async fn record_trace(&self, row: TraceRow) -> Result<(), StoreError> {
-        self.submit(|ack| Op::Trace(row, ack)).await
+    /// Queues a row (a record, a trace, or both) and waits for its commit.
+    pub(crate) async fn write(&self, row: RunRow) -> Result<(), StoreError> {
+        self.submit(|ack| Op::Row(Box::new(row), ack)).await
     }
 
     /// Waits for every row queued before it.
@@ -92,31 +82,22 @@ async fn run(shared: Arc<Shared>, mut rx: mpsc::Receiver<Op>, max_batch: usize) 
                 Err(_) => break,
             }
         }
-        let mut runs = Vec::new();
-        let mut traces = Vec::new();
+        let mut rows: Vec<RunRow> = Vec::with_capacity(ops.len());
         let mut acks = Vec::with_capacity(ops.len());
         for op in ops.drain(..) {
             match op {
-                Op::Run(row, ack) => {
-                    runs.push(row);
-                    acks.push(ack);
-                }
-                Op::Trace(row, ack) => {
-                    traces.push(row);
+                Op::Row(row, ack) => {
+                    rows.push(*row);
                     acks.push(ack);
                 }
                 Op::Flush(ack) => acks.push(ack),
             }
         }
-        let outcome = if runs.is_empty() && traces.is_empty() {
+        let outcome = if rows.is_empty() {
             Ok(())
         } else {
-            let runs = last_per_key(runs, |r| &r.trace_id);
-            let traces = last_per_key(traces, |t| &t.trace_id);
-            match AssertUnwindSafe(write(&shared, &runs, &traces))
-                .catch_unwind()
-                .await
-            {
+            let rows = merge_per_run(rows);
+            match AssertUnwindSafe(write(&shared, &rows)).catch_unwind().await {
                 Ok(outcome) => outcome,
                 Err(_) => Err(StoreError::Panicked {
                     message: "the store's writer panicked while writing a batch".to_owned(),
@@ -132,20 +113,31 @@ async fn run(shared: Arc<Shared>, mut rx: mpsc::Receiver<Op>, max_batch: usize) 
     }
 }
 
-/// Keeps the last row per key (one statement may not upsert a key twice on PostgreSQL).
-fn last_per_key<R>(rows: Vec<R>, key: impl Fn(&R) -> &String) -> Vec<R> {
-    let mut last: HashMap<String, usize> = HashMap::with_capacity(rows.len());
-    for (i, row) in rows.iter().enumerate() {
-        last.insert(key(row).clone(), i);
+/// One row per run: a record and a trace of the same run become one row (a later
+/// JSON of the same kind replaces an earlier one). One statement may not upsert a key
+/// twice on PostgreSQL.
+fn merge_per_run(rows: Vec<RunRow>) -> Vec<RunRow> {
+    let mut index: HashMap<String, usize> = HashMap::with_capacity(rows.len());
+    let mut merged: Vec<RunRow> = Vec::with_capacity(rows.len());
+    for row in rows {
+        match index.get(&row.trace_id) {
+            Some(&i) => {
+                let kept = &mut merged[i];
+                if row.record.is_some() {
+                    let trace = kept.trace.take().or(row.trace.clone());
+                    *kept = row;
+                    kept.trace = kept.trace.take().or(trace);
+                } else if row.trace.is_some() {
+                    kept.trace = row.trace;
+                }
+            }
+            None => {
+                index.insert(row.trace_id.clone(), merged.len());
+                merged.push(row);
+            }
+        }
     }
-    if last.len() == rows.len() {
-        return rows;
-    }
-    rows.into_iter()
-        .enumerate()
-        .filter(|(i, row)| last.get(key(row)) == Some(i))
-        .map(|(_, row)| row)
-        .collect()
+    merged
 }
 
 /// Splits `n` rows into statements of 64, 16, 4 and 1 rows, so a few statement shapes
@@ -174,22 +166,20 @@ pub(crate) fn chunks<R>(rows: &[R]) -> Vec<&[R]> {
 }
 
 const RUNS_INSERT: &str = "INSERT INTO runs (trace_id, agent, variant, fingerprint, ending, \
-     category, thread_id, started_at_ms, duration_ms, llm_calls, cost_usd, record) ";
+     category, thread_id, started_at_ms, duration_ms, llm_calls, cost_usd, record, trace) ";
 const RUNS_UPSERT: &str = " ON CONFLICT (trace_id) DO UPDATE SET agent = excluded.agent, \
      variant = excluded.variant, fingerprint = excluded.fingerprint, ending = excluded.ending, \
      category = excluded.category, thread_id = excluded.thread_id, \
      started_at_ms = excluded.started_at_ms, duration_ms = excluded.duration_ms, \
-     llm_calls = excluded.llm_calls, cost_usd = excluded.cost_usd, record = excluded.record";
-const TRACES_INSERT: &str = "INSERT INTO traces (trace_id, started_at_ms, body) ";
-const TRACES_UPSERT: &str = " ON CONFLICT (trace_id) DO UPDATE SET \
-     started_at_ms = excluded.started_at_ms, body = excluded.body";
+     llm_calls = excluded.llm_calls, cost_usd = excluded.cost_usd, \
+     record = COALESCE(excluded.record, runs.record), \
+     trace = COALESCE(excluded.trace, runs.trace)";
 
 /// Writes one batch in one transaction.
-async fn write(shared: &Shared, runs: &[RunRow], traces: &[TraceRow]) -> Result<(), StoreError> {
+async fn write(shared: &Shared, rows: &[RunRow]) -> Result<(), StoreError> {
     shared.ready().await?;
-    on_write_pool!(&shared.pools, pool, DB => {
-        let mut tx = pool.begin().await.map_err(db_error)?;
-        for chunk in chunks(runs) {
+    write_tx!(&shared.pools, DB, tx => {
+        for chunk in chunks(rows) {
             let mut q = QueryBuilder::<DB>::new(RUNS_INSERT);
             q.push_values(chunk, |mut b, r| {
                 b.push_bind(r.trace_id.as_str())
@@ -203,22 +193,12 @@ async fn write(shared: &Shared, runs: &[RunRow], traces: &[TraceRow]) -> Result<
                     .push_bind(r.duration_ms)
                     .push_bind(r.llm_calls)
                     .push_bind(r.cost_usd)
-                    .push_bind(r.record.as_str());
+                    .push_bind(r.record.as_deref())
+                    .push_bind(r.trace.as_deref());
             });
             q.push(RUNS_UPSERT);
             q.build().execute(&mut *tx).await.map_err(db_error)?;
         }
-        for chunk in chunks(traces) {
-            let mut q = QueryBuilder::<DB>::new(TRACES_INSERT);
-            q.push_values(chunk, |mut b, t| {
-                b.push_bind(t.trace_id.as_str())
-                    .push_bind(t.started_at_ms)
-                    .push_bind(t.body.as_str());
-            });
-            q.push(TRACES_UPSERT);
-            q.build().execute(&mut *tx).await.map_err(db_error)?;
-        }
-        tx.commit().await.map_err(db_error)
     })
 }
 
@@ -236,11 +216,35 @@ mod tests {
         assert_eq!(joined, rows);
     }
 
+    fn row(id: &str, record: Option<&str>, trace: Option<&str>) -> RunRow {
+        RunRow {
+            trace_id: id.into(),
+            agent: "a".into(),
+            variant: None,
+            fingerprint: "f".into(),
+            ending: "answered",
+            category: None,
+            thread_id: None,
+            started_at_ms: 0,
+            duration_ms: 0,
+            llm_calls: 0,
+            cost_usd: None,
+            record: record.map(str::to_owned),
+            trace: trace.map(str::to_owned),
+        }
+    }
+
     #[test]
-    fn the_last_row_per_key_wins() {
-        let rows = vec![("a", 1), ("b", 2), ("a", 3)];
-        let owned: Vec<(String, i32)> = rows.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
-        let kept = last_per_key(owned, |r| &r.0);
-        assert_eq!(kept, vec![("b".to_owned(), 2), ("a".to_owned(), 3)]);
+    fn a_record_and_a_trace_of_one_run_become_one_row() {
+        let merged = merge_per_run(vec![
+            row("a", None, Some("t1")),
+            row("b", Some("r"), None),
+            row("a", Some("r1"), None),
+            row("a", None, Some("t2")),
+        ]);
+        assert_eq!(merged.len(), 2);
+        assert_eq!(merged[0].record.as_deref(), Some("r1"));
+        assert_eq!(merged[0].trace.as_deref(), Some("t2"));
+        assert_eq!(merged[1].trace, None);
     }
 }

@@ -25,9 +25,12 @@ use sqlx::Connection;
 
 const ANSWER: &str = "This is the built-in test model's answer.";
 
-/// Every `StoreFailed` event: (trace id, store, operation, error).
+/// One `StoreFailed` event: (trace id, store, operation, error).
+type Failure = (String, StoreKind, &'static str, StoreError);
+
+/// Every `StoreFailed` event.
 #[derive(Clone, Default)]
-struct Failures(Arc<Mutex<Vec<(String, StoreKind, &'static str, StoreError)>>>);
+struct Failures(Arc<Mutex<Vec<Failure>>>);
 
 impl Failures {
     fn observer(&self) -> impl Fn(&RunEvent<'_>) + Send + Sync + 'static {
@@ -40,14 +43,17 @@ impl Failures {
                 error,
             } = event
             {
-                seen.lock()
-                    .unwrap()
-                    .push(((*trace_id).to_owned(), *store, operation, (*error).clone()));
+                seen.lock().unwrap().push((
+                    (*trace_id).to_owned(),
+                    *store,
+                    operation,
+                    (*error).clone(),
+                ));
             }
         }
     }
 
-    fn all(&self) -> Vec<(String, StoreKind, &'static str, StoreError)> {
+    fn all(&self) -> Vec<Failure> {
         self.0.lock().unwrap().clone()
     }
 
@@ -78,7 +84,10 @@ async fn sqlite_a_locked_file_changes_no_outcome() {
     let mut locker = sqlx::SqliteConnection::connect(&format!("sqlite://{}", place.target()))
         .await
         .unwrap();
-    sqlx::query("BEGIN EXCLUSIVE").execute(&mut locker).await.unwrap();
+    sqlx::query("BEGIN EXCLUSIVE")
+        .execute(&mut locker)
+        .await
+        .unwrap();
 
     let failures = Failures::default();
     let config = recorded(&store, &failures)
@@ -87,7 +96,12 @@ async fn sqlite_a_locked_file_changes_no_outcome() {
         .unwrap();
     let batch = run_batch(&config, (0..20).map(|i| format!("q{i}")), 8).await;
     assert_eq!(batch.receipt.count(Ending::Answered), 20);
-    assert!(batch.results.iter().all(|r| r.outcome.as_deref() == Ok(ANSWER)));
+    assert!(
+        batch
+            .results
+            .iter()
+            .all(|r| r.outcome.as_deref() == Ok(ANSWER))
+    );
     assert!(batch.results.iter().all(|r| r.store_failures == 2));
     assert_eq!(batch.receipt.store_failures, 40);
     assert!(batch.receipt.to_string().contains("store failures"));
@@ -118,15 +132,33 @@ async fn sqlite_a_full_disk_changes_no_outcome() {
         .await;
     let failures = Failures::default();
     let config = recorded(&store, &failures).build().unwrap();
-    let batch = run_batch(&config, (0..200).map(|i| format!("ticket {i} {}", "x".repeat(300))), 16).await;
+    let batch = run_batch(
+        &config,
+        (0..200).map(|i| format!("ticket {i} {}", "x".repeat(300))),
+        16,
+    )
+    .await;
     assert_eq!(batch.receipt.count(Ending::Answered), 200);
-    assert!(batch.results.iter().all(|r| r.outcome.as_deref() == Ok(ANSWER)));
+    assert!(
+        batch
+            .results
+            .iter()
+            .all(|r| r.outcome.as_deref() == Ok(ANSWER))
+    );
     assert!(batch.receipt.store_failures > 0, "{}", batch.receipt);
-    let per_run: u64 = batch.results.iter().map(|r| u64::from(r.store_failures)).sum();
+    let per_run: u64 = batch
+        .results
+        .iter()
+        .map(|r| u64::from(r.store_failures))
+        .sum();
     assert_eq!(per_run, batch.receipt.store_failures);
     let seen = failures.all();
     assert_eq!(seen.len() as u64, per_run);
-    assert!(seen.iter().all(|(_, _, _, e)| e.to_string().contains("full")), "{seen:?}");
+    assert!(
+        seen.iter()
+            .all(|(_, _, _, e)| e.to_string().contains("full")),
+        "{seen:?}"
+    );
 
     // Exactly the runs whose record did not fail are stored.
     let all: HashSet<String> = batch.results.iter().map(|r| r.trace_id.clone()).collect();
@@ -180,10 +212,12 @@ async fn postgres_a_server_that_refuses_changes_no_outcome() {
     let mut after: Vec<&str> = ops[2..].to_vec();
     after.sort_unstable();
     assert_eq!(after, ["append", "record", "record_trace"]);
-    assert!(failures
-        .all()
-        .iter()
-        .all(|(_, _, _, e)| matches!(e, StoreError::Unavailable { .. })));
+    assert!(
+        failures
+            .all()
+            .iter()
+            .all(|(_, _, _, e)| matches!(e, StoreError::Unavailable { .. }))
+    );
 
     let batch = run_batch(&config, (0..10).map(|i| format!("q{i}")), 4).await;
     assert_eq!(batch.receipt.count(Ending::Answered), 10);
@@ -204,7 +238,7 @@ async fn postgres_a_locked_table_times_out_and_the_writes_land_later_once() {
     let mut locker = sqlx::PgConnection::connect(url).await.unwrap();
     sqlx::query("BEGIN").execute(&mut locker).await.unwrap();
     sqlx::query(&format!(
-        "LOCK TABLE \"{schema}\".runs, \"{schema}\".traces IN ACCESS EXCLUSIVE MODE"
+        "LOCK TABLE \"{schema}\".runs IN ACCESS EXCLUSIVE MODE"
     ))
     .execute(&mut locker)
     .await
@@ -219,10 +253,12 @@ async fn postgres_a_locked_table_times_out_and_the_writes_land_later_once() {
     assert!(batch.results.iter().all(|r| r.store_failures == 2));
     // 20 timed-out writes, and the two flushes behind them time out too.
     assert_eq!(batch.receipt.store_failures, 22, "{}", batch.receipt);
-    assert!(failures
-        .all()
-        .iter()
-        .all(|(_, _, _, e)| matches!(e, StoreError::Timeout { .. })));
+    assert!(
+        failures
+            .all()
+            .iter()
+            .all(|(_, _, _, e)| matches!(e, StoreError::Timeout { .. }))
+    );
 
     // The lock goes away: the queued writes commit, once each.
     sqlx::query("ROLLBACK").execute(&mut locker).await.unwrap();
@@ -249,7 +285,11 @@ impl FeedbackStore for Broken {
     fn record<'a>(&'a self, _: &'a RunRecord) -> StoreFuture<'a, ()> {
         Box::pin(async { panic!("record panicked") })
     }
-    fn attach_feedback<'a>(&'a self, _: &'a str, _: &'a agent_core::store::Feedback) -> StoreFuture<'a, ()> {
+    fn attach_feedback<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a agent_core::store::Feedback,
+    ) -> StoreFuture<'a, ()> {
         Box::pin(async { Ok(()) })
     }
     fn run<'a>(&'a self, _: &'a str) -> StoreFuture<'a, Option<RunRecord>> {
@@ -299,9 +339,16 @@ async fn stores_that_fail_hang_or_panic_change_no_outcome() {
     let seen = failures.all();
     let find = |op: &str| seen.iter().find(|(_, _, o, _)| *o == op).unwrap().3.clone();
     assert!(matches!(find("load"), StoreError::Backend { .. }));
-    assert!(matches!(find("append"), StoreError::Panicked { message } if message.contains("before returning")));
+    assert!(
+        matches!(find("append"), StoreError::Panicked { message } if message.contains("before returning"))
+    );
     assert!(matches!(find("record"), StoreError::Panicked { .. }));
-    assert_eq!(find("record_trace"), StoreError::Timeout { limit: Duration::from_millis(50) });
+    assert_eq!(
+        find("record_trace"),
+        StoreError::Timeout {
+            limit: Duration::from_millis(50)
+        }
+    );
     // A batch: 3 failures per run (the failed load leaves no thread), plus the trace
     // store's flush that hangs.
     let batch = run_batch(&config, ["a", "b"], 2).await;

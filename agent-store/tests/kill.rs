@@ -47,7 +47,9 @@ async fn child_records_until_killed() {
     let started = Instant::now();
     let mut round = 0;
     while started.elapsed() < Duration::from_secs(60) {
-        let inputs: Vec<String> = (0..64).map(|i| format!("round {round} input {i}")).collect();
+        let inputs: Vec<String> = (0..64)
+            .map(|i| format!("round {round} input {i}"))
+            .collect();
         let batch = run_batch(&config, inputs.clone(), 64).await;
         let mut out = std::io::stdout().lock();
         for (result, input) in batch.results.iter().zip(&inputs) {
@@ -106,9 +108,17 @@ async fn killed_mid_batch(place: &Place) {
     let store = place.open().await;
     store.check_integrity().await.unwrap();
     for (id, input) in &finished {
-        let run = store.run(id).await.unwrap().unwrap_or_else(|| panic!("run {id} lost"));
+        let run = store
+            .run(id)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("run {id} lost"));
         assert_eq!(&run.input, input);
-        let trace = store.trace(id).await.unwrap().unwrap_or_else(|| panic!("trace {id} lost"));
+        let trace = store
+            .trace(id)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("trace {id} lost"));
         assert_eq!(trace.transcript.len(), 2);
     }
     let stats = store.stats().await.unwrap();

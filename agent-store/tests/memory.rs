@@ -10,8 +10,8 @@ mod common;
 use agent_core::store::{Memory, ThreadEntry};
 use agent_core::testing::ScriptedModel;
 use agent_core::{
-    AgentConfig, AgentError, Budget, LlmError, Message, MemoryWindow, RunOptions, StoreError,
-    json, run_agent_with, tool, tools,
+    AgentConfig, AgentError, Budget, LlmError, MemoryWindow, Message, RunOptions, StoreError, json,
+    run_agent_with, tool, tools,
 };
 use common::Place;
 
@@ -82,16 +82,19 @@ async fn memory_across_runs(place: &Place) {
     assert_eq!(history.len(), 4, "{history:?}");
     assert_eq!(history[0], user("Where is NW-1?"));
     assert!(matches!(&history[1], Message::Assistant { tool_calls, .. } if tool_calls.len() == 1));
-    assert!(matches!(&history[2], Message::Tool { results } if results[0].content == "NW-1: shipped"));
+    assert!(
+        matches!(&history[2], Message::Tool { results } if results[0].content == "NW-1: shipped")
+    );
 
     // A failed run adds its round trips, not its messages.
     let state = store.load("ada", 100).await.unwrap();
-    assert_eq!((state.messages.len(), state.llm_calls, state.runs), (8, 5, 4));
+    assert_eq!(
+        (state.messages.len(), state.llm_calls, state.runs),
+        (8, 5, 4)
+    );
 
     // The cap: five round trips used, a cap of five ends the next run before any request.
-    let capped = config
-        .with_(|b| b.max_thread_llm_calls(5))
-        .unwrap();
+    let capped = config.with_(|b| b.max_thread_llm_calls(5)).unwrap();
     let before = model.request_count();
     let refused = run_agent_with(&capped, "One more?", ada()).await;
     assert_eq!(
@@ -104,7 +107,11 @@ async fn memory_across_runs(place: &Place) {
     assert_eq!(refused.usage.llm_calls, 0);
     assert_eq!(model.request_count(), before, "no request was sent");
     let state = store.load("ada", 100).await.unwrap();
-    assert_eq!((state.llm_calls, state.runs), (5, 4), "a refused run adds nothing");
+    assert_eq!(
+        (state.llm_calls, state.runs),
+        (5, 4),
+        "a refused run adds nothing"
+    );
 
     // Another thread is not capped; a run without a thread touches no thread.
     let bob = run_agent_with(&capped, "I'm Bob", RunOptions::new().thread("bob")).await;
@@ -142,7 +149,9 @@ async fn appends_are_idempotent_and_ordered_under_concurrency(place: &Place) {
     assert_eq!(state.messages.len(), 48);
     let mut seen = Vec::new();
     for pair in state.messages.chunks(2) {
-        let (Message::User { content: q }, Message::Assistant { text: a, .. }) = (&pair[0], &pair[1]) else {
+        let (Message::User { content: q }, Message::Assistant { text: a, .. }) =
+            (&pair[0], &pair[1])
+        else {
             panic!("an exchange was split: {pair:?}");
         };
         assert_eq!(q[1..], a[1..], "each run's messages stay together");
@@ -162,4 +171,7 @@ async fn appends_are_idempotent_and_ordered_under_concurrency(place: &Place) {
     store.close().await.unwrap();
 }
 
-both_backends!(memory_across_runs, appends_are_idempotent_and_ordered_under_concurrency);
+both_backends!(
+    memory_across_runs,
+    appends_are_idempotent_and_ordered_under_concurrency
+);

@@ -48,7 +48,12 @@ async fn runs_feedback_and_eval_export(place: &Place) {
         .variant("baseline")
         .build()
         .unwrap();
-    let r1 = run_agent_with(&config, "Charged twice for NW-1", RunOptions::new().metadata("ticket", "T-1")).await;
+    let r1 = run_agent_with(
+        &config,
+        "Charged twice for NW-1",
+        RunOptions::new().metadata("ticket", "T-1"),
+    )
+    .await;
     let r2 = run_agent_with(&config, "Wrong size", RunOptions::new()).await;
     let r3 = run_agent_with(&config, "Hello?", RunOptions::new()).await;
     assert!(r1.is_ok() && r2.is_ok());
@@ -78,57 +83,124 @@ async fn runs_feedback_and_eval_export(place: &Place) {
     assert_eq!(listed.len(), 3);
     let ids: HashSet<_> = listed.iter().map(|r| r.trace_id.clone()).collect();
     assert!(ids.contains(&r1.trace_id) && ids.contains(&r3.trace_id));
-    assert!(listed.windows(2).all(|w| w[0].started_at_ms >= w[1].started_at_ms));
-    let answered = store.runs(&RunQuery::new().ending(Ending::Answered)).await.unwrap();
+    assert!(
+        listed
+            .windows(2)
+            .all(|w| w[0].started_at_ms >= w[1].started_at_ms)
+    );
+    let answered = store
+        .runs(&RunQuery::new().ending(Ending::Answered))
+        .await
+        .unwrap();
     assert_eq!(answered.len(), 2);
-    assert!(store.runs(&RunQuery::new().agent("other")).await.unwrap().is_empty());
-    assert_eq!(store.runs(&RunQuery::new().limit(1)).await.unwrap().len(), 1);
+    assert!(
+        store
+            .runs(&RunQuery::new().agent("other"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store.runs(&RunQuery::new().limit(1)).await.unwrap().len(),
+        1
+    );
 
     // Feedback: a rating, a correction, and a run that does not exist.
-    store.attach_feedback(&r1.trace_id, &Feedback::new().rating(1).note("good")).await.unwrap();
+    store
+        .attach_feedback(&r1.trace_id, &Feedback::new().rating(1).note("good"))
+        .await
+        .unwrap();
     store
         .attach_feedback(
             &r2.trace_id,
-            &Feedback::new().rating(-1).corrected_output(json!({"queue": "returns", "severity": 2})),
+            &Feedback::new()
+                .rating(-1)
+                .corrected_output(json!({"queue": "returns", "severity": 2})),
         )
         .await
         .unwrap();
     assert!(matches!(
-        store.attach_feedback("f".repeat(32).as_str(), &Feedback::new().rating(1)).await,
+        store
+            .attach_feedback("f".repeat(32).as_str(), &Feedback::new().rating(1))
+            .await,
         Err(StoreError::NotFound { .. })
     ));
     let rated = store.run(&r1.trace_id).await.unwrap().unwrap();
     let feedback = rated.feedback.unwrap();
-    assert_eq!((feedback.rating, feedback.note.as_deref()), (Some(1), Some("good")));
+    assert_eq!(
+        (feedback.rating, feedback.note.as_deref()),
+        (Some(1), Some("good"))
+    );
     assert!(feedback.given_at_ms > 0);
     // Feedback replaces earlier feedback.
-    store.attach_feedback(&r1.trace_id, &Feedback::new().rating(2)).await.unwrap();
-    assert_eq!(store.run(&r1.trace_id).await.unwrap().unwrap().feedback.unwrap().rating, Some(2));
+    store
+        .attach_feedback(&r1.trace_id, &Feedback::new().rating(2))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .run(&r1.trace_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .feedback
+            .unwrap()
+            .rating,
+        Some(2)
+    );
 
     // The eval set: the accepted output of r1, the correction of r2; r3 failed.
     let set = store.eval_set(&EvalFilter::new()).await.unwrap();
     assert_eq!(set.len(), 2);
     let by_id = |id: &str| set.iter().find(|e| e.trace_id == id).unwrap();
-    assert_eq!(by_id(&r1.trace_id).expected, json!({"queue": "billing", "severity": 2}));
+    assert_eq!(
+        by_id(&r1.trace_id).expected,
+        json!({"queue": "billing", "severity": 2})
+    );
     assert_eq!(by_id(&r1.trace_id).source, ExpectedSource::Accepted);
-    assert_eq!(by_id(&r2.trace_id).expected, json!({"queue": "returns", "severity": 2}));
+    assert_eq!(
+        by_id(&r2.trace_id).expected,
+        json!({"queue": "returns", "severity": 2})
+    );
     assert_eq!(by_id(&r2.trace_id).source, ExpectedSource::Correction);
     assert_eq!(by_id(&r2.trace_id).input, "Wrong size");
     let mut jsonl = Vec::new();
-    assert_eq!(store.export_jsonl(&EvalFilter::new().agent("triage"), &mut jsonl).await.unwrap(), 2);
+    assert_eq!(
+        store
+            .export_jsonl(&EvalFilter::new().agent("triage"), &mut jsonl)
+            .await
+            .unwrap(),
+        2
+    );
     let lines: Vec<serde_json::Value> = String::from_utf8(jsonl)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(lines.len(), 2);
-    assert!(lines.iter().all(|l| l["input"].is_string() && l["expected"].is_object()));
-    assert!(store.eval_set(&EvalFilter::new().agent("other")).await.unwrap().is_empty());
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["input"].is_string() && l["expected"].is_object())
+    );
+    assert!(
+        store
+            .eval_set(&EvalFilter::new().agent("other"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     // The trace: the transcript from the input on, and the events in order.
     let trace = store.trace(&r1.trace_id).await.unwrap().unwrap();
     assert_eq!(trace.transcript, r1.transcript);
-    assert_eq!(trace.tool_calls().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["lookup", "submit_output"]);
+    assert_eq!(
+        trace
+            .tool_calls()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>(),
+        ["lookup", "submit_output"]
+    );
     let kinds: Vec<&str> = trace
         .events
         .iter()
@@ -164,7 +236,9 @@ async fn replay_and_diff(place: &Place) {
     let original = run_agent_with(
         &config,
         "Charged twice",
-        RunOptions::new().history(history.clone()).metadata("ticket", "T-9"),
+        RunOptions::new()
+            .history(history.clone())
+            .metadata("ticket", "T-9"),
     )
     .await;
     assert!(original.is_ok());
@@ -189,7 +263,10 @@ async fn replay_and_diff(place: &Place) {
     assert_eq!(record.metadata["ticket"], "T-9");
     assert_eq!(record.variant.as_deref(), Some("no-tools"));
 
-    let diff = store.diff(&original.trace_id, &replayed.trace_id).await.unwrap();
+    let diff = store
+        .diff(&original.trace_id, &replayed.trace_id)
+        .await
+        .unwrap();
     assert!(!diff.is_same());
     assert_eq!(diff.endings, (Ending::Answered, Ending::Answered));
     assert_eq!(diff.output.len(), 1);
@@ -198,8 +275,17 @@ async fn replay_and_diff(place: &Place) {
     assert_eq!(diff.output[0].right, Some(json!("shipping")));
     assert_eq!(diff.first_divergent_call, Some(0));
     let text = diff.to_string();
-    assert!(text.contains("/queue: \"billing\" -> \"shipping\""), "{text}");
-    assert!(store.diff(&original.trace_id, &original.trace_id).await.unwrap().is_same());
+    assert!(
+        text.contains("/queue: \"billing\" -> \"shipping\""),
+        "{text}"
+    );
+    assert!(
+        store
+            .diff(&original.trace_id, &original.trace_id)
+            .await
+            .unwrap()
+            .is_same()
+    );
     assert!(matches!(
         store.replay("nope", &variant).await,
         Err(StoreError::NotFound { .. })
@@ -242,7 +328,10 @@ async fn hostile_text_round_trips(place: &Place) {
     )
     .await;
     assert_eq!(result.outcome.as_deref(), Ok(HOSTILE));
-    assert_eq!(result.store_failures, 0, "nothing in the text can break a statement");
+    assert_eq!(
+        result.store_failures, 0,
+        "nothing in the text can break a statement"
+    );
 
     let run = store.run(&result.trace_id).await.unwrap().unwrap();
     assert_eq!(run.input, input);
@@ -259,7 +348,12 @@ async fn hostile_text_round_trips(place: &Place) {
     let memory = agent_core::Memory::load(&store, thread, 10).await.unwrap();
     assert_eq!(memory.messages, result.transcript);
     store
-        .attach_feedback(&result.trace_id, &Feedback::new().note(HOSTILE).corrected_output(json!(HOSTILE)))
+        .attach_feedback(
+            &result.trace_id,
+            &Feedback::new()
+                .note(HOSTILE)
+                .corrected_output(json!(HOSTILE)),
+        )
         .await
         .unwrap();
     let run = store.run(&result.trace_id).await.unwrap().unwrap();
@@ -267,15 +361,26 @@ async fn hostile_text_round_trips(place: &Place) {
     // Listing by a hostile agent name and variant finds the run (the column copies
     // agree with the filters).
     let found = store
-        .runs(&RunQuery::new().agent(format!("agent{HOSTILE}")).variant(HOSTILE))
+        .runs(
+            &RunQuery::new()
+                .agent(format!("agent{HOSTILE}"))
+                .variant(HOSTILE),
+        )
         .await
         .unwrap();
     assert_eq!(found.len(), 1);
     // Every table is still there.
     let stats = store.stats().await.unwrap();
-    assert_eq!((stats.runs, stats.traces, stats.threads, stats.feedback), (1, 1, 1, 1));
+    assert_eq!(
+        (stats.runs, stats.traces, stats.threads, stats.feedback),
+        (1, 1, 1, 1)
+    );
     store.check_integrity().await.unwrap();
     store.close().await.unwrap();
 }
 
-both_backends!(runs_feedback_and_eval_export, replay_and_diff, hostile_text_round_trips);
+both_backends!(
+    runs_feedback_and_eval_export,
+    replay_and_diff,
+    hostile_text_round_trips
+);

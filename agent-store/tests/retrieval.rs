@@ -20,11 +20,31 @@ async fn seed(place: &Place) -> agent_store::Documents {
     let store = place.open().await;
     let docs = store.documents("faq", embedder());
     docs.add_many(vec![
-        ("shipping".into(), "Parcels ship in 2 days; a late parcel gets tracking from the courier.".into(), json!({"team": "shipping"})),
-        ("refunds".into(), "Refunds go back to the card within 5 days of the return.".into(), json!({"team": "billing"})),
-        ("password".into(), "Reset a forgotten password from the login page.".into(), Value::Null),
-        ("invoice".into(), "Invoices are emailed after each order; ask billing for a copy.".into(), Value::Null),
-        ("spam".into(), "Messages unrelated to the shop are closed without reply.".into(), Value::Null),
+        (
+            "shipping".into(),
+            "Parcels ship in 2 days; a late parcel gets tracking from the courier.".into(),
+            json!({"team": "shipping"}),
+        ),
+        (
+            "refunds".into(),
+            "Refunds go back to the card within 5 days of the return.".into(),
+            json!({"team": "billing"}),
+        ),
+        (
+            "password".into(),
+            "Reset a forgotten password from the login page.".into(),
+            Value::Null,
+        ),
+        (
+            "invoice".into(),
+            "Invoices are emailed after each order; ask billing for a copy.".into(),
+            Value::Null,
+        ),
+        (
+            "spam".into(),
+            "Messages unrelated to the shop are closed without reply.".into(),
+            Value::Null,
+        ),
     ])
     .await
     .unwrap();
@@ -34,7 +54,10 @@ async fn seed(place: &Place) -> agent_store::Documents {
 async fn top_k_by_cosine_similarity(place: &Place) {
     let docs = seed(place).await;
     assert_eq!(docs.len().await.unwrap(), 5);
-    let found = docs.search("my parcel is late, where is the tracking?", 2).await.unwrap();
+    let found = docs
+        .search("my parcel is late, where is the tracking?", 2)
+        .await
+        .unwrap();
     assert_eq!(found.len(), 2);
     assert_eq!(found[0].id, "shipping");
     assert_eq!(found[0].metadata, json!({"team": "shipping"}));
@@ -45,7 +68,11 @@ async fn top_k_by_cosine_similarity(place: &Place) {
         &e.vector("my parcel is late, where is the tracking?"),
         &e.vector(&found[0].text),
     );
-    assert!((found[0].score - expected).abs() < 1e-4, "{} vs {expected}", found[0].score);
+    assert!(
+        (found[0].score - expected).abs() < 1e-4,
+        "{} vs {expected}",
+        found[0].score
+    );
     let refund = docs.search("refund to my card", 1).await.unwrap();
     assert_eq!(refund[0].id, "refunds");
     assert_eq!(docs.search("anything", 10).await.unwrap().len(), 5);
@@ -54,7 +81,14 @@ async fn top_k_by_cosine_similarity(place: &Place) {
     // Another handle (another process, say) changes the collection: the next search
     // reloads.
     let other = place.open().await.documents("faq", embedder());
-    other.add("refunds", "Card refunds: we never refund to a card.", Value::Null).await.unwrap();
+    other
+        .add(
+            "refunds",
+            "Card refunds: we never refund to a card.",
+            Value::Null,
+        )
+        .await
+        .unwrap();
     assert!(other.remove("spam").await.unwrap());
     assert!(!other.remove("spam").await.unwrap());
     let again = docs.search("refund to my card", 1).await.unwrap();
@@ -63,7 +97,10 @@ async fn top_k_by_cosine_similarity(place: &Place) {
     // Another collection and another model see nothing of these.
     let empty = place.open().await.documents("other", embedder());
     assert!(empty.search("parcel", 3).await.unwrap().is_empty());
-    let other_model = place.open().await.documents("faq", Arc::new(HashEmbedder::new(64)));
+    let other_model = place
+        .open()
+        .await
+        .documents("faq", Arc::new(HashEmbedder::new(64)));
     assert!(other_model.search("parcel", 3).await.unwrap().is_empty());
     assert!(matches!(
         docs.add("bad\0id", "x", Value::Null).await,
@@ -90,11 +127,20 @@ async fn context_is_appended_to_the_system_prompt(place: &Place) {
     let system = model.requests()[0].system.clone().unwrap();
     assert_eq!(
         system,
-        format!("You answer shop questions.\n\n{}", context_section(&expected_docs))
+        format!(
+            "You answer shop questions.\n\n{}",
+            context_section(&expected_docs)
+        )
     );
-    assert!(system.contains("\n[1] refunds\nRefunds go back to the card"), "{system}");
+    assert!(
+        system.contains("\n[1] refunds\nRefunds go back to the card"),
+        "{system}"
+    );
     // The input itself is unchanged, and it is the only message.
-    assert_eq!(model.requests()[0].messages, [agent_core::Message::user(input)]);
+    assert_eq!(
+        model.requests()[0].messages,
+        [agent_core::Message::user(input)]
+    );
 
     // Without a system prompt the section is the whole prompt.
     let bare = config.with_(|b| b.system_prompt("")).unwrap();
@@ -103,4 +149,7 @@ async fn context_is_appended_to_the_system_prompt(place: &Place) {
     assert_eq!(system, context_section(&expected_docs));
 }
 
-both_backends!(top_k_by_cosine_similarity, context_is_appended_to_the_system_prompt);
+both_backends!(
+    top_k_by_cosine_similarity,
+    context_is_appended_to_the_system_prompt
+);

@@ -22,11 +22,7 @@ pub fn pg_url() -> String {
 
 /// A name no other test (or test process) uses.
 pub fn unique(prefix: &str) -> String {
-    format!(
-        "{prefix}_{}_{:016x}",
-        std::process::id(),
-        fastrand::u64(..)
-    )
+    format!("{prefix}_{}_{:016x}", std::process::id(), fastrand::u64(..))
 }
 
 /// Where a test store lives.
@@ -92,7 +88,8 @@ pub fn sqlite_place() -> Place {
 /// `CI` is not `true`.
 pub async fn postgres_place() -> Option<Place> {
     let url = pg_url();
-    let reachable = tokio::time::timeout(Duration::from_secs(3), sqlx::PgConnection::connect(&url)).await;
+    let reachable =
+        tokio::time::timeout(Duration::from_secs(3), sqlx::PgConnection::connect(&url)).await;
     match reachable {
         Ok(Ok(conn)) => {
             let _ = conn.close().await;
@@ -109,7 +106,9 @@ pub async fn postgres_place() -> Option<Place> {
             if std::env::var("CI").as_deref() == Ok("true") {
                 panic!("PostgreSQL at DATABASE_URL is unreachable under CI=true: {why}");
             }
-            eprintln!("skipped: PostgreSQL at DATABASE_URL is unreachable ({why}); set CI=true to make this a failure");
+            eprintln!(
+                "skipped: PostgreSQL at DATABASE_URL is unreachable ({why}); set CI=true to make this a failure"
+            );
             None
         }
     }
