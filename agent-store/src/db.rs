@@ -251,7 +251,7 @@ impl Shared {
     }
 
     /// SQLite: starts the background checkpointer. Commits never checkpoint (their
-    /// `wal_autocheckpoint` is 0): every 200 ms this task copies committed WAL frames
+    /// `wal_autocheckpoint` is 0): every second this task copies committed WAL frames
     /// into the database file (`PRAGMA wal_checkpoint(PASSIVE)`, which never blocks a
     /// writer) on a reader connection, so the writer's commits pay for no fsync. When
     /// the WAL is still over 64 MiB (a writer that never pauses), it checkpoints with
@@ -494,7 +494,7 @@ pub(crate) fn check_key(kind: &str, key: &str) -> Result<(), StoreError> {
 }
 
 /// How often the SQLite checkpointer runs.
-const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(1000);
 
 /// A WAL longer than this (frames of 4 KiB: 64 MiB) is restarted by the checkpointer.
 const WAL_RESTART_FRAMES: i64 = 16_384;

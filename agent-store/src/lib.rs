@@ -37,7 +37,7 @@
 //!   (a commit survives a killed process; a power cut may lose the last commits, never
 //!   corrupt the file), a busy timeout (default 5 s) for other processes' locks,
 //!   statement journals in memory. One writer connection (writes queue in order) and
-//!   several readers. Commits never checkpoint: a background task does, every 200 ms,
+//!   several readers. Commits never checkpoint: a background task does, every second,
 //!   without blocking the writer (`PASSIVE`), and restarts a WAL that passed 64 MiB.
 //! - **PostgreSQL**: a pool of connections (no TLS: a local server or a tunnel);
 //!   [`StoreOptions::schema`] puts every table in one schema (created if missing), so

@@ -99,11 +99,13 @@ pub struct Args {
     pub max_tokens: Option<u32>,
     /// `--max-llm-calls N`: the round-trip cap per ticket.
     pub max_llm_calls: Option<u32>,
+    /// `--store PATH_OR_URL`: record every run (an SQLite file, created if missing, or a
+    /// `postgres://` URL); read it back with the `runs` example.
+    pub store: Option<String>,
 }
 
 /// The usage text.
-pub const USAGE: &str =
-    "usage: triage [--model NAME] [--concurrency N] [--json] [--tickets DIR] [--limit N]";
+pub const USAGE: &str = "usage: triage [--model NAME] [--concurrency N] [--json] [--tickets DIR] [--limit N] [--store PATH_OR_URL]";
 
 impl Args {
     /// Parses the process arguments.
@@ -120,6 +122,7 @@ impl Args {
             limit: None,
             max_tokens: None,
             max_llm_calls: None,
+            store: None,
         };
         let mut parser = lexopt::Parser::from_env();
         let text = |e: lexopt::Error| e.to_string();
@@ -141,6 +144,9 @@ impl Args {
                 }
                 Long("max-llm-calls") => {
                     args.max_llm_calls = Some(parser.value().map_err(text)?.parse().map_err(text)?);
+                }
+                Long("store") => {
+                    args.store = Some(parser.value().map_err(text)?.string().map_err(text)?);
                 }
                 Short('h') | Long("help") => return Ok(None),
                 other => return Err(other.unexpected().to_string()),
