@@ -1,7 +1,9 @@
 //! The cost of recording runs: `run_batch` at concurrency 64 with the built-in test
-//! model, without stores and with a feedback and trace store on SQLite and PostgreSQL.
-//! One iteration is one run; the recording cost per run is a backend's time minus the
-//! time without stores.
+//! model, without stores, with a feedback store (`*_records`: run records), and with a
+//! feedback and a trace store (`sqlite`, `postgres`: records and transcripts, one row per
+//! run), on SQLite and PostgreSQL; `*_write_behind` is the latter with
+//! `StoreOptions::write_behind` (runs do not wait for commits; `run_batch` flushes). One iteration is one run; the recording cost per run
+//! is a backend's time minus the time without stores.
 //!
 //! ```text
 //! cargo bench -p agent-store --bench record
@@ -31,12 +33,15 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-fn config(store: Option<&Store>) -> AgentConfig<String> {
+/// The config: no store, a feedback store (run records), or both a feedback and a trace
+/// store (records and transcripts, as `triage --store` does).
+fn config(store: Option<&Store>, traces: bool) -> AgentConfig<String> {
     let mut builder = AgentConfig::builder("bench").llm(TestModel::new());
     if let Some(store) = store {
-        builder = builder
-            .feedback_store(store.clone())
-            .trace_store(store.clone());
+        builder = builder.feedback_store(store.clone());
+        if traces {
+            builder = builder.trace_store(store.clone());
+        }
     }
     builder.build().unwrap()
 }
@@ -112,15 +117,24 @@ async fn drop_schema(url: &str) -> bool {
 
 fn record(c: &mut Criterion) {
     let rt = runtime();
-    bench_batch(c, &rt, "no_store", &config(None));
+    bench_batch(c, &rt, "no_store", &config(None, false));
 
     let dir = std::env::temp_dir().join(format!("agent_store_bench_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let sqlite = rt
         .block_on(Store::open(&dir.join("bench.db").display().to_string()))
         .unwrap();
-    bench_batch(c, &rt, "sqlite", &config(Some(&sqlite)));
+    bench_batch(c, &rt, "sqlite_records", &config(Some(&sqlite), false));
+    bench_batch(c, &rt, "sqlite", &config(Some(&sqlite), true));
     rt.block_on(sqlite.close()).unwrap();
+    let behind = rt
+        .block_on(Store::open_with(
+            &dir.join("behind.db").display().to_string(),
+            StoreOptions::new().write_behind(true),
+        ))
+        .unwrap();
+    bench_batch(c, &rt, "sqlite_write_behind", &config(Some(&behind), true));
+    rt.block_on(behind.close()).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 
     let url = std::env::var("DATABASE_URL")
@@ -129,8 +143,23 @@ fn record(c: &mut Criterion) {
         let pg = rt
             .block_on(Store::open_with(&url, StoreOptions::new().schema(SCHEMA)))
             .unwrap();
-        bench_batch(c, &rt, "postgres", &config(Some(&pg)));
+        bench_batch(c, &rt, "postgres_records", &config(Some(&pg), false));
+        bench_batch(c, &rt, "postgres", &config(Some(&pg), true));
         rt.block_on(pg.close()).unwrap();
+        rt.block_on(drop_schema(&url));
+        let behind = rt
+            .block_on(Store::open_with(
+                &url,
+                StoreOptions::new().schema(SCHEMA).write_behind(true),
+            ))
+            .unwrap();
+        bench_batch(
+            c,
+            &rt,
+            "postgres_write_behind",
+            &config(Some(&behind), true),
+        );
+        rt.block_on(behind.close()).unwrap();
         rt.block_on(drop_schema(&url));
     } else {
         eprintln!("postgres: skipped, no server at DATABASE_URL");

@@ -133,6 +133,13 @@ pub struct StoreOptions {
     pub queue: usize,
     /// The most records one commit takes (default 256).
     pub max_batch: usize,
+    /// Write-behind (default off): `record` and `record_trace` return once the row is
+    /// queued instead of committed. Runs do not wait for commits, so commits are
+    /// larger and recording is cheaper; a failed write is then a `tracing` warning and
+    /// a count returned by the next [`Store::flush`] (which `run_batch` adds to the
+    /// receipt), not an error of its run, and a run's record is durable after the next
+    /// flush rather than when the run returns.
+    pub write_behind: bool,
 }
 
 impl Default for StoreOptions {
@@ -146,6 +153,7 @@ impl Default for StoreOptions {
             lazy: false,
             queue: 4096,
             max_batch: 256,
+            write_behind: false,
         }
     }
 }
@@ -211,6 +219,13 @@ impl StoreOptions {
         self.max_batch = n.max(1);
         self
     }
+
+    /// Write-behind: records and traces return once queued (see the field's docs).
+    #[must_use]
+    pub fn write_behind(mut self, on: bool) -> Self {
+        self.write_behind = on;
+        self
+    }
 }
 
 /// Row counts of a store, for checks and reports.
@@ -259,6 +274,7 @@ impl Store {
             Arc::clone(&shared),
             options.queue,
             options.max_batch,
+            options.write_behind,
         ));
         Ok(Self { shared, writer })
     }
@@ -268,20 +284,22 @@ impl Store {
         self.shared.backend
     }
 
-    /// Waits until every record and trace queued before this call is committed.
+    /// Waits until every record and trace queued before this call is committed or has
+    /// failed; returns how many write-behind writes failed since the previous flush (0
+    /// without [`StoreOptions::write_behind`]: then every failure is its caller's error).
     ///
     /// # Errors
-    /// The error of the commit that failed, or [`StoreError::Unavailable`] when the
-    /// writer has stopped.
-    pub async fn flush(&self) -> Result<(), StoreError> {
+    /// [`StoreError::Unavailable`] when the writer has stopped.
+    pub async fn flush(&self) -> Result<u64, StoreError> {
         self.writer.flush().await
     }
 
-    /// Flushes, then closes the connections. Other clones of the store stop working.
+    /// Flushes, then closes the connections; returns what [`flush`](Self::flush)
+    /// returns. Other clones of the store stop working.
     ///
     /// # Errors
     /// As [`flush`](Self::flush).
-    pub async fn close(&self) -> Result<(), StoreError> {
+    pub async fn close(&self) -> Result<u64, StoreError> {
         let flushed = self.flush().await;
         self.shared.close().await;
         flushed
@@ -326,7 +344,7 @@ impl Store {
     }
 
     /// Writes the eval set under `filter` as JSON Lines (see
-    /// [`write_jsonl`](agent_core::store::write_jsonl)); returns the number of lines.
+    /// [`write_jsonl`]); returns the number of lines.
     ///
     /// # Errors
     /// A [`StoreError`] when the store cannot be read or `out` cannot be written.

@@ -121,7 +121,7 @@ impl FeedbackStore for Store {
         Box::pin(async move {
             check_key("trace id", trace_id)?;
             // The run may still be queued.
-            self.writer.flush().await?;
+            self.writer.sync().await?;
             let mut feedback = feedback.clone();
             if feedback.given_at_ms == 0 {
                 feedback.given_at_ms = now_ms();
@@ -193,7 +193,7 @@ impl FeedbackStore for Store {
         })
     }
 
-    fn flush(&self) -> StoreFuture<'_, ()> {
+    fn flush(&self) -> StoreFuture<'_, u64> {
         Box::pin(self.writer.flush())
     }
 }
@@ -218,7 +218,7 @@ impl TraceStore for Store {
         })
     }
 
-    fn flush(&self) -> StoreFuture<'_, ()> {
+    fn flush(&self) -> StoreFuture<'_, u64> {
         Box::pin(self.writer.flush())
     }
 }

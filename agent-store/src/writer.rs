@@ -1,10 +1,13 @@
 //! The background writer: run records and traces queued on a bounded channel, written
-//! in batches (one transaction, multi-row upserts by trace id), every caller told the
-//! outcome of the commit that holds its row (group commit).
+//! in batches (one transaction, multi-row upserts by trace id). By default every caller
+//! waits for the commit that holds its row and gets its outcome (group commit); in
+//! write-behind mode callers return once queued, and failed writes are counted for the
+//! next flush.
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use agent_core::StoreError;
 use futures::FutureExt;
@@ -35,13 +38,19 @@ pub(crate) struct RunRow {
 type Ack = oneshot::Sender<Result<(), StoreError>>;
 
 enum Op {
-    Row(Box<RunRow>, Ack),
-    Flush(Ack),
+    /// A row; its caller waits for the commit (`Some`), or not (write-behind).
+    Row(Box<RunRow>, Option<Ack>),
+    /// Answered once every op before it is done, with the write-behind failures since
+    /// the previous flush.
+    Flush(oneshot::Sender<u64>),
+    /// Failures a `sync` took that belong to the next flush.
+    Unflush(u64),
 }
 
 /// The sending side of the writer; the task ends when every store handle is gone.
 pub(crate) struct Writer {
     tx: mpsc::Sender<Op>,
+    write_behind: bool,
 }
 
 fn stopped() -> StoreError {
@@ -49,30 +58,60 @@ fn stopped() -> StoreError {
 }
 
 impl Writer {
-    pub(crate) fn spawn(shared: Arc<Shared>, queue: usize, max_batch: usize) -> Self {
+    pub(crate) fn spawn(
+        shared: Arc<Shared>,
+        queue: usize,
+        max_batch: usize,
+        write_behind: bool,
+    ) -> Self {
         let (tx, rx) = mpsc::channel(queue.max(1));
         tokio::spawn(run(shared, rx, max_batch.max(1)));
-        Self { tx }
+        Self { tx, write_behind }
     }
 
-    async fn submit(&self, op: impl FnOnce(Ack) -> Op) -> Result<(), StoreError> {
+    /// Queues a row (a record, a trace, or both) and waits for its commit, or, in
+    /// write-behind mode, only until it is queued.
+    pub(crate) async fn write(&self, row: RunRow) -> Result<(), StoreError> {
+        if self.write_behind {
+            return self
+                .tx
+                .send(Op::Row(Box::new(row), None))
+                .await
+                .map_err(|_| stopped());
+        }
         let (ack, done) = oneshot::channel();
-        self.tx.send(op(ack)).await.map_err(|_| stopped())?;
+        self.tx
+            .send(Op::Row(Box::new(row), Some(ack)))
+            .await
+            .map_err(|_| stopped())?;
         done.await.map_err(|_| stopped())?
     }
 
-    /// Queues a row (a record, a trace, or both) and waits for its commit.
-    pub(crate) async fn write(&self, row: RunRow) -> Result<(), StoreError> {
-        self.submit(|ack| Op::Row(Box::new(row), ack)).await
+    /// Waits for every row queued before it; returns the write-behind failures since
+    /// the previous flush.
+    pub(crate) async fn flush(&self) -> Result<u64, StoreError> {
+        let (ack, done) = oneshot::channel();
+        self.tx.send(Op::Flush(ack)).await.map_err(|_| stopped())?;
+        done.await.map_err(|_| stopped())
     }
 
-    /// Waits for every row queued before it.
-    pub(crate) async fn flush(&self) -> Result<(), StoreError> {
-        self.submit(Op::Flush).await
+    /// Waits for every row queued before it (the failures stay counted for the next
+    /// flush).
+    pub(crate) async fn sync(&self) -> Result<(), StoreError> {
+        let failed = self.flush().await?;
+        if failed > 0 {
+            // Put them back for the next `flush`: this was not one.
+            self.tx
+                .send(Op::Unflush(failed))
+                .await
+                .map_err(|_| stopped())?;
+        }
+        Ok(())
     }
 }
 
 async fn run(shared: Arc<Shared>, mut rx: mpsc::Receiver<Op>, max_batch: usize) {
+    let failed_behind = AtomicU64::new(0);
     let mut ops = Vec::with_capacity(max_batch);
     while let Some(first) = rx.recv().await {
         ops.push(first);
@@ -84,13 +123,21 @@ async fn run(shared: Arc<Shared>, mut rx: mpsc::Receiver<Op>, max_batch: usize) 
         }
         let mut rows: Vec<RunRow> = Vec::with_capacity(ops.len());
         let mut acks = Vec::with_capacity(ops.len());
+        let mut behind = 0u64;
+        let mut flushes = Vec::new();
         for op in ops.drain(..) {
             match op {
                 Op::Row(row, ack) => {
                     rows.push(*row);
-                    acks.push(ack);
+                    match ack {
+                        Some(ack) => acks.push(ack),
+                        None => behind += 1,
+                    }
                 }
-                Op::Flush(ack) => acks.push(ack),
+                Op::Flush(ack) => flushes.push(ack),
+                Op::Unflush(n) => {
+                    failed_behind.fetch_add(n, Ordering::Relaxed);
+                }
             }
         }
         let outcome = if rows.is_empty() {
@@ -105,10 +152,21 @@ async fn run(shared: Arc<Shared>, mut rx: mpsc::Receiver<Op>, max_batch: usize) 
             }
         };
         if let Err(error) = &outcome {
-            tracing::warn!(error = %error, rows = acks.len(), "store batch failed");
+            tracing::warn!(error = %error, rows = acks.len() as u64 + behind, "store batch failed");
+            failed_behind.fetch_add(behind, Ordering::Relaxed);
         }
         for ack in acks {
             let _ = ack.send(outcome.clone());
+        }
+        if !flushes.is_empty() {
+            let failed = failed_behind.swap(0, Ordering::Relaxed);
+            let mut flushes = flushes.into_iter();
+            if let Some(first) = flushes.next() {
+                let _ = first.send(failed);
+            }
+            for other in flushes {
+                let _ = other.send(0);
+            }
         }
     }
 }

@@ -17,6 +17,15 @@ const RUNS: usize = 10_000;
 
 async fn ten_thousand_runs_exactly_once(place: &Place) {
     let store = place.open().await;
+    ten_thousand_into(place, store, "group commit").await;
+}
+
+async fn ten_thousand_runs_exactly_once_write_behind(place: &Place) {
+    let store = place.open_with(place.options().write_behind(true)).await;
+    ten_thousand_into(place, store, "write-behind").await;
+}
+
+async fn ten_thousand_into(place: &Place, store: agent_store::Store, mode: &str) {
     let config: AgentConfig<String> = AgentConfig::builder("bulk")
         .llm(TestModel::new())
         .feedback_store(store.clone())
@@ -43,11 +52,14 @@ async fn ten_thousand_runs_exactly_once(place: &Place) {
     let stored_inputs: HashSet<&str> = records.iter().map(|r| r.input.as_str()).collect();
     assert_eq!(stored_inputs, inputs.iter().map(String::as_str).collect());
     eprintln!(
-        "{}: {RUNS} runs recorded at concurrency 64 in {:.2} s (debug build)",
+        "{} ({mode}): {RUNS} runs recorded at concurrency 64 in {:.2} s (debug build)",
         place.target().split('@').next_back().unwrap_or_default(),
         elapsed.as_secs_f64()
     );
     store.close().await.unwrap();
 }
 
-both_backends!(ten_thousand_runs_exactly_once);
+both_backends!(
+    ten_thousand_runs_exactly_once,
+    ten_thousand_runs_exactly_once_write_behind
+);

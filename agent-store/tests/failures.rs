@@ -180,6 +180,39 @@ async fn sqlite_a_full_disk_changes_no_outcome() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_write_behind_failures_are_counted_by_the_flush() {
+    let place = common::sqlite_place();
+    let store = place
+        .open_with(
+            StoreOptions::new()
+                .pragma("max_page_count", "40")
+                .write_behind(true),
+        )
+        .await;
+    let failures = Failures::default();
+    let config = recorded(&store, &failures).build().unwrap();
+    let batch = run_batch(
+        &config,
+        (0..200).map(|i| format!("ticket {i} {}", "x".repeat(300))),
+        16,
+    )
+    .await;
+    assert_eq!(batch.receipt.count(Ending::Answered), 200);
+    // Queued writes do not fail their runs...
+    assert!(batch.results.iter().all(|r| r.store_failures == 0));
+    assert!(failures.all().is_empty());
+    // ...the flush in run_batch counts every write that did not land.
+    let stats = store.stats().await.unwrap();
+    let lost = (200 - stats.runs) + (200 - stats.traces);
+    assert!(lost > 0, "{stats:?}");
+    assert_eq!(batch.receipt.store_failures, lost, "{}", batch.receipt);
+    // Counted once: the next flush starts from zero.
+    assert_eq!(store.flush().await.unwrap(), 0);
+    store.close().await.unwrap();
+    place.remove().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_server_that_refuses_changes_no_outcome() {
     // Port 1 on loopback: nothing listens, the connection is refused.
     let url = "postgres://postgres@127.0.0.1:1/test";
@@ -304,8 +337,8 @@ impl FeedbackStore for Broken {
     ) -> StoreFuture<'a, Vec<agent_core::store::EvalExample>> {
         Box::pin(async { Ok(Vec::new()) })
     }
-    fn flush(&self) -> StoreFuture<'_, ()> {
-        Box::pin(async { Ok(()) })
+    fn flush(&self) -> StoreFuture<'_, u64> {
+        Box::pin(async { Ok(0) })
     }
 }
 
@@ -316,7 +349,7 @@ impl TraceStore for Broken {
     fn trace<'a>(&'a self, _: &'a str) -> StoreFuture<'a, Option<TraceRecord>> {
         Box::pin(async { Ok(None) })
     }
-    fn flush(&self) -> StoreFuture<'_, ()> {
+    fn flush(&self) -> StoreFuture<'_, u64> {
         Box::pin(std::future::pending())
     }
 }

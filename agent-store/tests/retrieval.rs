@@ -153,3 +153,35 @@ both_backends!(
     top_k_by_cosine_similarity,
     context_is_appended_to_the_system_prompt
 );
+
+/// The same search with the local llama.cpp server's embeddings (640 dimensions).
+#[tokio::test]
+#[ignore = "needs the local llama.cpp server on 127.0.0.1:8080"]
+async fn live_llama_cpp_retrieval() {
+    let options =
+        agent_core::providers::ProviderOptions::default().with_base_url("http://127.0.0.1:8080/v1");
+    let embedder =
+        agent_core::providers::EmbeddingClient::route_with("dispatch/gemma", &options).unwrap();
+    let place = common::sqlite_place();
+    let docs = place.open().await.documents("faq", Arc::new(embedder));
+    docs.add_many(vec![
+        (
+            "shipping".into(),
+            "Where is my parcel? Late deliveries and tracking.".into(),
+            Value::Null,
+        ),
+        (
+            "refunds".into(),
+            "Refunds are paid back to the card within 5 days.".into(),
+            Value::Null,
+        ),
+    ])
+    .await
+    .unwrap();
+    let found = docs
+        .search("my package has not arrived yet", 1)
+        .await
+        .unwrap();
+    assert_eq!(found[0].id, "shipping");
+    place.remove().await;
+}

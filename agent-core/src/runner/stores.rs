@@ -297,22 +297,23 @@ pub(crate) async fn after_run<T>(cfg: &Compiled<T>, mut p: Prepared, result: &mu
 }
 
 /// Flushes the config's feedback and trace stores (for `run_batch`); returns the
-/// number of flushes that failed.
+/// writes the flushes report as failed, plus one per flush that failed itself.
 pub(crate) async fn flush_stores<T>(cfg: &Compiled<T>) -> u64 {
     let stores = &cfg.settings.stores;
     let limit = stores.timeout;
-    let mut failures = 0;
-    if let Some(store) = &stores.feedback
-        && let Err(error) = guarded(limit, || store.flush()).await
-    {
-        tracing::warn!(store = "feedback", error = %error, "store flush failed");
-        failures += 1;
+    let mut failures = 0u64;
+    let mut count = |store: &str, flushed: Result<u64, StoreError>| match flushed {
+        Ok(n) => failures = failures.saturating_add(n),
+        Err(error) => {
+            tracing::warn!(store, error = %error, "store flush failed");
+            failures = failures.saturating_add(1);
+        }
+    };
+    if let Some(store) = &stores.feedback {
+        count("feedback", guarded(limit, || store.flush()).await);
     }
-    if let Some(store) = &stores.trace
-        && let Err(error) = guarded(limit, || store.flush()).await
-    {
-        tracing::warn!(store = "trace", error = %error, "store flush failed");
-        failures += 1;
+    if let Some(store) = &stores.trace {
+        count("trace", guarded(limit, || store.flush()).await);
     }
     failures
 }

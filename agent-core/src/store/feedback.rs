@@ -17,7 +17,9 @@ use crate::usage::Usage;
 /// [`record`](Self::record) once with the run's [`RunRecord`]. Records are keyed by
 /// trace id: recording the same run twice keeps one record (the later one).
 pub trait FeedbackStore: Send + Sync {
-    /// Stores one run (an upsert by trace id). Resolves once the record is durable.
+    /// Stores one run (an upsert by trace id). Resolves once the record is durable, or,
+    /// for a write-behind store, once it is queued (its failure is then counted by
+    /// [`flush`](Self::flush)).
     ///
     /// # Errors
     /// A [`StoreError`](crate::store::StoreError) when it cannot be stored.
@@ -53,11 +55,15 @@ pub trait FeedbackStore: Send + Sync {
     /// A [`StoreError`](crate::store::StoreError) when the store cannot be read.
     fn eval_set<'a>(&'a self, filter: &'a EvalFilter) -> StoreFuture<'a, Vec<EvalExample>>;
 
-    /// Resolves once every record accepted so far is durable.
+    /// Resolves once every record accepted before it is written or has failed, with the
+    /// number of accepted writes that failed since the previous flush and were not
+    /// reported by their own call (always 0 for a store whose `record` waits for the
+    /// write). `run_batch` adds it to the receipt's `store_failures`.
     ///
     /// # Errors
-    /// A [`StoreError`](crate::store::StoreError) when pending writes failed.
-    fn flush(&self) -> StoreFuture<'_, ()>;
+    /// A [`StoreError`](crate::store::StoreError) when the store cannot flush (its writer
+    /// stopped).
+    fn flush(&self) -> StoreFuture<'_, u64>;
 }
 
 /// One recorded run.

@@ -20,7 +20,9 @@ use crate::usage::Usage;
 /// [`record_trace`](Self::record_trace) once with the run's [`TraceRecord`]. Keyed by
 /// trace id: recording the same run twice keeps one trace.
 pub trait TraceStore: Send + Sync {
-    /// Stores one run's trace (an upsert by trace id). Resolves once it is durable.
+    /// Stores one run's trace (an upsert by trace id). Resolves once it is durable, or,
+    /// for a write-behind store, once it is queued (its failure is then counted by
+    /// [`flush`](Self::flush)).
     ///
     /// # Errors
     /// A [`StoreError`] when it cannot be stored.
@@ -32,11 +34,13 @@ pub trait TraceStore: Send + Sync {
     /// A [`StoreError`] when the store cannot be read.
     fn trace<'a>(&'a self, trace_id: &'a str) -> StoreFuture<'a, Option<TraceRecord>>;
 
-    /// Resolves once every trace accepted so far is durable.
+    /// Resolves once every trace accepted before it is written or has failed, with the
+    /// number of accepted writes that failed since the previous flush and were not
+    /// reported by their own call (see [`FeedbackStore::flush`](crate::store::FeedbackStore::flush)).
     ///
     /// # Errors
-    /// A [`StoreError`] when pending writes failed.
-    fn flush(&self) -> StoreFuture<'_, ()>;
+    /// A [`StoreError`] when the store cannot flush.
+    fn flush(&self) -> StoreFuture<'_, u64>;
 }
 
 /// Everything needed to audit, replay and compare one run.
