@@ -51,9 +51,12 @@ pub enum RunEvent<'a> {
     },
     /// A store call failed, timed out or panicked (see [`crate::store`]). The run's
     /// outcome is unchanged; the failure is counted in `AgentResult::store_failures`.
-    /// Failures of the recording after the run come after `RunEnded`.
+    /// Failures of the recording after the run come after `RunEnded`. `run_batch`'s
+    /// final flush reports its failures (and write-behind writes that failed) to the
+    /// config's observer with operation `flush` and an empty trace id; they are counted
+    /// in `Receipt::store_failures`.
     StoreFailed {
-        /// The run's trace id.
+        /// The run's trace id (empty for a batch's flush).
         trace_id: &'a str,
         /// Which store.
         store: StoreKind,

@@ -115,54 +115,66 @@ async fn drop_schema(url: &str) -> bool {
         .is_ok()
 }
 
+/// The variants after `no_store`: name, write-behind, traces too.
+const VARIANTS: [(&str, bool, bool); 3] = [
+    ("records", false, false),
+    ("", false, true),
+    ("write_behind", true, true),
+];
+
+fn name(backend: &str, variant: &str) -> String {
+    if variant.is_empty() {
+        backend.to_owned()
+    } else {
+        format!("{backend}_{variant}")
+    }
+}
+
+/// Every variant starts from an empty store (a new file, a new schema).
 fn record(c: &mut Criterion) {
     let rt = runtime();
     bench_batch(c, &rt, "no_store", &config(None, false));
 
     let dir = std::env::temp_dir().join(format!("agent_store_bench_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let sqlite = rt
-        .block_on(Store::open(&dir.join("bench.db").display().to_string()))
-        .unwrap();
-    bench_batch(c, &rt, "sqlite_records", &config(Some(&sqlite), false));
-    bench_batch(c, &rt, "sqlite", &config(Some(&sqlite), true));
-    rt.block_on(sqlite.close()).unwrap();
-    let behind = rt
-        .block_on(Store::open_with(
-            &dir.join("behind.db").display().to_string(),
-            StoreOptions::new().write_behind(true),
-        ))
-        .unwrap();
-    bench_batch(c, &rt, "sqlite_write_behind", &config(Some(&behind), true));
-    rt.block_on(behind.close()).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
-
-    let url = std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
-    if rt.block_on(drop_schema(&url)) {
-        let pg = rt
-            .block_on(Store::open_with(&url, StoreOptions::new().schema(SCHEMA)))
-            .unwrap();
-        bench_batch(c, &rt, "postgres_records", &config(Some(&pg), false));
-        bench_batch(c, &rt, "postgres", &config(Some(&pg), true));
-        rt.block_on(pg.close()).unwrap();
-        rt.block_on(drop_schema(&url));
-        let behind = rt
+    for (variant, behind, traces) in VARIANTS {
+        let file = dir
+            .join(format!("bench_{variant}.db"))
+            .display()
+            .to_string();
+        let store = rt
             .block_on(Store::open_with(
-                &url,
-                StoreOptions::new().schema(SCHEMA).write_behind(true),
+                &file,
+                StoreOptions::new().write_behind(behind),
             ))
             .unwrap();
         bench_batch(
             c,
             &rt,
-            "postgres_write_behind",
-            &config(Some(&behind), true),
+            &name("sqlite", variant),
+            &config(Some(&store), traces),
         );
-        rt.block_on(behind.close()).unwrap();
-        rt.block_on(drop_schema(&url));
-    } else {
+        rt.block_on(store.close()).unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let url = std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+    if !rt.block_on(drop_schema(&url)) {
         eprintln!("postgres: skipped, no server at DATABASE_URL");
+        return;
+    }
+    for (variant, behind, traces) in VARIANTS {
+        let options = StoreOptions::new().schema(SCHEMA).write_behind(behind);
+        let store = rt.block_on(Store::open_with(&url, options)).unwrap();
+        bench_batch(
+            c,
+            &rt,
+            &name("postgres", variant),
+            &config(Some(&store), traces),
+        );
+        rt.block_on(store.close()).unwrap();
+        rt.block_on(drop_schema(&url));
     }
 }
 

@@ -200,12 +200,17 @@ async fn sqlite_write_behind_failures_are_counted_by_the_flush() {
     assert_eq!(batch.receipt.count(Ending::Answered), 200);
     // Queued writes do not fail their runs...
     assert!(batch.results.iter().all(|r| r.store_failures == 0));
-    assert!(failures.all().is_empty());
-    // ...the flush in run_batch counts every write that did not land.
+    // ...the flush in run_batch counts every write that did not land, and says so to
+    // the config's observer.
     let stats = store.stats().await.unwrap();
     let lost = (200 - stats.runs) + (200 - stats.traces);
     assert!(lost > 0, "{stats:?}");
     assert_eq!(batch.receipt.store_failures, lost, "{}", batch.receipt);
+    let seen = failures.all();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    let (trace_id, _, operation, error) = &seen[0];
+    assert_eq!((trace_id.as_str(), *operation), ("", "flush"));
+    assert!(error.to_string().contains(&format!("{lost} queued writes failed")), "{error}");
     // Counted once: the next flush starts from zero.
     assert_eq!(store.flush().await.unwrap(), 0);
     store.close().await.unwrap();

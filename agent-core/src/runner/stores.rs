@@ -297,23 +297,44 @@ pub(crate) async fn after_run<T>(cfg: &Compiled<T>, mut p: Prepared, result: &mu
 }
 
 /// Flushes the config's feedback and trace stores (for `run_batch`); returns the
-/// writes the flushes report as failed, plus one per flush that failed itself.
+/// writes the flushes report as failed (write-behind stores), plus one per flush that
+/// failed itself. Each failure is a warning and a `StoreFailed` event (operation
+/// `flush`, no trace id) for the config's observer.
 pub(crate) async fn flush_stores<T>(cfg: &Compiled<T>) -> u64 {
     let stores = &cfg.settings.stores;
     let limit = stores.timeout;
+    let observers = Observers {
+        config: cfg.settings.observer.clone(),
+        run: None,
+    };
     let mut failures = 0u64;
-    let mut count = |store: &str, flushed: Result<u64, StoreError>| match flushed {
-        Ok(n) => failures = failures.saturating_add(n),
-        Err(error) => {
-            tracing::warn!(store, error = %error, "store flush failed");
-            failures = failures.saturating_add(1);
-        }
+    let mut count = |store: StoreKind, flushed: Result<u64, StoreError>| {
+        let error = match flushed {
+            Ok(0) => return,
+            Ok(n) => {
+                failures = failures.saturating_add(n);
+                StoreError::backend(format!(
+                    "{n} queued writes failed since the last flush (see the warnings)"
+                ))
+            }
+            Err(error) => {
+                failures = failures.saturating_add(1);
+                error
+            }
+        };
+        tracing::warn!(store = store.as_str(), error = %error, "store flush reported failures");
+        observers.notify(&RunEvent::StoreFailed {
+            trace_id: "",
+            store,
+            operation: "flush",
+            error: &error,
+        });
     };
     if let Some(store) = &stores.feedback {
-        count("feedback", guarded(limit, || store.flush()).await);
+        count(StoreKind::Feedback, guarded(limit, || store.flush()).await);
     }
     if let Some(store) = &stores.trace {
-        count("trace", guarded(limit, || store.flush()).await);
+        count(StoreKind::Trace, guarded(limit, || store.flush()).await);
     }
     failures
 }
