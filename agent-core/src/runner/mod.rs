@@ -98,9 +98,13 @@ pub async fn run_agent_with<T: AgentOutput>(
     }
     let input: String = input.into();
     // Stores (memory, retrieval, recorders): nothing happens without them.
-    let mut prepared = stores::before_run(cfg, &trace_id, &input, &mut options)
-        .instrument(span.clone())
-        .await;
+    let mut prepared = if cfg.settings.stores.any() {
+        stores::before_run(cfg, &trace_id, &input, &mut options)
+            .instrument(span.clone())
+            .await
+    } else {
+        stores::Prepared::none()
+    };
     let mut run = Run::new(cfg, Arc::clone(&trace_id), input, options);
     prepared.apply_context(&mut run.request.system);
     run.notify(&RunEvent::RunStarted {
@@ -126,9 +130,11 @@ pub async fn run_agent_with<T: AgentOutput>(
         usage: &result.usage,
         duration,
     });
-    stores::after_run(cfg, prepared, &mut result)
-        .instrument(span)
-        .await;
+    if prepared.is_active() {
+        stores::after_run(cfg, prepared, &mut result)
+            .instrument(span)
+            .await;
+    }
     result
 }
 
