@@ -75,14 +75,18 @@ fn bench_batch(
     config: &AgentConfig<String>,
 ) {
     let batch = |iters: u64, cpu: bool| {
-        let inputs: Vec<String> = (0..iters)
+        // CPU time ticks in 10 ms: measure at least 4,096 runs and scale to `iters`.
+        let runs = if cpu { iters.max(4096) } else { iters };
+        let inputs: Vec<String> = (0..runs)
             .map(|i| format!("ticket {i}: my parcel is late"))
             .collect();
         rt.block_on(async {
             let (wall, cpu0) = (Instant::now(), process_cpu());
             let batch = run_batch(config, inputs, CONCURRENCY).await;
             let elapsed = if cpu {
-                process_cpu().saturating_sub(cpu0)
+                process_cpu()
+                    .saturating_sub(cpu0)
+                    .mul_f64(iters as f64 / runs as f64)
             } else {
                 wall.elapsed()
             };

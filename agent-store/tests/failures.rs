@@ -210,7 +210,12 @@ async fn sqlite_write_behind_failures_are_counted_by_the_flush() {
     assert_eq!(seen.len(), 1, "{seen:?}");
     let (trace_id, _, operation, error) = &seen[0];
     assert_eq!((trace_id.as_str(), *operation), ("", "flush"));
-    assert!(error.to_string().contains(&format!("{lost} queued writes failed")), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains(&format!("{lost} queued writes failed")),
+        "{error}"
+    );
     // Counted once: the next flush starts from zero.
     assert_eq!(store.flush().await.unwrap(), 0);
     store.close().await.unwrap();
