@@ -60,6 +60,14 @@
 //! retried write never duplicates. [`Store::flush`] waits for everything queued before
 //! it.
 //!
+//! With [`StoreOptions::write_behind`], runs do not wait for the commit: `record`
+//! returns once the row is queued, commits grow to the queue's size, and recording
+//! costs about half as much CPU at concurrency 64 (see `benches/record.rs`). The price:
+//! a failed write is no longer its run's error; it is a warning and a count returned by
+//! the next flush, which `run_batch` adds to the receipt and reports to the config's
+//! observer; and a run's record is durable after the next flush, not when the run
+//! returns.
+//!
 //! ## Retrieval
 //!
 //! Vector search is brute force in Rust on both backends: each collection's vectors are
