@@ -31,9 +31,9 @@ pub struct Batch<T> {
 ///
 /// Like [`run_agent`], never panics and never returns early: each input ends in its own
 /// `AgentResult`. When the config has a feedback or trace store, the batch flushes them
-/// before it returns, so every run it recorded is durable (a failed flush is counted in
-/// [`Receipt::store_failures`]). The runs share the current task, so dropping the returned future stops
-/// them all.
+/// before it returns, so every run it recorded is durable (a failed flush, and
+/// write-behind writes that failed, are counted in [`Receipt::store_failures`]). The runs
+/// share the current task, so dropping the returned future stops them all.
 pub async fn run_batch<T, I, S>(config: &AgentConfig<T>, inputs: I, concurrency: usize) -> Batch<T>
 where
     T: AgentOutput,

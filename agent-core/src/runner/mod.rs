@@ -72,7 +72,9 @@ pub async fn run_agent<T: AgentOutput>(
 /// Everything [`run_agent`] promises holds: never panics, never returns early, every
 /// wait bounded. A type declared with the builder's `expects_state` that neither the
 /// config nor `options` provides ends the run at once with
-/// [`AgentError::InvalidRun`], before any request.
+/// [`AgentError::InvalidRun`], before any request. With stores in the config (memory,
+/// retriever, feedback and trace stores), their calls come before and after the run,
+/// each bounded by `store_timeout`; see [`crate::store`].
 pub async fn run_agent_with<T: AgentOutput>(
     config: &AgentConfig<T>,
     input: impl Into<String>,
