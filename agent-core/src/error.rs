@@ -118,6 +118,14 @@ pub enum Budget {
         /// Spent so far (USD).
         spent: f64,
     },
+    /// `max_thread_llm_calls`: the round trips of every run of the memory thread so far
+    /// reached the cap; checked before the run, which then sends no request.
+    ThreadLlmCalls {
+        /// The limit (round trips over the thread).
+        limit: u64,
+        /// Round trips used by the thread's earlier runs.
+        used: u64,
+    },
 }
 
 /// What a no-progress guard saw.
@@ -406,6 +414,9 @@ impl fmt::Display for BudgetText<'_> {
             }
             Budget::CostUsd { limit, spent } => {
                 write!(f, "max_cost_usd {limit} (spent {spent:.6})")
+            }
+            Budget::ThreadLlmCalls { limit, used } => {
+                write!(f, "max_thread_llm_calls {limit} (the thread used {used})")
             }
         }
     }

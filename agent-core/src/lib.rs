@@ -50,6 +50,7 @@ mod result;
 mod run_options;
 mod runner;
 pub mod schema;
+pub mod store;
 pub mod testing;
 mod tool;
 mod usage;
@@ -79,6 +80,7 @@ pub use runner::{run_agent, run_agent_with};
 /// serde_json, re-exported: tool arguments and scripted turns are `serde_json::Value`s, so
 /// a user crate needs no serde_json dependency of its own (`agent_core::json!`).
 pub use serde_json::{self, Value, json};
+pub use store::{Embedder, FeedbackStore, Memory, MemoryWindow, Retriever, StoreError, TraceStore};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     State, StateMap, StateRequirement, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,

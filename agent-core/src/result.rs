@@ -34,6 +34,9 @@ pub struct AgentResult<T> {
     pub handover: Option<Handover>,
     pub(crate) partial: bool,
     pub(crate) customer_message: String,
+    /// Store calls of the run that failed, timed out or panicked (memory, retriever,
+    /// feedback and trace stores; see [`crate::store`]). They never change the outcome.
+    pub store_failures: u32,
 }
 
 impl<T> AgentResult<T> {

@@ -19,6 +19,7 @@ use crate::pricing::{ModelPrice, Pricing};
 use crate::providers::{ApiKey, ProviderOptions};
 use crate::registry::ToolRegistry;
 use crate::result::AgentResult;
+use crate::store::StoreSettings;
 use crate::tool::{StateMap, StateRequirement, Tool, ToolDefinition};
 use std::collections::BTreeMap;
 
@@ -73,6 +74,7 @@ pub(crate) struct Settings<T> {
     pub(crate) grader: Option<Arc<dyn Grader<T>>>,
     pub(crate) output_validator: Option<OutputValidator<T>>,
     pub(crate) observer: Option<Arc<dyn Observer>>,
+    pub(crate) stores: StoreSettings,
 }
 
 impl<T> Clone for Settings<T> {
@@ -115,6 +117,7 @@ impl<T> Clone for Settings<T> {
             grader: self.grader.clone(),
             output_validator: self.output_validator.clone(),
             observer: self.observer.clone(),
+            stores: self.stores.clone(),
         }
     }
 }
@@ -159,6 +162,7 @@ impl<T> Settings<T> {
             grader: None,
             output_validator: None,
             observer: None,
+            stores: StoreSettings::default(),
         }
     }
 }

@@ -2,6 +2,8 @@
 
 mod builder;
 mod error;
+mod fingerprint;
+mod stores;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -77,6 +79,8 @@ pub(crate) struct Compiled<T> {
     pub(crate) prompt_cache: bool,
     pub(crate) price: Option<ModelPrice>,
     pub(crate) escalation_validator: Option<SchemaValidator>,
+    /// The stable hash of what changes behaviour (see [`AgentConfig::fingerprint`]).
+    pub(crate) fingerprint: String,
 }
 
 /// How a run of a config ends with a value.
@@ -187,6 +191,22 @@ impl<T: AgentOutput> AgentConfig<T> {
     /// [`OutputMode::Prompted`], the answer's schema and how to give it.
     pub fn effective_system_prompt(&self) -> Option<&str> {
         self.inner.system_prompt.as_deref()
+    }
+
+    /// A stable hash of everything that changes the agent's behaviour: the model (and
+    /// provider), the system prompt, every offered tool definition (so the output
+    /// schema too), the budgets, timeouts and guards, and the memory and retrieval
+    /// settings. 16 lowercase hex digits (64-bit FNV-1a of a canonical JSON rendering),
+    /// the same on every platform and Rust version. The name, the variant label,
+    /// observers, state and the stores themselves do not count: two configs that would
+    /// send the same requests share a fingerprint.
+    pub fn fingerprint(&self) -> &str {
+        &self.inner.fingerprint
+    }
+
+    /// The variant label set with the builder's `variant` (recorded with every run).
+    pub fn variant(&self) -> Option<&str> {
+        self.inner.settings.stores.variant.as_deref()
     }
 
     /// Checks and freezes `settings`; `parent` is the config a `with_` variant derives
@@ -316,8 +336,10 @@ impl<T: AgentOutput> AgentConfig<T> {
                 (bytes as u64).div_ceil(4) >= PromptCaching::AUTO_MIN_TOKENS
             }
         };
+        let fingerprint = fingerprint::of(&settings, &offered, &wire_model, client.provider());
         Ok(Self {
             inner: Arc::new(Compiled {
+                fingerprint,
                 state: Arc::new(settings.state.clone()),
                 settings,
                 client,
@@ -508,7 +530,7 @@ fn check_settings<T>(s: &Settings<T>) -> Result<(), ConfigError> {
             "a response needs some bytes",
         ));
     }
-    Ok(())
+    stores::check(&s.stores)
 }
 
 /// Whether `name` matches `^[A-Za-z0-9_-]{1,64}$`.

@@ -9,8 +9,11 @@ mod customer;
 mod feedback;
 mod guard;
 mod sanitize;
+mod stores;
 mod tools;
 mod trace;
+
+pub(crate) use stores::flush_stores;
 
 use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
@@ -74,11 +77,13 @@ pub async fn run_agent<T: AgentOutput>(
 /// Everything [`run_agent`] promises holds: never panics, never returns early, every
 /// wait bounded. A type declared with the builder's `expects_state` that neither the
 /// config nor `options` provides ends the run at once with
-/// [`AgentError::InvalidRun`], before any request.
+/// [`AgentError::InvalidRun`], before any request. With stores in the config (memory,
+/// retriever, feedback and trace stores), their calls come before and after the run,
+/// each bounded by `store_timeout`; see [`crate::store`].
 pub async fn run_agent_with<T: AgentOutput>(
     config: &AgentConfig<T>,
     input: impl Into<String>,
-    options: RunOptions,
+    mut options: RunOptions,
 ) -> AgentResult<T> {
     let cfg: &Compiled<T> = &config.inner;
     let started = Instant::now();
@@ -98,15 +103,28 @@ pub async fn run_agent_with<T: AgentOutput>(
     if !options.metadata.is_empty() {
         span.record("agent.metadata", tracing::field::debug(&options.metadata));
     }
-    let mut run = Run::new(cfg, Arc::clone(&trace_id), input.into(), options);
+    let input: String = input.into();
+    // Stores (memory, retrieval, recorders): nothing happens without them.
+    let mut prepared = if cfg.settings.stores.any() {
+        stores::before_run(cfg, &trace_id, &input, &mut options)
+            .instrument(span.clone())
+            .await
+    } else {
+        stores::Prepared::none()
+    };
+    let mut run = Run::new(cfg, Arc::clone(&trace_id), input, options);
+    prepared.apply_context(&mut run.request.system);
     run.notify(&RunEvent::RunStarted {
         trace_id: &trace_id,
         agent: &cfg.settings.name,
     });
-    let outcome = run.drive_bounded().instrument(span.clone()).await;
+    let outcome = match prepared.take_refusal() {
+        Some(refused) => Err(refused),
+        None => run.drive_bounded().instrument(span.clone()).await,
+    };
     let duration = started.elapsed();
     let run_observers = run.observers.clone();
-    let result = run.finish(outcome, duration);
+    let mut result = run.finish(outcome, duration);
     let ending = result.ending();
     span.record("agent.ending", ending.as_str());
     if let Some(category) = result.category() {
@@ -119,6 +137,11 @@ pub async fn run_agent_with<T: AgentOutput>(
         usage: &result.usage,
         duration,
     });
+    if prepared.is_active() {
+        stores::after_run(cfg, prepared, &mut result)
+            .instrument(span)
+            .await;
+    }
     result
 }
 
@@ -175,6 +198,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             observer,
             metadata: _,
             history,
+            thread: _,
         } = options;
         let mut request = LlmRequest::new(cfg.wire_model.clone());
         request.system = cfg.system_prompt.clone();
@@ -1088,6 +1112,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             handover,
             partial,
             customer_message: String::new(),
+            store_failures: 0,
         };
         result.customer_message = customer::message(&self.cfg.settings, &result);
         result
