@@ -678,11 +678,13 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             // The output cap cut the turn: its last call was still being written. Even
             // arguments that parse (`{}` for a tool whose parameters are all optional)
             // are not what the model meant to send, so the call is never run.
+            let signature = last.thought_signature.take();
             *last = ToolCall::with_invalid_arguments(
                 std::mem::take(&mut last.id),
                 std::mem::take(&mut last.name),
                 feedback::cut_call(self.request.max_tokens),
             );
+            last.thought_signature = signature;
         }
         if !text.is_empty() {
             self.last_text.clone_from(&text);
