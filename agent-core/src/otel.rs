@@ -217,7 +217,10 @@ impl Visit for Operation {
 
 impl Operation {
     fn attributes(&self) -> Vec<KeyValue> {
-        let mut out = vec![KeyValue::new("gen_ai.operation.name", self.operation.clone())];
+        let mut out = vec![KeyValue::new(
+            "gen_ai.operation.name",
+            self.operation.clone(),
+        )];
         let optional = [
             ("gen_ai.provider.name", &self.provider),
             ("gen_ai.request.model", &self.request_model),

@@ -144,7 +144,10 @@ async fn a_run_answers_parallel_calls_in_one_user_content_with_the_signature_ech
         declarations[0]["parameters"],
         agent_core::schema::for_gemini(&lookup_definition().parameters)
     );
-    assert!(declarations[1].get("parameters").is_none(), "{declarations:?}");
+    assert!(
+        declarations[1].get("parameters").is_none(),
+        "{declarations:?}"
+    );
     assert_eq!(
         declarations[2]["parameters"],
         agent_core::schema::for_gemini(&triage_schema())
@@ -172,7 +175,10 @@ async fn a_run_answers_parallel_calls_in_one_user_content_with_the_signature_ech
         .map(|p| p["functionCall"]["id"].as_str().unwrap())
         .collect();
     assert!(ids.iter().all(|id| !id.is_empty()) && ids[0] != ids[1]);
-    assert_eq!(parts[1]["functionCall"]["args"], json!({"order_id": "B-2002"}));
+    assert_eq!(
+        parts[1]["functionCall"]["args"],
+        json!({"order_id": "B-2002"})
+    );
     // Every call answered once, in call order, by id and name, in one user content.
     assert_eq!(contents[2]["role"], "user");
     let responses = contents[2]["parts"].as_array().unwrap();
@@ -205,7 +211,12 @@ async fn a_rejected_submission_goes_back_as_an_error_response() {
     let result = run_agent(&config, "ticket").await;
     assert_eq!(result.outcome, Ok(expected_triage()));
     let bodies = bodies(&server).await;
-    let last = bodies[1]["contents"].as_array().unwrap().last().unwrap().clone();
+    let last = bodies[1]["contents"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
     assert_eq!(last["role"], "user");
     let response = &last["parts"][0]["functionResponse"];
     assert_eq!(response["name"], "submit_output");
@@ -254,7 +265,10 @@ async fn native_output_sends_a_response_schema_and_reads_the_json_text() {
         agent_core::schema::for_gemini(&triage_schema())
     );
     assert!(agent_core::schema::gemini_violations(&generation["responseSchema"]).is_empty());
-    assert!(bodies[0].get("tools").is_none(), "no submit_output in native mode");
+    assert!(
+        bodies[0].get("tools").is_none(),
+        "no submit_output in native mode"
+    );
 }
 
 #[tokio::test]
@@ -282,7 +296,11 @@ async fn before_gemini_3_native_output_never_sends_a_schema_with_tools() {
     // A turn that may call tools: the tools, no schema; the model sees the schema in
     // the system prompt instead.
     assert!(bodies[0]["tools"].is_array());
-    assert!(bodies[0]["generationConfig"].get("responseSchema").is_none());
+    assert!(
+        bodies[0]["generationConfig"]
+            .get("responseSchema")
+            .is_none()
+    );
     let system = bodies[0]["systemInstruction"]["parts"][0]["text"]
         .as_str()
         .unwrap();
@@ -389,7 +407,12 @@ async fn a_cut_turn_names_the_cap() {
     assert_eq!(result.outcome, Ok(expected_triage()));
     let bodies = bodies(&server).await;
     assert_eq!(bodies[0]["generationConfig"]["maxOutputTokens"], 64);
-    let nudge = bodies[1]["contents"].as_array().unwrap().last().unwrap().to_string();
+    let nudge = bodies[1]["contents"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .to_string();
     assert!(nudge.contains("64"), "{nudge}");
 }
 
@@ -456,11 +479,11 @@ async fn every_error_status_is_classified() {
         assert_eq!(error.status, Some(status));
         assert_eq!(error.retry_after, delay, "{file}");
         assert!(error.message.contains(&format!("HTTP {status}")), "{error}");
-        let google_status = serde_json::from_str::<Value>(&fixture(file)).unwrap()["error"]
-            ["status"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let google_status =
+            serde_json::from_str::<Value>(&fixture(file)).unwrap()["error"]["status"]
+                .as_str()
+                .unwrap()
+                .to_owned();
         assert!(error.message.contains(&google_status), "{error}");
         assert_eq!(
             requests(&server).await.len(),
@@ -512,8 +535,10 @@ async fn c20_a_body_without_candidates_is_transient() {
     let server = MockServer::start().await;
     mount_once(
         &server,
-        ResponseTemplate::new(200)
-            .set_body_raw(r#"{"usageMetadata": {"promptTokenCount": 3}}"#, "application/json"),
+        ResponseTemplate::new(200).set_body_raw(
+            r#"{"usageMetadata": {"promptTokenCount": 3}}"#,
+            "application/json",
+        ),
     )
     .await;
     mount(&server, json_fixture(200, "gemini/submit.json")).await;

@@ -138,7 +138,9 @@ async fn gemini_error_echoing_the_key_leaks_it_nowhere() {
     let (texts, evidence) = everything_after_a_401("gemini-2.5-flash", body, "").await;
     assert_no_key(&texts);
     assert!(
-        evidence[1].contains("INVALID_ARGUMENT: API key not valid. Please pass a valid API key. (key: <redacted>)"),
+        evidence[1].contains(
+            "INVALID_ARGUMENT: API key not valid. Please pass a valid API key. (key: <redacted>)"
+        ),
         "{}",
         evidence[1]
     );

@@ -7,14 +7,12 @@
 use agent_core::otel::{DURATION_BUCKETS, GenAiMetrics, TOKEN_BUCKETS};
 use agent_core::testing::ScriptedModel;
 use agent_core::{
-    AgentConfig, AgentError, AgentResult, LlmError, LlmResponse, TokenUsage,
-    agent_output, run_agent, tool, tools,
+    AgentConfig, AgentError, AgentResult, LlmError, LlmResponse, TokenUsage, agent_output,
+    run_agent, tool, tools,
 };
-use opentelemetry::trace::{
-    Span as _, SpanKind, Status, TraceContextExt, Tracer, TracerProvider,
-};
-use opentelemetry::{KeyValue, Value as OtelValue};
 use opentelemetry::metrics::MeterProvider;
+use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt, Tracer, TracerProvider};
+use opentelemetry::{KeyValue, Value as OtelValue};
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, HistogramDataPoint, MetricData};
 use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
@@ -131,7 +129,10 @@ fn has(attributes: &[KeyValue], key: &str, value: &str) -> bool {
 }
 
 fn named<'s>(spans: &'s [SpanData], prefix: &str) -> Vec<&'s SpanData> {
-    spans.iter().filter(|s| s.name.starts_with(prefix)).collect()
+    spans
+        .iter()
+        .filter(|s| s.name.starts_with(prefix))
+        .collect()
 }
 
 /// A model that calls `lookup_order`, then submits; both turns report usage.
@@ -183,14 +184,31 @@ async fn exported_spans_follow_the_genai_conventions_and_carry_the_runs_trace_id
     assert_eq!(agent.name, "invoke_agent orders");
     // The run's trace id is the exported trace id, on every span of the run.
     assert_eq!(result.trace_id, agent.span_context.trace_id().to_string());
-    assert_eq!(attr_str(agent, "trace_id").as_deref(), Some(result.trace_id.as_str()));
-    assert!(spans
-        .iter()
-        .all(|s| s.span_context.trace_id() == agent.span_context.trace_id()));
-    assert_eq!(attr_str(agent, "gen_ai.operation.name").as_deref(), Some("invoke_agent"));
-    assert_eq!(attr_str(agent, "gen_ai.agent.name").as_deref(), Some("orders"));
-    assert_eq!(attr_str(agent, "gen_ai.provider.name").as_deref(), Some("scripted"));
-    assert_eq!(attr_str(agent, "gen_ai.request.model").as_deref(), Some("scripted-model"));
+    assert_eq!(
+        attr_str(agent, "trace_id").as_deref(),
+        Some(result.trace_id.as_str())
+    );
+    assert!(
+        spans
+            .iter()
+            .all(|s| s.span_context.trace_id() == agent.span_context.trace_id())
+    );
+    assert_eq!(
+        attr_str(agent, "gen_ai.operation.name").as_deref(),
+        Some("invoke_agent")
+    );
+    assert_eq!(
+        attr_str(agent, "gen_ai.agent.name").as_deref(),
+        Some("orders")
+    );
+    assert_eq!(
+        attr_str(agent, "gen_ai.provider.name").as_deref(),
+        Some("scripted")
+    );
+    assert_eq!(
+        attr_str(agent, "gen_ai.request.model").as_deref(),
+        Some("scripted-model")
+    );
     assert!(attr(agent, "error.type").is_none());
     assert_eq!(agent.status, Status::Unset);
 
@@ -200,9 +218,18 @@ async fn exported_spans_follow_the_genai_conventions_and_carry_the_runs_trace_id
         assert_eq!(chat.name, "chat scripted-model");
         assert_eq!(chat.span_kind, SpanKind::Client);
         assert_eq!(chat.parent_span_id, agent.span_context.span_id());
-        assert_eq!(attr_str(chat, "gen_ai.operation.name").as_deref(), Some("chat"));
-        assert_eq!(attr_str(chat, "gen_ai.provider.name").as_deref(), Some("scripted"));
-        assert_eq!(attr(chat, "gen_ai.request.max_tokens"), Some(&OtelValue::I64(4096)));
+        assert_eq!(
+            attr_str(chat, "gen_ai.operation.name").as_deref(),
+            Some("chat")
+        );
+        assert_eq!(
+            attr_str(chat, "gen_ai.provider.name").as_deref(),
+            Some("scripted")
+        );
+        assert_eq!(
+            attr(chat, "gen_ai.request.max_tokens"),
+            Some(&OtelValue::I64(4096))
+        );
         // A string array, as the conventions type it.
         assert_eq!(
             attr(chat, "gen_ai.response.finish_reasons"),
@@ -211,23 +238,44 @@ async fn exported_spans_follow_the_genai_conventions_and_carry_the_runs_trace_id
             ))
         );
     }
-    assert_eq!(attr(chats[0], "gen_ai.usage.input_tokens"), Some(&OtelValue::I64(100)));
-    assert_eq!(attr(chats[0], "gen_ai.usage.output_tokens"), Some(&OtelValue::I64(20)));
+    assert_eq!(
+        attr(chats[0], "gen_ai.usage.input_tokens"),
+        Some(&OtelValue::I64(100))
+    );
+    assert_eq!(
+        attr(chats[0], "gen_ai.usage.output_tokens"),
+        Some(&OtelValue::I64(20))
+    );
     assert_eq!(
         attr_str(chats[0], "gen_ai.response.model").as_deref(),
         Some("scripted-model-001")
     );
-    assert_eq!(attr(chats[1], "gen_ai.usage.input_tokens"), Some(&OtelValue::I64(150)));
+    assert_eq!(
+        attr(chats[1], "gen_ai.usage.input_tokens"),
+        Some(&OtelValue::I64(150))
+    );
 
     let tools = named(&spans, "execute_tool");
     assert_eq!(tools.len(), 1);
     let tool = tools[0];
     assert_eq!(tool.name, "execute_tool lookup_order");
     assert_eq!(tool.parent_span_id, agent.span_context.span_id());
-    assert_eq!(attr_str(tool, "gen_ai.operation.name").as_deref(), Some("execute_tool"));
-    assert_eq!(attr_str(tool, "gen_ai.tool.name").as_deref(), Some("lookup_order"));
-    assert_eq!(attr_str(tool, "gen_ai.tool.type").as_deref(), Some("function"));
-    assert_eq!(attr_str(tool, "gen_ai.tool.call.id").as_deref(), Some("call_1"));
+    assert_eq!(
+        attr_str(tool, "gen_ai.operation.name").as_deref(),
+        Some("execute_tool")
+    );
+    assert_eq!(
+        attr_str(tool, "gen_ai.tool.name").as_deref(),
+        Some("lookup_order")
+    );
+    assert_eq!(
+        attr_str(tool, "gen_ai.tool.type").as_deref(),
+        Some("function")
+    );
+    assert_eq!(
+        attr_str(tool, "gen_ai.tool.call.id").as_deref(),
+        Some("call_1")
+    );
     // Tool, then the second round trip, in time.
     assert!(chats[0].end_time <= tool.start_time && tool.end_time <= chats[1].start_time);
 
@@ -270,8 +318,16 @@ async fn token_usage_and_durations_are_recorded_as_genai_metrics() {
                 .find(|(a, ..)| has(a, "gen_ai.response.model", "scripted-model-001") == model)
                 .unwrap()
         };
-        assert_eq!((with_model(true).1, with_model(true).2), (1, first), "{kind}");
-        assert_eq!((with_model(false).1, with_model(false).2), (1, second), "{kind}");
+        assert_eq!(
+            (with_model(true).1, with_model(true).2),
+            (1, first),
+            "{kind}"
+        );
+        assert_eq!(
+            (with_model(false).1, with_model(false).2),
+            (1, second),
+            "{kind}"
+        );
         for (attributes, _, _, bounds) in points {
             assert_eq!(bounds, &TOKEN_BUCKETS.to_vec());
             assert!(has(attributes, "gen_ai.operation.name", "chat"));
@@ -293,9 +349,11 @@ async fn token_usage_and_durations_are_recorded_as_genai_metrics() {
     assert!(durations.iter().all(|(_, _, sum, bounds)| {
         *sum >= 0.0 && *sum < 60.0 && bounds == &DURATION_BUCKETS.to_vec()
     }));
-    assert!(durations
-        .iter()
-        .all(|(a, ..)| !a.iter().any(|kv| kv.key.as_str() == "error.type")));
+    assert!(
+        durations
+            .iter()
+            .all(|(a, ..)| !a.iter().any(|kv| kv.key.as_str() == "error.type"))
+    );
 }
 
 #[tokio::test]
@@ -308,8 +366,7 @@ async fn content_is_captured_when_the_config_says_so_and_secrets_never() {
 
     let chats = named(&spans, "chat ");
     let system: serde_json::Value =
-        serde_json::from_str(&attr_str(chats[0], "gen_ai.system_instructions").unwrap())
-            .unwrap();
+        serde_json::from_str(&attr_str(chats[0], "gen_ai.system_instructions").unwrap()).unwrap();
     assert_eq!(
         system,
         json!([{"type": "text", "content": "You answer questions about orders."}])
@@ -361,14 +418,21 @@ async fn a_failed_run_marks_its_spans_and_duration_with_the_error_type() {
     let telemetry = Telemetry::install();
     let model = ScriptedModel::new().fail(LlmError::permanent("HTTP 400: bad request"));
     let result = run_agent(&config(&model, false), INPUT).await;
-    assert!(matches!(result.outcome, Err(AgentError::LlmPermanent { .. })));
+    assert!(matches!(
+        result.outcome,
+        Err(AgentError::LlmPermanent { .. })
+    ));
     let spans = telemetry.spans();
     let chat = named(&spans, "chat ")[0];
     assert_eq!(
         attr_str(chat, "error.type").as_deref(),
         Some("llm_permanent_error")
     );
-    assert!(matches!(chat.status, Status::Error { .. }), "{:?}", chat.status);
+    assert!(
+        matches!(chat.status, Status::Error { .. }),
+        "{:?}",
+        chat.status
+    );
     assert!(attr(chat, "gen_ai.usage.input_tokens").is_none());
     let agent = named(&spans, "invoke_agent")[0];
     assert_eq!(
@@ -381,9 +445,11 @@ async fn a_failed_run_marks_its_spans_and_duration_with_the_error_type() {
     assert!(telemetry.histogram("gen_ai.client.token.usage").is_empty());
     let durations = telemetry.histogram("gen_ai.client.operation.duration");
     assert_eq!(durations.len(), 2, "{durations:?}");
-    assert!(durations
-        .iter()
-        .all(|(a, ..)| has(a, "error.type", "llm_permanent_error")));
+    assert!(
+        durations
+            .iter()
+            .all(|(a, ..)| has(a, "error.type", "llm_permanent_error"))
+    );
 }
 
 #[tokio::test]
@@ -425,7 +491,10 @@ async fn without_an_otel_layer_the_trace_id_stays_random() {
     assert_ne!(ids[0], ids[1]);
     for id in &ids {
         assert_eq!(id.len(), 32);
-        assert!(id.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert!(
+            id.chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
     }
     // A tracing subscriber without OpenTelemetry: random too, and the run is unchanged.
     let _guard = tracing::subscriber::set_default(tracing_subscriber::registry());

@@ -398,7 +398,7 @@ pub(crate) fn encode(request: &LlmRequest, cache: &WireCache) -> Result<Vec<u8>,
         ),
         None => None,
     };
-    let tool_config = send_tools.then(|| ToolConfig {
+    let tool_config = send_tools.then_some(ToolConfig {
         function_calling_config: match &request.tool_choice {
             ToolChoice::Required => FunctionCallingConfig {
                 mode: "ANY",
@@ -476,16 +476,18 @@ fn contents(messages: &[Message]) -> Vec<Content<'_>> {
                 if !text.trim().is_empty() {
                     parts.push(Part::Text { text });
                 }
-                parts.extend(calls.iter().enumerate().map(|(i, call)| Part::Call {
-                    function_call: WireCall {
-                        id: &call.id,
-                        name: &call.name,
-                        args: Args(&call.arguments),
-                    },
-                    thought_signature: call
-                        .thought_signature
-                        .as_deref()
-                        .or((i == 0).then_some(UNSIGNED_CALL)),
+                parts.extend(calls.iter().enumerate().map(|(i, call)| {
+                    Part::Call {
+                        function_call: WireCall {
+                            id: &call.id,
+                            name: &call.name,
+                            args: Args(&call.arguments),
+                        },
+                        thought_signature: call
+                            .thought_signature
+                            .as_deref()
+                            .or((i == 0).then_some(UNSIGNED_CALL)),
+                    }
                 }));
                 if parts.is_empty() {
                     parts.push(Part::Text {
@@ -584,8 +586,16 @@ fn stop_reason(finish: Option<&str>, has_calls: bool) -> StopReason {
         None | Some("STOP" | "FINISH_REASON_UNSPECIFIED") => StopReason::EndTurn,
         Some("MAX_TOKENS") => StopReason::MaxTokens,
         Some(
-            "SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII" | "LANGUAGE"
-            | "IMAGE_SAFETY" | "IMAGE_PROHIBITED_CONTENT" | "IMAGE_RECITATION" | "MODEL_ARMOR",
+            "SAFETY"
+            | "RECITATION"
+            | "BLOCKLIST"
+            | "PROHIBITED_CONTENT"
+            | "SPII"
+            | "LANGUAGE"
+            | "IMAGE_SAFETY"
+            | "IMAGE_PROHIBITED_CONTENT"
+            | "IMAGE_RECITATION"
+            | "MODEL_ARMOR",
         ) => StopReason::ContentFilter,
         Some(other) => StopReason::Other(other.to_ascii_lowercase()),
     }
@@ -598,9 +608,8 @@ fn stop_reason(finish: Option<&str>, has_calls: bool) -> StopReason {
 /// blocked prompt (case C20); an `error` object in a 2xx body is classified by
 /// [`embedded_error`].
 pub(crate) fn decode(reply: &Reply, key: Option<&ApiKey>) -> Result<LlmResponse, LlmError> {
-    let wire: WireResponse = serde_json::from_slice(&reply.body).map_err(|e| {
-        undecodable("gemini", reply.status, &reply.headers, &reply.body, &e, key)
-    })?;
+    let wire: WireResponse = serde_json::from_slice(&reply.body)
+        .map_err(|e| undecodable("gemini", reply.status, &reply.headers, &reply.body, &e, key))?;
     let usage = wire.usage_metadata.map_or_else(TokenUsage::default, |u| {
         let cached = u.cached_content_token_count.unwrap_or(0);
         TokenUsage::new(
@@ -614,11 +623,10 @@ pub(crate) fn decode(reply: &Reply, key: Option<&ApiKey>) -> Result<LlmResponse,
     let Some(candidate) = candidate else {
         if let Some(reason) = wire.prompt_feedback.and_then(|f| f.block_reason) {
             // The prompt itself was blocked: no candidate at all.
-            let mut response = LlmResponse::text(format!(
-                "Gemini blocked the prompt (blockReason {reason})"
-            ))
-            .with_stop_reason(StopReason::ContentFilter)
-            .with_usage(usage);
+            let mut response =
+                LlmResponse::text(format!("Gemini blocked the prompt (blockReason {reason})"))
+                    .with_stop_reason(StopReason::ContentFilter)
+                    .with_usage(usage);
             response.model = wire.model_version;
             response.request_id = request_id;
             return Ok(response);
@@ -645,10 +653,7 @@ pub(crate) fn decode(reply: &Reply, key: Option<&ApiKey>) -> Result<LlmResponse,
     let mut text = String::new();
     let mut reasoning = String::new();
     let mut tool_calls = Vec::new();
-    let parts = candidate
-        .content
-        .and_then(|c| c.parts)
-        .unwrap_or_default();
+    let parts = candidate.content.and_then(|c| c.parts).unwrap_or_default();
     for part in parts {
         if let Some(call) = part.function_call {
             let mut call = ToolCall::from_wire(
@@ -721,7 +726,10 @@ mod tests {
         // A slash or a query in the name cannot change the path.
         let odd = c.endpoint("gemini-x/../../v1/y?key=1").unwrap();
         assert!(odd.query().is_none(), "{odd}");
-        assert!(odd.path().starts_with("/v1beta/models/gemini-x%2F"), "{odd}");
+        assert!(
+            odd.path().starts_with("/v1beta/models/gemini-x%2F"),
+            "{odd}"
+        );
         assert!(c.endpoint(" ").is_err());
         let v1 = client(Some("http://127.0.0.1:9/v1/"));
         assert_eq!(
@@ -767,10 +775,7 @@ mod tests {
             )]))
             .with_message(Message::assistant("", vec![]));
         let b = body(&request);
-        assert_eq!(
-            b["systemInstruction"],
-            json!({"parts": [{"text": "sys"}]})
-        );
+        assert_eq!(b["systemInstruction"], json!({"parts": [{"text": "sys"}]}));
         assert_eq!(
             b["contents"],
             json!([
@@ -840,8 +845,19 @@ mod tests {
         assert_eq!(stop_reason(Some("STOP"), false), StopReason::EndTurn);
         assert_eq!(stop_reason(None, true), StopReason::ToolUse);
         assert_eq!(stop_reason(Some("MAX_TOKENS"), true), StopReason::MaxTokens);
-        for filter in ["SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "LANGUAGE"] {
-            assert_eq!(stop_reason(Some(filter), false), StopReason::ContentFilter, "{filter}");
+        for filter in [
+            "SAFETY",
+            "RECITATION",
+            "BLOCKLIST",
+            "PROHIBITED_CONTENT",
+            "SPII",
+            "LANGUAGE",
+        ] {
+            assert_eq!(
+                stop_reason(Some(filter), false),
+                StopReason::ContentFilter,
+                "{filter}"
+            );
         }
         assert_eq!(
             stop_reason(Some("MALFORMED_FUNCTION_CALL"), false),

@@ -262,7 +262,6 @@ impl Transport {
         }
         out
     }
-
 }
 
 /// The URL without user info, query or fragment.

@@ -237,7 +237,14 @@ mod tests {
 
     #[test]
     fn unknown_names_list_the_prefixes() {
-        for model in ["gemini", "google/gemini-2.5-pro", "o1x", "o5", "claude", "llama3"] {
+        for model in [
+            "gemini",
+            "google/gemini-2.5-pro",
+            "o1x",
+            "o5",
+            "claude",
+            "llama3",
+        ] {
             match routed(model, &[]) {
                 Err(ConfigError::UnknownModel { prefixes, .. }) => assert_eq!(prefixes, PREFIXES),
                 other => panic!("{model}: {:?}", other.map(|r| r.wire_model)),

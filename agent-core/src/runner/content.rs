@@ -100,7 +100,8 @@ mod tests {
                 {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "found"}]}
             ])
         );
-        let out: Value = serde_json::from_str(&output_messages(&LlmResponse::text("done"))).unwrap();
+        let out: Value =
+            serde_json::from_str(&output_messages(&LlmResponse::text("done"))).unwrap();
         assert_eq!(
             out,
             json!([{"role": "assistant", "parts": [{"type": "text", "content": "done"}], "finish_reason": "stop"}])

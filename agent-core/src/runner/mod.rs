@@ -613,10 +613,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                     tokens(response.usage.output_tokens),
                 );
                 if capture {
-                    span.record(
-                        "gen_ai.output.messages",
-                        content::output_messages(response),
-                    );
+                    span.record("gen_ai.output.messages", content::output_messages(response));
                 }
             }
             Err(error) => {
