@@ -61,7 +61,11 @@ pub use config::{
     AgentConfig, AgentConfigBuilder, ConfigError, ESCALATE_TO_HUMAN, OutputValidator,
 };
 pub use error::{AgentError, Attempt, AttemptKind, Budget, Ending, StuckReason};
-pub use grader::{FnGrader, GradeFuture, Grader, Scores};
+pub use grader::{
+    Case, Check, Composite, CriterionVerdict, FnGrader, Grade, GradeError, GradeFuture, Grader,
+    GroundTruth, Heuristic, JudgeVerdict, LlmJudge, Match, RunGradeFuture, RunGrader, Rubric,
+    Scores,
+};
 pub use llm::{
     LlmClient, LlmError, LlmErrorKind, LlmFuture, LlmRequest, LlmResponse, OutputCapabilities,
     OutputSpec, StopReason, TokenUsage, ToolChoice,

@@ -35,7 +35,7 @@ use crate::validate::ValidationErrors;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use answer::prompted_system;
-use answer::{Extracted, extract_json};
+pub(crate) use answer::{Extracted, extract_json};
 use guard::Guard;
 use trace::{Observers, new_trace_id, panic_message};
 
