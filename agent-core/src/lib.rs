@@ -50,7 +50,9 @@ mod run_options;
 mod runner;
 pub mod schema;
 pub mod testing;
+mod sweep;
 mod tool;
+mod turns;
 mod usage;
 mod validate;
 
@@ -85,6 +87,7 @@ pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     State, StateMap, StateRequirement, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,
 };
+pub use turns::TurnStats;
 pub use usage::Usage;
 pub use validate::{SchemaValidator, ValidationErrors};
 

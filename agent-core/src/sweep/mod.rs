@@ -1,0 +1,3 @@
+//! [`sweep`]: the same samples through named variants of a config, compared.
+
+pub(crate) mod stats;
