@@ -94,16 +94,16 @@ impl Receipt {
     /// A receipt over any results (their cap unknown: `turns.hit_cap` counts the runs
     /// that ended `max_llm_calls`).
     pub fn from_results<T>(results: &[AgentResult<T>]) -> Self {
-        Self::build(results, None)
+        Self::build(&results.iter().collect::<Vec<_>>(), None)
     }
 
     /// A receipt over results that ran with this `max_llm_calls` (`turns.hit_cap` also
     /// counts the runs that used all of it).
     pub fn from_results_with_cap<T>(results: &[AgentResult<T>], max_llm_calls: u32) -> Self {
-        Self::build(results, Some(max_llm_calls))
+        Self::build(&results.iter().collect::<Vec<_>>(), Some(max_llm_calls))
     }
 
-    fn build<T>(results: &[AgentResult<T>], cap: Option<u32>) -> Self {
+    pub(crate) fn build<T>(results: &[&AgentResult<T>], cap: Option<u32>) -> Self {
         let mut endings: BTreeMap<Ending, usize> = Ending::ALL.iter().map(|e| (*e, 0)).collect();
         let mut categories = BTreeMap::new();
         let mut r = Receipt {
@@ -134,7 +134,7 @@ impl Receipt {
         r.p95 = percentile(&durations, 95);
         r.endings = endings;
         r.categories = categories;
-        r.turns = TurnStats::from_results(results, cap);
+        r.turns = TurnStats::from_refs(results, cap);
         r
     }
 

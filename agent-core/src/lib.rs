@@ -83,6 +83,10 @@ pub use runner::{run_agent, run_agent_with};
 /// serde_json, re-exported: tool arguments and scripted turns are `serde_json::Value`s, so
 /// a user crate needs no serde_json dependency of its own (`agent_core::json!`).
 pub use serde_json::{self, Value, json};
+pub use sweep::{
+    Comparison, Estimate, GradeFailure, Paired, RunRecord, Sample, Spread, SweepError, SweepEvent,
+    SweepOptions, Variant, VariantSummary, WinLoss, sweep,
+};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     State, StateMap, StateRequirement, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,

@@ -41,6 +41,10 @@ pub struct TurnStats {
 impl TurnStats {
     /// The turn data of these runs; `cap` is their `max_llm_calls` when known.
     pub fn from_results<T>(results: &[AgentResult<T>], cap: Option<u32>) -> Self {
+        Self::from_refs(&results.iter().collect::<Vec<_>>(), cap)
+    }
+
+    pub(crate) fn from_refs<T>(results: &[&AgentResult<T>], cap: Option<u32>) -> Self {
         let mut stats = TurnStats {
             max_llm_calls: cap,
             ..TurnStats::default()
