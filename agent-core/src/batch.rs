@@ -214,7 +214,12 @@ impl fmt::Display for TurnsTable<'_> {
         let cap = t
             .max_llm_calls
             .map_or_else(String::new, |c| format!(" (cap {c})"));
-        write!(f, "{:<28} {:>16}", "runs that hit the cap", format!("{}{cap}", t.hit_cap))
+        write!(
+            f,
+            "{:<28} {:>16}",
+            "runs that hit the cap",
+            format!("{}{cap}", t.hit_cap)
+        )
     }
 }
 

@@ -49,8 +49,8 @@ mod result;
 mod run_options;
 mod runner;
 pub mod schema;
-pub mod testing;
 mod sweep;
+pub mod testing;
 mod tool;
 mod turns;
 mod usage;
@@ -65,7 +65,7 @@ pub use config::{
 pub use error::{AgentError, Attempt, AttemptKind, Budget, Ending, StuckReason};
 pub use grader::{
     Case, Check, Composite, CriterionVerdict, FnGrader, Grade, GradeError, GradeFuture, Grader,
-    GroundTruth, Heuristic, JudgeVerdict, LlmJudge, Match, RunGradeFuture, RunGrader, Rubric,
+    GroundTruth, Heuristic, JudgeVerdict, LlmJudge, Match, Rubric, RunGradeFuture, RunGrader,
     Scores,
 };
 pub use llm::{

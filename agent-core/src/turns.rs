@@ -58,8 +58,7 @@ impl TurnStats {
                 .or_default()
                 .entry(calls)
                 .or_insert(0) += 1;
-            let capped = r.category() == Some("max_llm_calls")
-                || cap.is_some_and(|c| calls >= c);
+            let capped = r.category() == Some("max_llm_calls") || cap.is_some_and(|c| calls >= c);
             stats.hit_cap += usize::from(capped);
             if r.is_ok() {
                 answered.push(calls);

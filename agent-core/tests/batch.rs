@@ -219,14 +219,16 @@ async fn the_receipt_has_a_turn_histogram_and_suggests_a_cap() {
 
     let table = batch.receipt.to_string();
     assert!(
-        table.lines().any(|l| l.trim_start().starts_with("answered")
-            && l.ends_with("1x2 2x3 3x1 4x1")),
+        table
+            .lines()
+            .any(|l| l.trim_start().starts_with("answered") && l.ends_with("1x2 2x3 3x1 4x1")),
         "{table}"
     );
     assert!(
         table
             .lines()
-            .any(|l| l.starts_with("suggested max_llm_calls") && l.contains("5 (answered p95 4 + 1)")),
+            .any(|l| l.starts_with("suggested max_llm_calls")
+                && l.contains("5 (answered p95 4 + 1)")),
         "{table}"
     );
     assert!(

@@ -5,9 +5,9 @@
 
 use agent_core::testing::ScriptedModel;
 use agent_core::{
-    AgentConfig, AgentError, AgentResult, Case, Composite, Grade, GradeError,
-    GroundTruth, Heuristic, JudgeVerdict, LlmJudge, LlmResponse, Match, ModelPrice, OutputMode,
-    RunGrader, Rubric, TokenUsage, agent_output, run_agent,
+    AgentConfig, AgentError, AgentResult, Case, Composite, Grade, GradeError, GroundTruth,
+    Heuristic, JudgeVerdict, LlmJudge, LlmResponse, Match, ModelPrice, OutputMode, Rubric,
+    RunGrader, TokenUsage, agent_output, run_agent,
 };
 use serde_json::{Value, json};
 
@@ -359,7 +359,10 @@ async fn a_judge_maps_each_criterion_and_reports_its_own_cost() {
     // The judge saw the rubric, the task, the answer and the reference.
     let request = &model.requests()[0];
     let system = request.system.as_deref().unwrap();
-    assert!(system.contains("- actionable: Says what to do next."), "{system}");
+    assert!(
+        system.contains("- actionable: Says what to do next."),
+        "{system}"
+    );
     let agent_core::Message::User { content } = &request.messages[0] else {
         panic!("{:?}", request.messages[0]);
     };
@@ -398,10 +401,7 @@ async fn a_judge_that_fails_is_a_typed_failure_and_the_run_is_untouched() {
         .respond(LlmResponse::text("fine!").with_usage(TokenUsage::new(100, 50)));
     let judge = judge_with(&model);
     let result = answered(answer()).await;
-    let err = judge
-        .grade_run(&Case::new("t", &result))
-        .await
-        .unwrap_err();
+    let err = judge.grade_run(&Case::new("t", &result)).await.unwrap_err();
     match &err {
         GradeError::Judge { error, usage } => {
             assert!(
@@ -528,7 +528,11 @@ async fn a_composite_weighs_its_parts_and_applies_its_threshold() {
     );
 
     let lenient = Composite::new()
-        .part("truth", 1.0, GroundTruth::new().field("queue", Match::Exact))
+        .part(
+            "truth",
+            1.0,
+            GroundTruth::new().field("queue", Match::Exact),
+        )
         .part("few_tools", 1.0, few_tools.clone())
         .pass_threshold(0.6);
     let grade = lenient

@@ -23,12 +23,18 @@ fn severity(i: usize) -> u64 {
 
 fn samples() -> Vec<Sample> {
     (0..10)
-        .map(|i| Sample::new(format!("s{i}"), i.to_string()).expected(json!({"severity": severity(i)})))
+        .map(|i| {
+            Sample::new(format!("s{i}"), i.to_string()).expected(json!({"severity": severity(i)}))
+        })
         .collect()
 }
 
 fn answer(i: usize, right: bool) -> Value {
-    let s = if right { severity(i) } else { severity(i) % 4 + 1 };
+    let s = if right {
+        severity(i)
+    } else {
+        severity(i) % 4 + 1
+    };
     json!({"severity": s, "summary": format!("sample {i}")})
 }
 
@@ -107,7 +113,10 @@ async fn a_sweep_reproduces_hand_computed_counts_pairs_and_turns() {
     assert_eq!(base.answered.unwrap().mean, 0.8);
     assert_eq!(base.score.unwrap().mean, 0.6);
     assert_eq!(base.scores["severity"].mean, 0.6);
-    assert_eq!(base.graded, 10, "a run without an answer is graded 0, not skipped");
+    assert_eq!(
+        base.graded, 10,
+        "a run without an answer is graded 0, not skipped"
+    );
     assert_eq!(base.vs_baseline, None);
     // 8 runs of 1 round trip and 2 of 3; 10 input and 2 output tokens a round trip.
     assert_eq!((base.input_tokens, base.output_tokens), (140, 28));
@@ -147,7 +156,10 @@ async fn a_sweep_reproduces_hand_computed_counts_pairs_and_turns() {
 
     // Records: variant by variant, samples in order, with the grade.
     let first: Vec<&str> = c.runs_of("capped").map(|r| r.sample.as_str()).collect();
-    assert_eq!(first, ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9"]);
+    assert_eq!(
+        first,
+        ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9"]
+    );
     let s1 = c.runs_of("capped").nth(1).unwrap();
     assert_eq!(s1.category.as_deref(), Some("max_llm_calls"));
     assert_eq!(s1.grade.as_ref().unwrap().score, 0.0);
@@ -184,7 +196,10 @@ async fn intervals_match_the_exact_bootstrap_distribution_and_are_reproducible()
         assert_eq!(ends(score("careful")), (0.7, 1.0), "seed {seed}");
         assert_eq!(ends(score("capped")), (0.2, 0.8), "seed {seed}");
         let answered = c.variant("careful").unwrap().answered.unwrap();
-        assert_eq!((answered.mean, answered.low, answered.high, answered.n), (1.0, 1.0, 1.0, 10));
+        assert_eq!(
+            (answered.mean, answered.low, answered.high, answered.n),
+            (1.0, 1.0, 1.0, 10)
+        );
         let capped = c.variant("capped").unwrap().answered.unwrap();
         assert_eq!(ends(capped), (0.2, 0.8), "seed {seed}");
     }
@@ -193,7 +208,10 @@ async fn intervals_match_the_exact_bootstrap_distribution_and_are_reproducible()
     let a = run(&SweepOptions::new().grader(truth()).seed(9)).await;
     let b = run(&SweepOptions::new().grader(truth()).seed(9)).await;
     for (x, y) in a.variants.iter().zip(&b.variants) {
-        assert_eq!((x.answered, x.score, &x.scores), (y.answered, y.score, &y.scores));
+        assert_eq!(
+            (x.answered, x.score, &x.scores),
+            (y.answered, y.score, &y.scores)
+        );
     }
     let few = run(&SweepOptions::new().grader(truth()).resamples(1)).await;
     let base = few.variant("base").unwrap().score.unwrap();
@@ -211,7 +229,11 @@ async fn without_a_grader_there_are_no_scores_but_every_count() {
     assert_eq!(paired.answered, win_loss(0, 2, 8));
     assert_eq!(paired.score, None);
     assert_eq!(c.variant("careful").unwrap().vs_baseline, None);
-    assert!(c.runs.iter().all(|r| r.grade.is_none() && r.grade_error.is_none()));
+    assert!(
+        c.runs
+            .iter()
+            .all(|r| r.grade.is_none() && r.grade_error.is_none())
+    );
     let table = c.to_string();
     assert!(!table.contains("score"), "{table}");
 }
@@ -241,24 +263,34 @@ impl RunGrader<Triage> for Unruly {
 
 #[tokio::test(start_paused = true)]
 async fn a_grader_that_panics_hangs_or_misbehaves_fails_that_run_only() {
-    let c = run(
-        &SweepOptions::new()
-            .grader(Unruly)
-            .grade_timeout(Duration::from_secs(5)),
-    )
+    let c = run(&SweepOptions::new()
+        .grader(Unruly)
+        .grade_timeout(Duration::from_secs(5)))
     .await;
     for v in &c.variants {
         assert_eq!(v.graded, 6, "{}", v.name);
-        let failures: Vec<(&str, usize)> =
-            v.grade_failures.iter().map(|(k, n)| (k.as_str(), *n)).collect();
+        let failures: Vec<(&str, usize)> = v
+            .grade_failures
+            .iter()
+            .map(|(k, n)| (k.as_str(), *n))
+            .collect();
         assert_eq!(
             failures,
-            [("failed", 1), ("out_of_range", 1), ("panicked", 1), ("timeout", 1)]
+            [
+                ("failed", 1),
+                ("out_of_range", 1),
+                ("panicked", 1),
+                ("timeout", 1)
+            ]
         );
         assert_eq!(v.score.unwrap().mean, 1.0);
     }
     let base: Vec<_> = c.runs_of("base").collect();
-    assert_eq!(base[1].ending, Ending::Answered, "grading never changes the outcome");
+    assert_eq!(
+        base[1].ending,
+        Ending::Answered,
+        "grading never changes the outcome"
+    );
     let e = base[1].grade_error.as_ref().unwrap();
     assert_eq!(e.category, "panicked");
     assert!(e.message.contains("grader exploded"), "{}", e.message);
@@ -322,7 +354,10 @@ async fn a_bad_setup_is_refused_before_any_run() {
     let v = variants();
     let s = samples();
     let o = SweepOptions::<Triage>::new();
-    assert_eq!(sweep(&[], &s, &o).await.unwrap_err(), SweepError::NoVariants);
+    assert_eq!(
+        sweep(&[], &s, &o).await.unwrap_err(),
+        SweepError::NoVariants
+    );
     let twice = vec![v[0].clone(), Variant::new("base", v[1].config().clone())];
     assert!(matches!(
         sweep(&twice, &s, &o).await.unwrap_err(),
@@ -384,15 +419,29 @@ async fn the_table_and_the_json_hold_the_numbers() {
     );
     assert_eq!(
         row("answered (95% CI)"),
-        ["80.0% [50.0, 100.0]", "100.0% [100.0, 100.0]", "50.0% [20.0, 80.0]"],
+        [
+            "80.0% [50.0, 100.0]",
+            "100.0% [100.0, 100.0]",
+            "50.0% [20.0, 80.0]"
+        ],
         "{table}"
     );
     assert_eq!(
         row("score (95% CI)"),
-        ["0.600 [0.300, 0.900]", "0.900 [0.700, 1.000]", "0.500 [0.200, 0.800]"]
+        [
+            "0.600 [0.300, 0.900]",
+            "0.900 [0.700, 1.000]",
+            "0.500 [0.200, 0.800]"
+        ]
     );
-    assert_eq!(row("vs base: answered +W -L =T"), ["-", "+2 -0 =8", "+1 -4 =5"]);
-    assert_eq!(row("vs base: score +W -L =T"), ["-", "+4 -1 =5", "+2 -3 =5"]);
+    assert_eq!(
+        row("vs base: answered +W -L =T"),
+        ["-", "+2 -0 =8", "+1 -4 =5"]
+    );
+    assert_eq!(
+        row("vs base: score +W -L =T"),
+        ["-", "+4 -1 =5", "+2 -3 =5"]
+    );
     assert_eq!(row("    max_llm_calls"), ["0", "0", "5"]);
     assert_eq!(row("    schema_not_called"), ["2", "0", "0"]);
     assert_eq!(row("input tokens"), ["140", "200", "150"]);
@@ -405,10 +454,66 @@ async fn the_table_and_the_json_hold_the_numbers() {
     assert_eq!(back, c);
     let value: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(value["variants"][2]["categories"]["max_llm_calls"], 5);
-    assert_eq!(value["variants"][0]["turns"]["histogram"]["answered"]["1"], 8);
+    assert_eq!(
+        value["variants"][0]["turns"]["histogram"]["answered"]["1"],
+        8
+    );
     let path = std::env::temp_dir().join(format!("sweep-{}.json", std::process::id()));
     c.write_json(&path).unwrap();
     let read: Comparison = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(read, c);
     std::fs::remove_file(&path).unwrap();
+}
+
+#[cfg(feature = "plot")]
+#[tokio::test]
+async fn the_svg_parses_and_names_every_variant() {
+    let mut v = variants();
+    // A name that needs escaping in XML.
+    v.push(Variant::new("tool <mode> & co", v[1].config().clone()));
+    let c = sweep(&v, &samples(), &SweepOptions::new().grader(truth()))
+        .await
+        .unwrap();
+    let path = std::env::temp_dir().join(format!("sweep-{}.svg", std::process::id()));
+    c.write_svg(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let doc = roxmltree::Document::parse(&text).unwrap();
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    let texts: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text())
+        .map(str::trim)
+        .collect();
+    for name in ["base", "careful", "capped", "tool <mode> & co"] {
+        assert!(
+            texts.iter().any(|t| *t == name),
+            "no x label {name:?} in {texts:?}"
+        );
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.starts_with(name) && t.contains("suggested max_llm_calls")),
+            "no legend for {name:?} in {texts:?}"
+        );
+    }
+    for caption in ["answered rate (95% CI)", "mean score (95% CI)"] {
+        assert!(texts.contains(&caption), "{texts:?}");
+    }
+    // A bar per variant in each rate chart, plus the histogram's.
+    let rects = doc.descendants().filter(|n| n.has_tag_name("rect")).count();
+    assert!(rects >= 8 + 8, "{rects}");
+
+    // Without a grader: the answered rate and the histogram only.
+    let plain = sweep(&v, &samples(), &SweepOptions::new()).await.unwrap();
+    let svg = plain.svg().unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let texts: Vec<&str> = doc
+        .descendants()
+        .filter_map(|n| n.text())
+        .map(str::trim)
+        .collect();
+    assert!(!texts.contains(&"mean score (95% CI)"));
+    assert!(texts.contains(&"answered rate (95% CI)"));
 }

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::{Case, Grade, GradeError, RunGrader, RunGradeFuture, add_usage};
+use super::{Case, Grade, GradeError, RunGradeFuture, RunGrader, add_usage};
 use crate::usage::Usage;
 
 struct Part<T> {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::heuristic::Check;
-use super::{Case, Grade, GradeError, RunGrader, RunGradeFuture, in_unit, unanswered};
+use super::{Case, Grade, GradeError, RunGradeFuture, RunGrader, in_unit, unanswered};
 use crate::output::AgentOutput;
 
 /// How one field of the answer is compared with the expected value.

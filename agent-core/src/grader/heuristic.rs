@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::{Case, Grade, GradeError, RunGrader, RunGradeFuture, in_unit};
+use super::{Case, Grade, GradeError, RunGradeFuture, RunGrader, in_unit};
 use crate::result::AgentResult;
 
 /// The result of one check: a score in `0.0..=1.0` and why.
@@ -32,7 +32,10 @@ impl Check {
 
 impl From<bool> for Check {
     fn from(ok: bool) -> Self {
-        Check::new(f64::from(u8::from(ok)), if ok { "passed" } else { "failed" })
+        Check::new(
+            f64::from(u8::from(ok)),
+            if ok { "passed" } else { "failed" },
+        )
     }
 }
 

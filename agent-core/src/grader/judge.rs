@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    Case, Grade, GradeError, GradeFuture, Grader, RunGrader, RunGradeFuture, Scores, unanswered,
+    Case, Grade, GradeError, GradeFuture, Grader, RunGradeFuture, RunGrader, Scores, unanswered,
 };
 use crate::config::{AgentConfig, AgentConfigBuilder, ConfigError};
 use crate::output::AgentOutput;

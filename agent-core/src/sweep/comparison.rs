@@ -225,7 +225,12 @@ pub struct Comparison {
     pub runs: Vec<RunRecord>,
 }
 
-type Finished<T> = (usize, usize, AgentResult<T>, Option<Result<Grade, GradeError>>);
+type Finished<T> = (
+    usize,
+    usize,
+    AgentResult<T>,
+    Option<Result<Grade, GradeError>>,
+);
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
@@ -428,7 +433,12 @@ fn summarize<T: AgentOutput>(
         output_tokens: receipt.output_tokens,
         cost_usd: receipt.cost_usd,
         grading,
-        llm_calls: Spread::of(results.iter().map(|r| f64::from(r.usage.llm_calls)).collect()),
+        llm_calls: Spread::of(
+            results
+                .iter()
+                .map(|r| f64::from(r.usage.llm_calls))
+                .collect(),
+        ),
         latency_ms: Spread::of(results.iter().map(|r| ms(r.duration)).collect()),
         turns: receipt.turns,
     }
@@ -479,7 +489,9 @@ impl Comparison {
             row("output mode", &|v| v.output_mode.clone()),
             row("max_llm_calls", &|v| v.max_llm_calls.to_string()),
             row("runs", &|v| v.runs.to_string()),
-            row("answered (95% CI)", &|v| estimate(v.answered.as_ref(), true)),
+            row("answered (95% CI)", &|v| {
+                estimate(v.answered.as_ref(), true)
+            }),
         ];
         for ending in Ending::ALL.iter().skip(1) {
             rows.push(row(&format!("  {ending}"), &|v| {
@@ -493,9 +505,13 @@ impl Comparison {
                 v.categories.get(c).copied().unwrap_or(0).to_string()
             }));
         }
-        let graded = vs.iter().any(|v| v.graded > 0 || !v.grade_failures.is_empty());
+        let graded = vs
+            .iter()
+            .any(|v| v.graded > 0 || !v.grade_failures.is_empty());
         if graded {
-            rows.push(row("score (95% CI)", &|v| estimate(v.score.as_ref(), false)));
+            rows.push(row("score (95% CI)", &|v| {
+                estimate(v.score.as_ref(), false)
+            }));
             let names: std::collections::BTreeSet<&String> =
                 vs.iter().flat_map(|v| v.scores.keys()).collect();
             for name in names {
@@ -514,7 +530,9 @@ impl Comparison {
         }
         if vs.len() > 1 {
             let label = format!("vs {}: answered +W -L =T", self.baseline);
-            rows.push(row(&label, &|v| win_loss(v.vs_baseline.map(|p| p.answered))));
+            rows.push(row(&label, &|v| {
+                win_loss(v.vs_baseline.map(|p| p.answered))
+            }));
             if graded {
                 let label = format!("vs {}: score +W -L =T", self.baseline);
                 rows.push(row(&label, &|v| {
@@ -538,7 +556,11 @@ impl Comparison {
                 format!("{} / {}", v.llm_calls.p50, v.llm_calls.p95)
             }),
             row("latency p50 / p95", &|v| {
-                format!("{} / {}", seconds(v.latency_ms.p50), seconds(v.latency_ms.p95))
+                format!(
+                    "{} / {}",
+                    seconds(v.latency_ms.p50),
+                    seconds(v.latency_ms.p95)
+                )
             }),
             row("hit the cap", &|v| v.turns.hit_cap.to_string()),
             row("suggested max_llm_calls", &|v| {
@@ -554,7 +576,11 @@ impl Comparison {
 impl fmt::Display for Comparison {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let rows = self.rows();
-        let label_width = rows.iter().map(|r| r.label.chars().count()).max().unwrap_or(0);
+        let label_width = rows
+            .iter()
+            .map(|r| r.label.chars().count())
+            .max()
+            .unwrap_or(0);
         let widths: Vec<usize> = self
             .variants
             .iter()

@@ -227,7 +227,10 @@ impl<T> SweepOptions<T> {
     /// Called inline on every [`SweepEvent`] (keep it quick): a progress bar, or a
     /// recorder that stores each run with its variant name. A panic in it is caught.
     #[must_use]
-    pub fn observer(mut self, observer: impl Fn(&SweepEvent<'_, T>) + Send + Sync + 'static) -> Self {
+    pub fn observer(
+        mut self,
+        observer: impl Fn(&SweepEvent<'_, T>) + Send + Sync + 'static,
+    ) -> Self {
         self.observer = Some(Arc::new(observer));
         self
     }
@@ -301,38 +304,41 @@ where
         .flat_map(|s| (0..variants.len()).map(move |v| (v, s)))
         .collect();
     let done = &done;
-    let finished: Vec<(usize, usize, AgentResult<T>, Option<Result<Grade, GradeError>>)> =
-        futures::stream::iter(jobs)
-            .map(|(v, s)| async move {
-                let (variant, sample) = (&variants[v], &samples[s]);
-                let run_options = RunOptions::new()
-                    .metadata("sweep.variant", variant.name.clone())
-                    .metadata("sweep.sample", sample.id.clone());
-                let result =
-                    run_agent_with(&variant.config, sample.input.clone(), run_options).await;
-                let grade = match &options.grader {
-                    Some(grader) => {
-                        Some(grade(grader.as_ref(), sample, &result, options.grade_timeout).await)
-                    }
-                    None => None,
-                };
-                let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-                notify(
-                    options,
-                    &SweepEvent::RunFinished {
-                        variant: &variant.name,
-                        sample,
-                        result: &result,
-                        grade: grade.as_ref(),
-                        done: n,
-                        total,
-                    },
-                );
-                (v, s, result, grade)
-            })
-            .buffer_unordered(options.concurrency.max(1))
-            .collect()
-            .await;
+    let finished: Vec<(
+        usize,
+        usize,
+        AgentResult<T>,
+        Option<Result<Grade, GradeError>>,
+    )> = futures::stream::iter(jobs)
+        .map(|(v, s)| async move {
+            let (variant, sample) = (&variants[v], &samples[s]);
+            let run_options = RunOptions::new()
+                .metadata("sweep.variant", variant.name.clone())
+                .metadata("sweep.sample", sample.id.clone());
+            let result = run_agent_with(&variant.config, sample.input.clone(), run_options).await;
+            let grade = match &options.grader {
+                Some(grader) => {
+                    Some(grade(grader.as_ref(), sample, &result, options.grade_timeout).await)
+                }
+                None => None,
+            };
+            let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+            notify(
+                options,
+                &SweepEvent::RunFinished {
+                    variant: &variant.name,
+                    sample,
+                    result: &result,
+                    grade: grade.as_ref(),
+                    done: n,
+                    total,
+                },
+            );
+            (v, s, result, grade)
+        })
+        .buffer_unordered(options.concurrency.max(1))
+        .collect()
+        .await;
     Ok(Comparison::build(
         variants,
         samples,

@@ -1,7 +1,9 @@
 //! [`Planned`]: a model whose every turn is a closure of the run's input and the round
 //! trip, so a batch or a sweep can mix endings and round-trip counts by input.
 
-use agent_core::{LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, Message, TokenUsage, ToolCall};
+use agent_core::{
+    LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, Message, TokenUsage, ToolCall,
+};
 use serde_json::{Value, json};
 
 /// What the model does on one round trip.
