@@ -64,9 +64,9 @@ pub use config::{
 };
 pub use error::{AgentError, Attempt, AttemptKind, Budget, Ending, StuckReason};
 pub use grader::{
-    Case, Check, Composite, CriterionVerdict, FnGrader, Grade, GradeError, GradeFuture, Grader,
-    GroundTruth, Heuristic, JudgeVerdict, LlmJudge, Match, Rubric, RunGradeFuture, RunGrader,
-    Scores,
+    Case, Check, Comparator, Composite, CriterionVerdict, FnGrader, Grade, GradeError, GradeFuture,
+    Grader, GroundTruth, Heuristic, JudgeVerdict, LlmJudge, Match, Rubric, RunGradeFuture,
+    RunGrader, Scores,
 };
 pub use llm::{
     LlmClient, LlmError, LlmErrorKind, LlmFuture, LlmRequest, LlmResponse, OutputCapabilities,

@@ -405,7 +405,7 @@ async fn a_judge_that_fails_is_a_typed_failure_and_the_run_is_untouched() {
     match &err {
         GradeError::Judge { error, usage } => {
             assert!(
-                matches!(error, AgentError::SchemaNotCalled { attempts } if attempts.len() == 3)
+                matches!(&**error, AgentError::SchemaNotCalled { attempts } if attempts.len() == 3)
             );
             assert_eq!(usage.llm_calls, 3);
             assert!((usage.cost_usd.unwrap() - 0.6).abs() < 1e-12);

@@ -76,7 +76,11 @@ fn variants() -> Vec<Variant<Triage>> {
         .with_(|b| {
             b.llm(Planned(|input: &str, turn| {
                 let i = index(input);
-                answer_at(if i % 2 == 0 { 1 } else { 3 }, turn, answer(i, true))
+                answer_at(
+                    if i.is_multiple_of(2) { 1 } else { 3 },
+                    turn,
+                    answer(i, true),
+                )
             }))
             .max_llm_calls(2)
         })
@@ -302,7 +306,8 @@ async fn a_grader_that_panics_hangs_or_misbehaves_fails_that_run_only() {
 
 #[tokio::test]
 async fn the_observer_sees_every_run_with_its_variant_and_a_panic_in_it_is_caught() {
-    let seen: Arc<Mutex<Vec<(String, String, Ending, usize, usize)>>> = Arc::default();
+    type Seen = (String, String, Ending, usize, usize);
+    let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
     let started = Arc::new(Mutex::new(None));
     let (log, start) = (Arc::clone(&seen), Arc::clone(&started));
     let options = SweepOptions::new().grader(truth()).concurrency(3).observer(
@@ -487,10 +492,7 @@ async fn the_svg_parses_and_names_every_variant() {
         .map(str::trim)
         .collect();
     for name in ["base", "careful", "capped", "tool <mode> & co"] {
-        assert!(
-            texts.iter().any(|t| *t == name),
-            "no x label {name:?} in {texts:?}"
-        );
+        assert!(texts.contains(&name), "no x label {name:?} in {texts:?}");
         assert!(
             texts
                 .iter()

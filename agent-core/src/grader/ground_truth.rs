@@ -22,8 +22,11 @@ pub enum Match {
     /// Your comparator: `(answer's field, expected field)` to a score in `0.0..=1.0` and
     /// a reason (a `bool`, an `f64`, or either with a reason: see [`Check`]). The
     /// answer's field is `null` when the answer lacks it.
-    Custom(Arc<dyn Fn(&Value, &Value) -> Check + Send + Sync>),
+    Custom(Arc<Comparator>),
 }
+
+/// A custom comparator: `(answer's field, expected field)` to a [`Check`].
+pub type Comparator = dyn Fn(&Value, &Value) -> Check + Send + Sync;
 
 impl Match {
     /// A [`Match::Custom`] from a closure.

@@ -288,7 +288,7 @@ impl LlmJudge {
             Ok(v) => v,
             Err(error) => {
                 return Err(GradeError::Judge {
-                    error,
+                    error: Box::new(error),
                     usage: run.usage,
                 });
             }

@@ -36,7 +36,7 @@ use crate::runner::{Extracted, extract_json};
 use crate::usage::Usage;
 
 pub use composite::Composite;
-pub use ground_truth::{GroundTruth, Match};
+pub use ground_truth::{Comparator, GroundTruth, Match};
 pub use heuristic::{Check, Heuristic};
 pub use judge::{CriterionVerdict, JudgeVerdict, LlmJudge, Rubric};
 
@@ -193,7 +193,7 @@ pub enum GradeError {
     #[error("the judge gave no verdict: {error} ({})", .error.category())]
     Judge {
         /// How the judge's run ended.
-        error: AgentError,
+        error: Box<AgentError>,
         /// What the judge's run spent.
         usage: Usage,
     },

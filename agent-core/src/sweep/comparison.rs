@@ -225,12 +225,12 @@ pub struct Comparison {
     pub runs: Vec<RunRecord>,
 }
 
-type Finished<T> = (
-    usize,
-    usize,
-    AgentResult<T>,
-    Option<Result<Grade, GradeError>>,
-);
+/// A run's grade: `None` without a grader.
+pub(crate) type Graded = Option<Result<Grade, GradeError>>;
+/// One finished run: variant index, sample index, result, grade.
+pub(crate) type Finished<T> = (usize, usize, AgentResult<T>, Graded);
+/// A run and its grade.
+type Cell<T> = (AgentResult<T>, Graded);
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
@@ -246,11 +246,10 @@ impl Comparison {
         seed: u64,
         wall_time: Duration,
     ) -> Self {
-        let mut grid: Vec<Vec<Option<(AgentResult<T>, Option<Result<Grade, GradeError>>)>>> =
-            variants
-                .iter()
-                .map(|_| samples.iter().map(|_| None).collect())
-                .collect();
+        let mut grid: Vec<Vec<Option<Cell<T>>>> = variants
+            .iter()
+            .map(|_| samples.iter().map(|_| None).collect())
+            .collect();
         for (v, s, result, grade) in finished {
             grid[v][s] = Some((result, grade));
         }
@@ -267,7 +266,7 @@ impl Comparison {
             summaries.push(summarize(variant, &done, resamples, seed));
         }
         // Paired against the baseline, sample by sample.
-        let key = |cell: &Option<(AgentResult<T>, Option<Result<Grade, GradeError>>)>| {
+        let key = |cell: &Option<Cell<T>>| {
             cell.as_ref().map(|(r, g)| {
                 let score = g.as_ref().and_then(|g| g.as_ref().ok()).map(|g| g.score);
                 (r.is_ok(), score)
@@ -282,9 +281,8 @@ impl Comparison {
                 answered: WinLoss::default(),
                 score: graded.then(WinLoss::default),
             };
-            for s in 0..samples.len() {
-                let (Some((a, sa)), Some((b, sb))) = (key(&grid[v][s]), key(&grid[baseline][s]))
-                else {
+            for (mine, theirs) in grid[v].iter().zip(&grid[baseline]) {
+                let (Some((a, sa)), Some((b, sb))) = (key(mine), key(theirs)) else {
                     continue;
                 };
                 paired.answered.add(a.cmp(&b));
@@ -364,7 +362,7 @@ fn record<T>(
 
 fn summarize<T: AgentOutput>(
     variant: &Variant<T>,
-    done: &[&(AgentResult<T>, Option<Result<Grade, GradeError>>)],
+    done: &[&Cell<T>],
     resamples: u32,
     seed: u64,
 ) -> VariantSummary {

@@ -21,6 +21,7 @@ use crate::result::AgentResult;
 use crate::run_options::RunOptions;
 use crate::runner::run_agent_with;
 
+use comparison::Finished;
 pub use comparison::{
     Comparison, Estimate, GradeFailure, Paired, RunRecord, Spread, VariantSummary, WinLoss,
 };
@@ -304,12 +305,7 @@ where
         .flat_map(|s| (0..variants.len()).map(move |v| (v, s)))
         .collect();
     let done = &done;
-    let finished: Vec<(
-        usize,
-        usize,
-        AgentResult<T>,
-        Option<Result<Grade, GradeError>>,
-    )> = futures::stream::iter(jobs)
+    let finished: Vec<Finished<T>> = futures::stream::iter(jobs)
         .map(|(v, s)| async move {
             let (variant, sample) = (&variants[v], &samples[s]);
             let run_options = RunOptions::new()
