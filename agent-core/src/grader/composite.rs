@@ -33,8 +33,7 @@ impl<T> Clone for Part<T> {
 /// ```
 /// use agent_core::{Composite, GroundTruth, Heuristic, Match};
 ///
-/// # struct Triage;
-/// let grader = Composite::<Triage>::new()
+/// let grader = Composite::<String>::new()
 ///     .part("truth", 3.0, GroundTruth::new().field("queue", Match::Exact))
 ///     .part("few_tools", 1.0, Heuristic::new("few_tools", |c| c.result.usage.tool_calls <= 3))
 ///     .pass_threshold(0.75);

@@ -58,9 +58,13 @@ mod tests {
     #[test]
     fn the_bootstrap_is_reproducible_and_exact_where_it_can_be() {
         assert_eq!(bootstrap_mean(&[], 2000, 1), None);
-        assert_eq!(bootstrap_mean(&[0.4; 9], 2000, 1), Some((0.4, 0.4)));
-        let v = [0.0, 1.0, 1.0, 0.0, 1.0];
+        assert_eq!(bootstrap_mean(&[0.25; 9], 2000, 1), Some((0.25, 0.25)));
+        // Many distinct resample means: another seed moves the ends.
+        let v = [0.1, 0.35, 0.72, 0.9, 0.05, 0.5, 0.61, 0.22];
         assert_eq!(bootstrap_mean(&v, 2000, 7), bootstrap_mean(&v, 2000, 7));
         assert_ne!(bootstrap_mean(&v, 2000, 7), bootstrap_mean(&v, 2000, 8));
+        let (low, high) = bootstrap_mean(&v, 2000, 7).unwrap();
+        let m = mean(&v).unwrap();
+        assert!(low < m && m < high, "{low} {m} {high}");
     }
 }
