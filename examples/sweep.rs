@@ -16,6 +16,7 @@
 //! tokens, cost, round trips and latency, and a suggested `max_llm_calls` (the p95 of the
 //! answered runs' round trips, plus one).
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -224,17 +225,38 @@ async fn run(args: Args) -> Result<(), String> {
     }
     bar.enable_steady_tick(Duration::from_millis(120));
     let progress = bar.clone();
+    // Without a terminal (a log, CI) the bar is hidden: one line per run instead.
+    let lines = !std::io::stderr().is_terminal();
     let options = SweepOptions::new()
         .grader(grader())
         .concurrency(args.concurrency)
         .seed(args.seed)
         .observer(move |event: &SweepEvent<'_, Triage>| {
             if let SweepEvent::RunFinished {
-                variant, sample, ..
+                variant,
+                sample,
+                result,
+                grade,
+                done,
+                total,
+                ..
             } = event
             {
                 progress.set_message(format!("{variant}: {}", sample.id));
                 progress.inc(1);
+                if lines {
+                    let score = match grade {
+                        Some(Ok(g)) => format!("score {:.2}", g.score),
+                        Some(Err(e)) => format!("grade failed: {e}"),
+                        None => String::new(),
+                    };
+                    eprintln!(
+                        "[{done}/{total}] {variant}: {} {} {score} ({:.1} s)",
+                        sample.id,
+                        result.category().unwrap_or("answered"),
+                        result.duration.as_secs_f64()
+                    );
+                }
             }
         });
     let comparison = sweep(&variants, &samples, &options)

@@ -174,6 +174,8 @@ impl Comparison {
             .max()
             .unwrap_or(1)
             .max(1);
+        // Headroom for the legend box (about 18 px a variant in a ~320 px plot).
+        let legend_share = ((self.variants.len() as f64 * 18.0 + 20.0) / 320.0).min(0.6);
         let mut chart = ChartBuilder::on(area)
             .caption(
                 "llm_calls per run (solid: answered; pale: other endings)",
@@ -184,7 +186,7 @@ impl Comparison {
             .y_label_area_size(50)
             .build_cartesian_2d(
                 (f64::from(lo) - 0.5)..(f64::from(hi) + 0.5),
-                0.0..(top as f64 * 1.1 + 1.5 + 0.7 * self.variants.len() as f64),
+                0.0..(top as f64 * 1.1 / (1.0 - legend_share)),
             )
             .map_err(other)?;
         chart
