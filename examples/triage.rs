@@ -5,6 +5,7 @@
 //! cargo run --release --example triage -- --model claude-sonnet-4-5 --concurrency 8
 //! AGENT_DISPATCH_URL=http://127.0.0.1:8080/v1 \
 //!   cargo run --release --example triage -- --model dispatch/gemma --json
+//! cargo run --release --example triage -- --store runs.db   # record every run
 //! ```
 //!
 //! Every ticket ends typed: answered with a validated `Triage`, or one named failure.
@@ -16,6 +17,7 @@ use agent_core::run_batch;
 use agent_examples::cli::{self, Args, ModelChoice};
 use agent_examples::labels::{self, Accuracy};
 use agent_examples::triage::{self, data_dir};
+use agent_store::Store;
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -51,9 +53,20 @@ async fn run(args: Args) -> Result<(), String> {
     let choice = ModelChoice::resolve(args.model.clone());
     eprintln!("{}", choice.banner());
     let config = triage::triage_config(&data_dir(), &choice)?;
+    let store = match &args.store {
+        Some(target) => Some(
+            Store::open(target)
+                .await
+                .map_err(|e| format!("cannot open the store {target:?}: {e}"))?,
+        ),
+        None => None,
+    };
     let bar = cli::progress(tickets.len());
     let observed = config
         .with_(|mut b| {
+            if let Some(store) = &store {
+                b = b.feedback_store(store.clone()).trace_store(store.clone());
+            }
             if let Some(n) = args.max_tokens {
                 b = b.max_tokens(n);
             }
@@ -97,6 +110,18 @@ async fn run(args: Args) -> Result<(), String> {
         eprintln!("{report}");
     } else {
         println!("{report}");
+    }
+    if let (Some(store), Some(target)) = (&store, &args.store) {
+        store.close().await.map_err(|e| format!("the store: {e}"))?;
+        eprintln!(
+            "recorded {} runs in {target}; see them with: cargo run --example runs -- --store {target} list",
+            batch.results.len()
+                - batch
+                    .results
+                    .iter()
+                    .filter(|r| r.store_failures > 0)
+                    .count()
+        );
     }
     Ok(())
 }

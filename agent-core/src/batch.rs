@@ -31,8 +31,10 @@ pub struct Batch<T> {
 /// are doing: one slow run keeps only its own slot.
 ///
 /// Like [`run_agent`], never panics and never returns early: each input ends in its own
-/// `AgentResult`. The runs share the current task, so dropping the returned future stops
-/// them all.
+/// `AgentResult`. When the config has a feedback or trace store, the batch flushes them
+/// before it returns, so every run it recorded is durable (a failed flush, and
+/// write-behind writes that failed, are counted in [`Receipt::store_failures`]). The runs
+/// share the current task, so dropping the returned future stops them all.
 pub async fn run_batch<T, I, S>(config: &AgentConfig<T>, inputs: I, concurrency: usize) -> Batch<T>
 where
     T: AgentOutput,
@@ -53,7 +55,10 @@ where
         .await;
     indexed.sort_unstable_by_key(|(i, _)| *i);
     let results: Vec<AgentResult<T>> = indexed.into_iter().map(|(_, r)| r).collect();
+    // Every record is durable before the batch returns.
+    let flush_failures = crate::runner::flush_stores(&config.inner).await;
     let mut receipt = Receipt::from_results_with_cap(&results, config.max_llm_calls());
+    receipt.store_failures = receipt.store_failures.saturating_add(flush_failures);
     receipt.wall_time = started.elapsed();
     Batch { results, receipt }
 }
@@ -70,6 +75,9 @@ pub struct Receipt {
     pub endings: BTreeMap<Ending, usize>,
     /// Failed runs per error category (only categories that occurred).
     pub categories: BTreeMap<&'static str, usize>,
+    /// Answered runs whose value is partial (`AgentResult::is_partial`); they are also
+    /// in `endings[answered]`, so full answers are `answered - partial`.
+    pub partial: usize,
     /// Round trips over all runs.
     pub llm_calls: u64,
     /// Tool executions over all runs.
@@ -86,6 +94,9 @@ pub struct Receipt {
     pub p95: Duration,
     /// Wall-clock time of the whole batch (zero when built with [`Receipt::from_results`]).
     pub wall_time: Duration,
+    /// Store calls that failed over all runs (`AgentResult::store_failures`), plus a
+    /// failed final flush; none of them changed an outcome.
+    pub store_failures: u64,
     /// Round trips per run: histogram per ending, cap hits, suggested `max_llm_calls`.
     pub turns: TurnStats,
 }
@@ -113,6 +124,7 @@ impl Receipt {
         let mut durations: Vec<Duration> = Vec::with_capacity(results.len());
         for result in results {
             *endings.entry(result.ending()).or_insert(0) += 1;
+            r.partial += usize::from(result.is_partial());
             if let Err(e) = &result.outcome {
                 *categories.entry(AgentError::category(e)).or_insert(0) += 1;
             }
@@ -128,6 +140,9 @@ impl Receipt {
                 r.cost_usd = Some(r.cost_usd.unwrap_or(0.0) + cost);
             }
             durations.push(result.duration);
+            r.store_failures = r
+                .store_failures
+                .saturating_add(u64::from(result.store_failures));
         }
         durations.sort_unstable();
         r.p50 = percentile(&durations, 50);
@@ -180,6 +195,9 @@ impl fmt::Display for Receipt {
         }
         writeln!(f, "{}", "-".repeat(45))?;
         writeln!(f, "{:<28} {:>16}", "runs", self.runs)?;
+        if self.partial > 0 {
+            writeln!(f, "{:<28} {:>16}", "partial answers", self.partial)?;
+        }
         writeln!(f, "{:<28} {:>16}", "llm calls", self.llm_calls)?;
         writeln!(f, "{:<28} {:>16}", "tool calls", self.tool_calls)?;
         writeln!(f, "{:<28} {:>16}", "input tokens", self.input_tokens)?;
@@ -188,6 +206,9 @@ impl fmt::Display for Receipt {
             .cost_usd
             .map_or_else(|| "n/a".to_owned(), |c| format!("${c:.4}"));
         writeln!(f, "{:<28} {:>16}", "cost", cost)?;
+        if self.store_failures > 0 {
+            writeln!(f, "{:<28} {:>16}", "store failures", self.store_failures)?;
+        }
         writeln!(f, "{:<28} {:>16}", "duration p50", ms(self.p50))?;
         writeln!(f, "{:<28} {:>16}", "duration p95", ms(self.p95))?;
         writeln!(f, "{:<28} {:>16}", "wall time", ms(self.wall_time))?;

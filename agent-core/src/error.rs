@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::llm::LlmError;
+use crate::llm::{LlmError, StopReason};
 
 /// Why a run ended, in five words that say whose fix is next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -118,6 +118,14 @@ pub enum Budget {
         /// Spent so far (USD).
         spent: f64,
     },
+    /// `max_thread_llm_calls`: the round trips of every run of the memory thread so far
+    /// reached the cap; checked before the run, which then sends no request.
+    ThreadLlmCalls {
+        /// The limit (round trips over the thread).
+        limit: u64,
+        /// Round trips used by the thread's earlier runs.
+        used: u64,
+    },
 }
 
 /// What a no-progress guard saw.
@@ -125,13 +133,16 @@ pub enum Budget {
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum StuckReason {
-    /// The same tool with the same canonical arguments, `times` times.
+    /// The same tool with the same canonical arguments returned the same result
+    /// `times` times in a row (with `repeated_call_limit` 2: twice), or an error `times`
+    /// times in a row (`repeated_call_limit + 1`). A repeat whose result changed is
+    /// progress (polling a job), and does not count.
     RepeatedCall {
         /// The tool name.
         tool: String,
         /// The canonical arguments (sorted keys, no whitespace).
         arguments: String,
-        /// How many times it was called.
+        /// How many times in a row it returned the same result (or an error).
         times: u32,
     },
     /// `turns` consecutive turns brought no new tool result content.
@@ -208,6 +219,36 @@ pub enum AgentError {
         /// What the guard saw.
         reason: StuckReason,
     },
+    /// A tool said it cannot safely continue ([`ToolError::fatal`](crate::ToolError::fatal)):
+    /// the other calls of that turn were answered, then the run stopped. Its ending is
+    /// [`Ending::Failed`]: the fix is in the system the tool talks to, not a budget.
+    #[error("tool {tool} cannot safely continue: {message}")]
+    ToolFatal {
+        /// The tool's name.
+        tool: String,
+        /// The tool's message.
+        message: String,
+    },
+    /// The provider declared it would not answer this input: a refusal (OpenAI
+    /// `message.refusal`, Anthropic `stop_reason: "refusal"`) or a content filter
+    /// (OpenAI `finish_reason: "content_filter"`). Not retried, not nudged: the same
+    /// input gets the same answer. Its ending is [`Ending::Failed`]: the fix is the
+    /// input or the policy, not a budget.
+    #[error("the provider refused to answer ({}): {message}", .stop_reason.as_str())]
+    Refused {
+        /// `Refusal` or `ContentFilter`.
+        stop_reason: StopReason,
+        /// The provider's text (the refusal message), or a note when it sent none.
+        message: String,
+    },
+    /// The conversation no longer fits the model's context window (Anthropic
+    /// `stop_reason: "model_context_window_exceeded"`); another round trip cannot help.
+    /// Its ending is [`Ending::Exhausted`].
+    #[error("the conversation filled the model's context window ({input_tokens} input tokens)")]
+    ContextWindowExceeded {
+        /// The input tokens of the last round trip (tokens; 0 when not reported).
+        input_tokens: u64,
+    },
     /// The agent called `escalate_to_human`.
     #[error("escalated to a human: {reason}")]
     Escalated {
@@ -236,7 +277,8 @@ impl AgentError {
     /// The stable tag: `schema_validation_failed`, `ambiguous_tool_turn`,
     /// `schema_not_called`, `max_llm_retries`, `llm_permanent_error`, `max_llm_calls`,
     /// `budget_exhausted`, `deadline_exceeded`, `cancelled`, `stuck`, `escalated`,
-    /// `invalid_run` or `internal_error`.
+    /// `refused`, `tool_fatal`, `context_window_exceeded`, `invalid_run` or
+    /// `internal_error`.
     pub fn category(&self) -> &'static str {
         match self {
             AgentError::SchemaValidation { .. } => AttemptKind::SchemaValidation.category(),
@@ -250,13 +292,16 @@ impl AgentError {
             AgentError::Cancelled => "cancelled",
             AgentError::Stuck { .. } => "stuck",
             AgentError::Escalated { .. } => "escalated",
+            AgentError::Refused { .. } => "refused",
+            AgentError::ToolFatal { .. } => "tool_fatal",
+            AgentError::ContextWindowExceeded { .. } => "context_window_exceeded",
             AgentError::InvalidRun { .. } => "invalid_run",
             AgentError::Internal { .. } => "internal_error",
         }
     }
 
     /// Every category, in a fixed order.
-    pub const CATEGORIES: [&'static str; 13] = [
+    pub const CATEGORIES: [&'static str; 16] = [
         "schema_validation_failed",
         "ambiguous_tool_turn",
         "schema_not_called",
@@ -268,6 +313,9 @@ impl AgentError {
         "cancelled",
         "stuck",
         "escalated",
+        "refused",
+        "tool_fatal",
+        "context_window_exceeded",
         "invalid_run",
         "internal_error",
     ];
@@ -281,11 +329,14 @@ impl AgentError {
             | AgentError::MaxLlmCalls { .. }
             | AgentError::BudgetExhausted { .. }
             | AgentError::DeadlineExceeded { .. }
+            | AgentError::ContextWindowExceeded { .. }
             | AgentError::Cancelled => Ending::Exhausted,
             AgentError::Stuck { .. } => Ending::Stuck,
             AgentError::Escalated { .. } => Ending::Escalated,
             AgentError::MaxLlmRetries { .. }
             | AgentError::LlmPermanent { .. }
+            | AgentError::Refused { .. }
+            | AgentError::ToolFatal { .. }
             | AgentError::InvalidRun { .. }
             | AgentError::Internal { .. } => Ending::Failed,
         }
@@ -364,6 +415,9 @@ impl fmt::Display for BudgetText<'_> {
             Budget::CostUsd { limit, spent } => {
                 write!(f, "max_cost_usd {limit} (spent {spent:.6})")
             }
+            Budget::ThreadLlmCalls { limit, used } => {
+                write!(f, "max_thread_llm_calls {limit} (the thread used {used})")
+            }
         }
     }
 }
@@ -377,7 +431,11 @@ impl fmt::Display for StuckText<'_> {
                 tool,
                 arguments,
                 times,
-            } => write!(f, "{tool}({arguments}) called {times} times"),
+            } => write!(
+                f,
+                "{tool}({arguments}) called {times} times in a row without progress (the same \
+                 result, or an error, each time)"
+            ),
             StuckReason::NoProgress { turns } => {
                 write!(f, "{turns} turns in a row brought no new tool results")
             }

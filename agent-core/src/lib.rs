@@ -37,6 +37,7 @@ mod batch;
 mod config;
 mod error;
 mod grader;
+mod handover;
 mod llm;
 mod macro_support;
 mod message;
@@ -49,6 +50,7 @@ mod result;
 mod run_options;
 mod runner;
 pub mod schema;
+pub mod store;
 mod sweep;
 pub mod testing;
 mod tool;
@@ -68,13 +70,14 @@ pub use grader::{
     Grader, GroundTruth, Heuristic, JudgeVerdict, LlmJudge, Match, Rubric, RunGradeFuture,
     RunGrader, Scores,
 };
+pub use handover::{CallOutcome, CallRecord, Handover, Limits, RunState};
 pub use llm::{
     LlmClient, LlmError, LlmErrorKind, LlmFuture, LlmRequest, LlmResponse, OutputCapabilities,
     OutputSpec, StopReason, TokenUsage, ToolChoice,
 };
 pub use message::{Message, ToolCall, ToolResult};
 pub use observe::{Observer, RunEvent};
-pub use output::{AgentOutput, OutputMode, SUBMIT_OUTPUT};
+pub use output::{AgentOutput, OutputMode, PromptCaching, SUBMIT_OUTPUT};
 pub use pricing::{ModelPrice, Pricing};
 pub use registry::ToolRegistry;
 pub use result::AgentResult;
@@ -83,6 +86,7 @@ pub use runner::{run_agent, run_agent_with};
 /// serde_json, re-exported: tool arguments and scripted turns are `serde_json::Value`s, so
 /// a user crate needs no serde_json dependency of its own (`agent_core::json!`).
 pub use serde_json::{self, Value, json};
+pub use store::{Embedder, FeedbackStore, Memory, MemoryWindow, Retriever, StoreError, TraceStore};
 pub use sweep::{
     Comparison, Estimate, GradeFailure, Paired, RunRecord, Sample, Spread, SweepError, SweepEvent,
     SweepOptions, Variant, VariantSummary, WinLoss, sweep,
@@ -93,7 +97,7 @@ pub use tool::{
 };
 pub use turns::TurnStats;
 pub use usage::Usage;
-pub use validate::{SchemaValidator, ValidationErrors};
+pub use validate::{SchemaValidator, ValidationErrors, whole_numbers_as_integers};
 
 /// Builds a [`ToolRegistry`] from `#[tool]` fns, in order: `tools![lookup_order, refund_status]`.
 ///

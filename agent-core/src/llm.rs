@@ -46,6 +46,15 @@ pub trait LlmClient: Send + Sync {
         let _ = model;
         OutputCapabilities::default()
     }
+
+    /// The temperature this client actually sends for `model` when `requested` is
+    /// set: the same value (the default), a value clamped to the provider's range, or
+    /// `None` when the model takes no temperature. `build()` logs a warning when it
+    /// differs from what was set, so a setting is never dropped silently.
+    fn effective_temperature(&self, model: &str, requested: f32) -> Option<f32> {
+        let _ = model;
+        Some(requested)
+    }
 }
 
 /// What a client can do for structured output (see [`LlmClient::output_capabilities`]).
@@ -119,6 +128,9 @@ impl<C: LlmClient + ?Sized> LlmClient for Arc<C> {
     fn output_capabilities(&self, model: &str) -> OutputCapabilities {
         (**self).output_capabilities(model)
     }
+    fn effective_temperature(&self, model: &str, requested: f32) -> Option<f32> {
+        (**self).effective_temperature(model, requested)
+    }
 }
 
 /// Which tools the model may or must call in a turn.
@@ -155,6 +167,12 @@ pub struct LlmRequest {
     pub max_tokens: u32,
     /// Sampling temperature, when set.
     pub temperature: Option<f32>,
+    /// Whether to mark the request's stable prefix (tool definitions and system
+    /// prompt) for the provider's prompt cache. Anthropic gets a `cache_control`
+    /// breakpoint on the system prompt (else on the last tool definition); providers
+    /// that cache by themselves (OpenAI) ignore it. Set by the config's
+    /// `prompt_caching`.
+    pub prompt_cache: bool,
     /// The structured answer expected in text, in [`OutputMode::Native`] (adapters send
     /// the schema as the provider's structured-output setting) or
     /// [`OutputMode::Prompted`] (the schema is in the system prompt; adapters send
@@ -211,8 +229,41 @@ impl LlmRequest {
             tool_choice: ToolChoice::Auto,
             max_tokens: 4096,
             temperature: None,
+            prompt_cache: false,
             output: None,
         }
+    }
+
+    /// An estimate of the request's input tokens, for servers that report no usage:
+    /// the bytes of the system prompt, every message (text, tool call arguments as JSON,
+    /// tool results) and every tool definition (description and parameter schema as
+    /// JSON), divided by 4, rounded up. Four bytes per token is the usual rule of thumb
+    /// for English text with the common tokenizers; it overestimates for JSON-heavy
+    /// prompts less than it underestimates for code, which is the safe side for a cap.
+    pub fn estimated_input_tokens(&self) -> u64 {
+        let mut bytes = self.system.as_ref().map_or(0, String::len);
+        for m in &self.messages {
+            bytes += match m {
+                Message::User { content } => content.len(),
+                Message::Assistant { text, tool_calls } => {
+                    text.len()
+                        + tool_calls
+                            .iter()
+                            .map(|c| c.name.len() + c.arguments.to_string().len())
+                            .sum::<usize>()
+                }
+                Message::Tool { results } => results.iter().map(|r| r.content.len()).sum(),
+            };
+        }
+        bytes += self
+            .tools
+            .iter()
+            .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+            .sum::<usize>();
+        if let Some(spec) = &self.output {
+            bytes += spec.schema.to_string().len();
+        }
+        (bytes as u64).div_ceil(4)
     }
 
     /// Sets the expected structured answer (see [`output`](Self::output)).
@@ -267,8 +318,12 @@ impl LlmRequest {
 
 /// Why the model stopped, normalized across providers.
 ///
-/// The runner never decides by the stop reason: it classifies a turn by its content
-/// (case C5). The stop reason is kept for traces (`gen_ai.response.finish_reasons`).
+/// The runner classifies a turn by its content, never by `EndTurn`/`ToolUse` (case C5:
+/// servers mislabel them). Three stop reasons change what the turn means (the table per
+/// provider is in `docs/providers.md`, "Stop reasons"): `Refusal` and `ContentFilter`
+/// end the run (`refused`), `ContextWindowExceeded` ends it (`context_window_exceeded`),
+/// and `MaxTokens` marks the turn's last tool call, or an empty turn, as cut off by the
+/// output cap. The stop reason is also traced (`gen_ai.response.finish_reasons`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -284,8 +339,11 @@ pub enum StopReason {
     StopSequence,
     /// Output was filtered (OpenAI `content_filter`).
     ContentFilter,
-    /// The model refused (Anthropic `refusal`).
+    /// The model refused (Anthropic `refusal`, OpenAI a `message.refusal`).
     Refusal,
+    /// The conversation filled the model's context window (Anthropic
+    /// `model_context_window_exceeded`).
+    ContextWindowExceeded,
     /// Anything else, as the provider spelled it.
     Other(String),
 }
@@ -300,6 +358,7 @@ impl StopReason {
             Self::StopSequence => "stop_sequence",
             Self::ContentFilter => "content_filter",
             Self::Refusal => "refusal",
+            Self::ContextWindowExceeded => "context_window_exceeded",
             Self::Other(s) => s,
         }
     }
@@ -355,9 +414,28 @@ pub struct LlmResponse {
     pub request_id: Option<String>,
     /// The model that answered, when the provider says.
     pub model: Option<String>,
+    /// Reasoning the provider returned apart from the answer (vLLM and LM Studio
+    /// `reasoning_content`, Ollama `reasoning`); empty when none. Not part of the
+    /// conversation; in native and prompted output modes an answer found only here
+    /// (some reasoning parsers put the JSON there) is read from it.
+    pub reasoning: String,
 }
 
 impl LlmResponse {
+    /// An estimate of the turn's output tokens, for servers that report no usage: the
+    /// bytes of its text, its reasoning and its tool calls (names and arguments as JSON),
+    /// divided by 4, rounded up (the rule of [`LlmRequest::estimated_input_tokens`]).
+    pub fn estimated_output_tokens(&self) -> u64 {
+        let bytes = self.text.len()
+            + self.reasoning.len()
+            + self
+                .tool_calls
+                .iter()
+                .map(|c| c.name.len() + c.arguments.to_string().len())
+                .sum::<usize>();
+        (bytes as u64).div_ceil(4)
+    }
+
     /// A plain-text turn.
     pub fn text(text: impl Into<String>) -> Self {
         Self {

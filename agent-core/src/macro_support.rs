@@ -100,6 +100,30 @@ pub fn run_output_check<T>(check: impl OutputCheck<T>, value: &T) -> Result<(), 
     check.run(value)
 }
 
+/// A `partial = path` check of an `#[agent_output]` type.
+#[diagnostic::on_unimplemented(
+    message = "`partial` must name a fn(&{T}) -> bool",
+    label = "this is not a fn(&{T}) -> bool"
+)]
+pub trait PartialCheck<T> {
+    /// Whether the value is a partial answer.
+    fn is_partial(&self, value: &T) -> bool;
+}
+
+impl<T, F> PartialCheck<T> for F
+where
+    F: Fn(&T) -> bool,
+{
+    fn is_partial(&self, value: &T) -> bool {
+        self(value)
+    }
+}
+
+/// Runs a `partial = path` check.
+pub fn run_partial_check<T>(check: impl PartialCheck<T>, value: &T) -> bool {
+    check.is_partial(value)
+}
+
 /// What `tools!` needs of a `#[tool]` fn's type: its tool name (for the compile-time
 /// duplicate check) and a value.
 pub trait ToolName: Sized {
@@ -187,11 +211,17 @@ impl<T: Serialize> ToolReturn for Plain<T> {
     }
 }
 
-impl<T: Serialize, E: Display> ToolReturn for Result<T, E> {
+impl<T: Serialize, E: Display + 'static> ToolReturn for Result<T, E> {
     fn into_tool_result(self) -> Result<String, ToolError> {
         match self {
             Ok(value) => content(&value),
-            Err(e) => Err(ToolError::new(e.to_string())),
+            // A `ToolError` keeps whether it is fatal; any other error is its text.
+            Err(e) => Err(
+                match (&e as &dyn std::any::Any).downcast_ref::<ToolError>() {
+                    Some(error) => error.clone(),
+                    None => ToolError::new(e.to_string()),
+                },
+            ),
         }
     }
 }

@@ -128,6 +128,8 @@ impl ToolCall {
     }
 
     /// Builds a call from arguments given as JSON text (see [`from_wire`](Self::from_wire)).
+    /// Text that is a JSON string holding the object (double-encoded arguments, case
+    /// C30) is unwrapped once.
     pub fn from_json_text(id: impl Into<String>, name: impl Into<String>, text: &str) -> Self {
         let (id, name) = (id.into(), name.into());
         if text.trim().is_empty() {
@@ -136,6 +138,18 @@ impl ToolCall {
         match serde_json::from_str::<Value>(text) {
             Ok(Value::Object(map)) => Self::new(id, name, Value::Object(map)),
             Ok(Value::Null) => Self::new(id, name, empty_object()),
+            // Double-encoded (C30): a JSON string whose content is the arguments' JSON.
+            // Unwrapped once; a string inside that is an error like any other.
+            Ok(Value::String(inner)) if inner.trim_start().starts_with('{') => {
+                match serde_json::from_str::<Value>(&inner) {
+                    Ok(Value::Object(map)) => Self::new(id, name, Value::Object(map)),
+                    _ => Self::with_invalid_arguments(
+                        id,
+                        name,
+                        "the arguments must be a JSON object, got a string that is not one",
+                    ),
+                }
+            }
             Ok(other) => Self::with_invalid_arguments(
                 id,
                 name,

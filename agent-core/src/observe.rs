@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use crate::error::Ending;
 use crate::llm::LlmError;
+use crate::store::{StoreError, StoreKind};
 use crate::usage::Usage;
 
 /// One thing that happened in a run. Borrowed: copy what you keep.
@@ -47,6 +48,23 @@ pub enum RunEvent<'a> {
         delay: Duration,
         /// The failure.
         error: &'a LlmError,
+    },
+    /// A store call failed, timed out or panicked (see [`crate::store`]). The run's
+    /// outcome is unchanged; the failure is counted in `AgentResult::store_failures`.
+    /// Failures of the recording after the run come after `RunEnded`. `run_batch`'s
+    /// final flush reports its failures (and write-behind writes that failed) to the
+    /// config's observer with operation `flush` and an empty trace id; they are counted
+    /// in `Receipt::store_failures`.
+    StoreFailed {
+        /// The run's trace id (empty for a batch's flush).
+        trace_id: &'a str,
+        /// Which store.
+        store: StoreKind,
+        /// The operation: `load`, `append`, `retrieve`, `record`, `record_trace` or
+        /// `flush`.
+        operation: &'static str,
+        /// The failure.
+        error: &'a StoreError,
     },
     /// The run ended.
     RunEnded {

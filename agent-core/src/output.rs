@@ -50,6 +50,37 @@ pub enum OutputMode {
     Prompted,
 }
 
+/// Whether a config marks its stable prompt prefix (tool definitions and system prompt)
+/// for the provider's prompt cache; set with the builder's `prompt_caching`.
+///
+/// Anthropic caches only what a request marks with `cache_control` (source: Anthropic
+/// prompt caching guide, <https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching>):
+/// a cache write costs 1.25x the input rate, a read 0.1x, for 5 minutes after the last
+/// use, and prefixes under the model's minimum (1,024 tokens for most models, more for
+/// some) are not cached at all. Every round trip of a run re-sends the same tools and
+/// system prompt, and so does every run of a batch, so a long prefix is read from the
+/// cache from the second request on. OpenAI caches prompts of 1,024 tokens or more by
+/// itself, with no setting; the other providers ignore the flag. The cache tokens land in
+/// `Usage::cache_read_tokens` / `cache_write_tokens` and are priced at the cache rates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PromptCaching {
+    /// Mark the prefix when it is long enough to be cached: about 1,024 tokens or more
+    /// of tool definitions and system prompt (estimated at 4 bytes a token).
+    #[default]
+    Auto,
+    /// Always mark it.
+    On,
+    /// Never mark it.
+    Off,
+}
+
+impl PromptCaching {
+    /// The estimated prefix size (tokens) from which `Auto` marks it.
+    pub const AUTO_MIN_TOKENS: u64 = 1024;
+}
+
 impl OutputMode {
     /// The stable name: `auto`, `tool`, `native` or `prompted`.
     pub fn as_str(self) -> &'static str {
@@ -112,6 +143,15 @@ pub trait AgentOutput: Sized + Send + 'static {
     fn from_text(text: &str) -> Option<Self> {
         let _ = text;
         None
+    }
+
+    /// Whether this answer is partial: some of the work done, some left open (for
+    /// example a field `open_items` that is not empty). `false` by default;
+    /// `#[agent_output(partial = path)]` names a `fn(&Self) -> bool`. A partial answer
+    /// still ends the run `answered`; `AgentResult::is_partial` and the batch
+    /// `Receipt` (its `partial` count) tell it apart from a full one.
+    fn is_partial(&self) -> bool {
+        false
     }
 }
 

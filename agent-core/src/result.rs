@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use crate::error::{AgentError, Ending};
 use crate::grader::Scores;
+use crate::handover::Handover;
 use crate::message::Message;
 use crate::usage::Usage;
 
@@ -27,6 +28,15 @@ pub struct AgentResult<T> {
     pub duration: Duration,
     /// Every message of the run (the input first), for partial results and audits.
     pub transcript: Vec<Message>,
+    /// For every run that did not answer: what the human who takes over needs (what
+    /// was asked, every tool call with its outcome, irreversible actions, budgets, the
+    /// model's summary when it gave one). `None` when the run answered.
+    pub handover: Option<Handover>,
+    pub(crate) partial: bool,
+    pub(crate) customer_message: String,
+    /// Store calls of the run that failed, timed out or panicked (memory, retriever,
+    /// feedback and trace stores; see [`crate::store`]). They never change the outcome.
+    pub store_failures: u32,
 }
 
 impl<T> AgentResult<T> {
@@ -46,5 +56,21 @@ impl<T> AgentResult<T> {
     /// Whether the run produced a value.
     pub fn is_ok(&self) -> bool {
         self.outcome.is_ok()
+    }
+
+    /// Whether the run answered with a partial value (see
+    /// [`AgentOutput::is_partial`](crate::AgentOutput::is_partial)); `false` for a full
+    /// answer and for every failure.
+    pub fn is_partial(&self) -> bool {
+        self.partial
+    }
+
+    /// Something true to tell the customer about this run, per its ending: the
+    /// config's template or fn for that ending (`customer_message`,
+    /// `customer_message_fn` on the builder), else a default that never claims a
+    /// success that did not happen (see
+    /// [`AgentConfigBuilder::customer_message`](crate::AgentConfigBuilder::customer_message)).
+    pub fn customer_message(&self) -> &str {
+        &self.customer_message
     }
 }

@@ -50,6 +50,7 @@ pub struct RunOptions {
     pub(crate) observer: Option<Arc<dyn Observer>>,
     pub(crate) metadata: BTreeMap<String, String>,
     pub(crate) history: Vec<Message>,
+    pub(crate) thread: Option<String>,
 }
 
 impl RunOptions {
@@ -116,6 +117,22 @@ impl RunOptions {
         self
     }
 
+    /// The memory thread this run belongs to. With a config that has a
+    /// [`Memory`](crate::Memory), the thread's earlier messages (trimmed by the config's
+    /// memory window) are sent before any [`history`](Self::history) and the input, its
+    /// round-trip cap (`max_thread_llm_calls`) is checked before any request, and the
+    /// run's messages are appended to it afterwards. Without a memory it is only recorded.
+    #[must_use]
+    pub fn thread(mut self, id: impl Into<String>) -> Self {
+        self.thread = Some(id.into());
+        self
+    }
+
+    /// The memory thread set with [`thread`](Self::thread).
+    pub fn thread_id(&self) -> Option<&str> {
+        self.thread.as_deref()
+    }
+
     /// The metadata set so far.
     pub fn metadata_map(&self) -> &BTreeMap<String, String> {
         &self.metadata
@@ -131,6 +148,7 @@ impl fmt::Debug for RunOptions {
             .field("observer", &self.observer.is_some())
             .field("metadata", &self.metadata)
             .field("history", &self.history.len())
+            .field("thread", &self.thread)
             .finish()
     }
 }

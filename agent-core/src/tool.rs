@@ -65,25 +65,56 @@ pub trait Tool: Send + Sync + 'static {
     fn required_state(&self) -> Vec<StateRequirement> {
         Vec::new()
     }
+
+    /// Whether a successful call changes the world in a way that cannot be taken back
+    /// (a refund, an email sent, an order cancelled). `false` by default;
+    /// `#[tool(irreversible)]` sets it. Runs list such calls in their
+    /// [`Handover`](crate::Handover), and `tools_for` sees them in the
+    /// [`RunState`](crate::RunState).
+    fn irreversible(&self) -> bool {
+        false
+    }
 }
 
 /// A failed tool execution; the message is shown to the model.
+///
+/// An ordinary error ([`ToolError::new`]) is fed back and the model may go on. A fatal
+/// one ([`ToolError::fatal`]) says "I cannot safely continue": the other calls of that
+/// turn are answered as usual, then the run ends with `AgentError::ToolFatal`
+/// (category `tool_fatal`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolError {
     message: String,
+    fatal: bool,
 }
 
 impl ToolError {
-    /// A tool error with this message.
+    /// A tool error with this message; the model sees it and may go on.
     pub fn new(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
+            fatal: false,
+        }
+    }
+
+    /// A tool error that ends the run after this turn: the tool cannot safely continue
+    /// (a payment system in an unknown state, a safety check that failed). A `#[tool]`
+    /// fn returns it as `Err(ToolError::fatal(..))` from a `Result<T, ToolError>`.
+    pub fn fatal(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            fatal: true,
         }
     }
 
     /// The message.
     pub fn message(&self) -> &str {
         &self.message
+    }
+
+    /// Whether the error ends the run (see [`ToolError::fatal`]).
+    pub fn is_fatal(&self) -> bool {
+        self.fatal
     }
 }
 

@@ -23,12 +23,24 @@ pub struct Usage {
     pub cache_write_tokens: u64,
     /// The cost (USD), when the model has a price in the config's pricing table.
     pub cost_usd: Option<f64>,
+    /// Round trips whose response carried no token usage (some compatible servers send
+    /// none): their tokens, and the cost from them, are estimates by the rule of
+    /// [`LlmRequest::estimated_input_tokens`](crate::LlmRequest::estimated_input_tokens)
+    /// (bytes / 4), so the token and cost caps still bind. Zero when every count is
+    /// the provider's.
+    pub estimated_llm_calls: u32,
 }
 
 impl Usage {
     /// Input plus output tokens (tokens).
     pub fn total_tokens(&self) -> u64 {
         self.input_tokens.saturating_add(self.output_tokens)
+    }
+
+    /// Whether any token count (and so any cost) is an estimate (see
+    /// [`estimated_llm_calls`](Self::estimated_llm_calls)).
+    pub fn is_estimated(&self) -> bool {
+        self.estimated_llm_calls > 0
     }
 
     pub(crate) fn add_tokens(&mut self, tokens: &TokenUsage) {

@@ -65,6 +65,36 @@ pub fn deserialize<T: DeserializeOwned>(instance: &Value) -> Result<T, Validatio
     T::deserialize(instance).map_err(|e| ValidationErrors::one(format!("/: {e}")))
 }
 
+/// Rewrites every JSON number that is a whole float (`3.0`, `2e0`) as the integer it
+/// equals, in place, when it fits in an `i64` or `u64`.
+///
+/// Models (and some servers' JSON encoders) write `3.0` where the schema says
+/// `integer`. JSON Schema already counts `3.0` as an integer, but serde refuses it for a
+/// `u32`; the runner applies this to every tool call's arguments and every answer,
+/// whatever the wire, before validation and deserialization. A float field still gets
+/// its value (serde reads an integer into an `f64`); a non-whole number (`3.5`) is left
+/// as it is, so validation names its path.
+pub fn whole_numbers_as_integers(value: &mut Value) {
+    // Iterative: arguments may nest deeply (up to the sanitizer's depth limit).
+    let mut stack: Vec<&mut Value> = vec![value];
+    while let Some(node) = stack.pop() {
+        match node {
+            Value::Number(n) if n.is_f64() => {
+                if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0 && f.is_finite()) {
+                    if f >= i64::MIN as f64 && f < i64::MAX as f64 {
+                        *node = Value::from(f as i64);
+                    } else if f >= 0.0 && f < u64::MAX as f64 {
+                        *node = Value::from(f as u64);
+                    }
+                }
+            }
+            Value::Array(items) => stack.extend(items.iter_mut()),
+            Value::Object(map) => stack.extend(map.values_mut()),
+            _ => {}
+        }
+    }
+}
+
 fn pointer_or_root(pointer: &str) -> &str {
     if pointer.is_empty() { "/" } else { pointer }
 }

@@ -12,7 +12,7 @@ use common::*;
 use serde_json::json;
 
 #[tokio::test]
-async fn the_same_call_twice_is_stuck_and_the_repeat_is_not_run() {
+async fn the_same_call_with_the_same_result_twice_is_stuck() {
     let lookup = TestTool::new("lookup", Behaviour::Echo);
     let model = ScriptedModel::new();
     // The same arguments, spelled with other whitespace.
@@ -38,10 +38,12 @@ async fn the_same_call_twice_is_stuck_and_the_repeat_is_not_run() {
     );
     assert_eq!(
         err.to_string(),
-        r#"stuck: lookup({"order_id":"A1"}) called 2 times"#
+        r#"stuck: lookup({"order_id":"A1"}) called 2 times in a row without progress (the same result, or an error, each time)"#
     );
-    assert_eq!((r.usage.llm_calls, r.usage.tool_calls), (2, 1));
-    assert_eq!(lookup.runs(), 1);
+    // The repeat runs (its result decides), then the run stops: no third request.
+    assert_eq!((r.usage.llm_calls, r.usage.tool_calls), (2, 2));
+    assert_eq!(lookup.runs(), 2);
+    assert_eq!(model.request_count(), 2);
     assert_well_formed(&r.transcript);
 }
 
@@ -59,7 +61,128 @@ async fn the_repeat_limit_is_configurable() {
         .unwrap();
     let r = run_agent(&config, "ticket").await;
     assert_eq!(r.category(), Some("stuck"));
+    assert_eq!((r.usage.llm_calls, r.usage.tool_calls), (3, 3));
+}
+
+/// A tool whose answers come from a list, in order (the last one repeats).
+#[derive(Clone)]
+struct Sequence {
+    name: &'static str,
+    answers: std::sync::Arc<std::sync::Mutex<Vec<Result<&'static str, &'static str>>>>,
+    runs: std::sync::Arc<std::sync::atomic::AtomicU32>,
+}
+
+impl Sequence {
+    fn new(name: &'static str, answers: Vec<Result<&'static str, &'static str>>) -> Self {
+        Self {
+            name,
+            answers: std::sync::Arc::new(std::sync::Mutex::new(answers)),
+            runs: std::sync::Arc::default(),
+        }
+    }
+}
+
+impl agent_core::Tool for Sequence {
+    fn definition(&self) -> agent_core::ToolDefinition {
+        agent_core::ToolDefinition::new(
+            self.name,
+            "Check a job's status.",
+            json!({"type": "object", "properties": {"job_id": {"type": "string"}},
+                   "required": ["job_id"]}),
+        )
+    }
+
+    fn call<'a>(
+        &'a self,
+        _arguments: serde_json::Value,
+        _context: agent_core::ToolContext,
+    ) -> agent_core::ToolFuture<'a> {
+        self.runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let mut answers = self.answers.lock().unwrap();
+        let answer = if answers.len() > 1 {
+            answers.remove(0)
+        } else {
+            answers[0]
+        };
+        Box::pin(async move {
+            answer
+                .map(str::to_owned)
+                .map_err(agent_core::ToolError::new)
+        })
+    }
+}
+
+// C31: polling the same job with the same arguments is progress while the status
+// changes; the run ends Ok after 2 executions.
+#[tokio::test]
+async fn c31_polling_with_a_changing_result_is_progress() {
+    let status = Sequence::new("job_status", vec![Ok("running"), Ok("done")]);
+    let model = ScriptedModel::new()
+        .tool_call("job_status", json!({"job_id": "J1"}))
+        .tool_call("job_status", json!({"job_id": "J1"}))
+        .submit(valid());
+    let config = builder(&model, &[]).tool(status.clone()).build().unwrap();
+    let r = run_agent(&config, "ticket").await;
+    assert!(r.is_ok(), "{:?}", r.outcome);
     assert_eq!((r.usage.llm_calls, r.usage.tool_calls), (3, 2));
+    assert_eq!(last_results(&model.requests()[2])[0].content, "done");
+}
+
+// C31, its sibling: a retry after a tool error is progress too.
+#[tokio::test]
+async fn c31_a_retry_after_a_tool_error_is_progress() {
+    let reserve = Sequence::new("job_status", vec![Err("busy, try again"), Ok("reserved")]);
+    let model = ScriptedModel::new()
+        .tool_call("job_status", json!({"job_id": "J1"}))
+        .tool_call("job_status", json!({"job_id": "J1"}))
+        .submit(valid());
+    let config = builder(&model, &[]).tool(reserve.clone()).build().unwrap();
+    let r = run_agent(&config, "ticket").await;
+    assert!(r.is_ok(), "{:?}", r.outcome);
+    assert_eq!(r.usage.tool_calls, 2);
+}
+
+// C31, the truly stuck case: the same call, the same result again.
+#[tokio::test]
+async fn c31_polling_that_returns_the_same_status_again_is_stuck() {
+    let status = Sequence::new("job_status", vec![Ok("running"), Ok("done"), Ok("done")]);
+    let model = ScriptedModel::new()
+        .tool_call("job_status", json!({"job_id": "J1"}))
+        .tool_call("job_status", json!({"job_id": "J1"}))
+        .tool_call("job_status", json!({"job_id": "J1"}))
+        .submit(valid());
+    let config = builder(&model, &[]).tool(status.clone()).build().unwrap();
+    let r = run_agent(&config, "ticket").await;
+    assert_eq!(
+        r.outcome.unwrap_err(),
+        AgentError::Stuck {
+            reason: StuckReason::RepeatedCall {
+                tool: "job_status".into(),
+                arguments: r#"{"job_id":"J1"}"#.into(),
+                times: 2
+            }
+        }
+    );
+    assert_eq!((r.usage.llm_calls, r.usage.tool_calls), (3, 3));
+}
+
+// Errors whose text varies still add up: the call failing 3 times in a row (limit 2 + 1)
+// is stuck.
+#[tokio::test]
+async fn a_call_failing_again_and_again_is_stuck_one_later() {
+    let failing = Sequence::new(
+        "job_status",
+        vec![Err("busy (1)"), Err("busy (2)"), Err("busy (3)")],
+    );
+    let model = ScriptedModel::new()
+        .tool_call("job_status", json!({"job_id": "J1"}))
+        .tool_call("job_status", json!({"job_id": "J1"}))
+        .tool_call("job_status", json!({"job_id": "J1"}))
+        .submit(valid());
+    let config = builder(&model, &[]).tool(failing).build().unwrap();
+    let r = run_agent(&config, "ticket").await;
+    assert_eq!(r.category(), Some("stuck"));
+    assert_eq!((r.usage.llm_calls, r.usage.tool_calls), (3, 3));
 }
 
 #[tokio::test]

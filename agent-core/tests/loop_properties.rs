@@ -1,4 +1,5 @@
-//! Property test of the run loop over random scripts of model behaviour and random
+//! Property test of the run loop over random scripts of model behaviour (fatal tool
+//! errors, refusals, cut-off turns and a dynamic tool set among them) and random
 //! budgets: every run returns; exactly one of value or error; `llm_calls <=
 //! max_llm_calls`; tool executions `<= max_tool_calls`; every call id answered in every
 //! request; and the error's category is the one the last transition implies, computed by
@@ -16,7 +17,7 @@ mod common;
 use std::time::Duration;
 
 use agent_core::testing::{ScriptStep, ScriptedModel};
-use agent_core::{AgentResult, LlmError, LlmResponse, ToolCall, run_agent};
+use agent_core::{AgentResult, LlmError, LlmResponse, StopReason, ToolCall, run_agent};
 use common::*;
 use proptest::prelude::*;
 use serde_json::json;
@@ -30,15 +31,20 @@ enum Call {
     Slow,
     Unknown,
     BadArguments,
+    /// A tool that fails fatally: the run stops after the turn (`tool_fatal`).
+    Fatal,
 }
 
 impl Call {
-    /// Whether the runner executes it (given budget left).
-    fn executes(self) -> bool {
-        matches!(
-            self,
-            Call::Echo | Call::Failing | Call::Panicking | Call::Slow
-        )
+    /// Whether the runner executes it in round trip `turn` (given budget left). The
+    /// config's `tools_for` offers `slow` only in odd turns: a call to it in an even
+    /// turn is answered as unknown.
+    fn executes(self, turn: u32) -> bool {
+        match self {
+            Call::Echo | Call::Failing | Call::Panicking | Call::Fatal => true,
+            Call::Slow => turn % 2 == 1,
+            Call::Unknown | Call::BadArguments => false,
+        }
     }
 }
 
@@ -53,6 +59,12 @@ enum Step {
     Text,
     Empty,
     Tools(Vec<Call>),
+    /// A tool turn whose last call was cut by `max_tokens` (C28): the others run.
+    CutTools(Vec<Call>),
+    /// A valid-looking submission cut by `max_tokens` (C28): a validation retry.
+    CutSubmit,
+    /// A refusal (C27): the run ends.
+    Refusal,
     Transient,
     Permanent,
 }
@@ -63,6 +75,7 @@ fn call_strategy() -> impl Strategy<Value = Call> {
         2 => Just(Call::Failing),
         1 => Just(Call::Panicking),
         1 => Just(Call::Slow),
+        1 => Just(Call::Fatal),
         1 => Just(Call::Unknown),
         1 => Just(Call::BadArguments),
     ]
@@ -78,6 +91,9 @@ fn step_strategy() -> impl Strategy<Value = Step> {
         2 => Just(Step::Text),
         1 => Just(Step::Empty),
         4 => prop::collection::vec(call_strategy(), 1..4).prop_map(Step::Tools),
+        1 => prop::collection::vec(call_strategy(), 1..3).prop_map(Step::CutTools),
+        1 => Just(Step::CutSubmit),
+        1 => Just(Step::Refusal),
         2 => Just(Step::Transient),
         1 => Just(Step::Permanent),
     ]
@@ -139,17 +155,31 @@ fn reference(script: &[Step], b: Budgets) -> Expected {
         let malformed_kind = match step {
             Step::ValidSubmit => return end(None, llm_calls, tool_calls),
             Step::Permanent => return end(Some("llm_permanent_error"), llm_calls, tool_calls),
-            Step::InvalidSubmit | Step::TruncatedSubmit => Some("schema_validation_failed"),
+            Step::Refusal => return end(Some("refused"), llm_calls, tool_calls),
+            Step::InvalidSubmit | Step::TruncatedSubmit | Step::CutSubmit => {
+                Some("schema_validation_failed")
+            }
             Step::DoubleSubmit | Step::SubmitWithTool => Some("ambiguous_tool_turn"),
             Step::Text | Step::Empty => Some("schema_not_called"),
             // The last round trip is a wrap-up turn: only submit_output is offered, and
             // nothing else runs.
-            Step::Tools(_) if llm_calls == b.max_llm_calls => None,
-            Step::Tools(calls) => {
-                for call in calls {
-                    if call.executes() && tool_calls < b.max_tool_calls {
+            Step::Tools(_) | Step::CutTools(_) if llm_calls == b.max_llm_calls => None,
+            // The cut call (the last) never runs; the ones before it are complete.
+            Step::Tools(calls) | Step::CutTools(calls) => {
+                let runnable = match step {
+                    Step::CutTools(_) => &calls[..calls.len() - 1],
+                    _ => &calls[..],
+                };
+                let mut fatal = false;
+                for call in runnable {
+                    if call.executes(llm_calls) && tool_calls < b.max_tool_calls {
                         tool_calls += 1;
+                        fatal |= matches!(call, Call::Fatal);
                     }
+                }
+                // A fatal error ends the run once the whole turn is answered.
+                if fatal {
+                    return end(Some("tool_fatal"), llm_calls, tool_calls);
                 }
                 None
             }
@@ -169,6 +199,7 @@ struct Tools {
     failing: TestTool,
     panicking: TestTool,
     slow: TestTool,
+    fatal: TestTool,
 }
 
 fn script_model(script: &[Step]) -> ScriptedModel {
@@ -200,23 +231,14 @@ fn script_model(script: &[Step]) -> ScriptedModel {
             ]),
             Step::Text => LlmResponse::text("thinking out loud"),
             Step::Empty => LlmResponse::text(""),
-            Step::Tools(calls) => LlmResponse::tool_calls(
-                calls
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| {
-                        let id = format!("{unique}-{i}");
-                        match c {
-                            Call::Echo => model.call("lookup", order(&id)),
-                            Call::Failing => model.call("failing", order(&id)),
-                            Call::Panicking => model.call("panicking", order(&id)),
-                            Call::Slow => model.call("slow", order(&id)),
-                            Call::Unknown => model.call("no_such_tool", order(&id)),
-                            Call::BadArguments => model.call("lookup", json!({"id": id})),
-                        }
-                    })
-                    .collect(),
-            ),
+            Step::Tools(calls) => LlmResponse::tool_calls(tool_turn(&model, calls, &unique)),
+            Step::CutTools(calls) => LlmResponse::tool_calls(tool_turn(&model, calls, &unique))
+                .with_stop_reason(StopReason::MaxTokens),
+            Step::CutSubmit => LlmResponse::tool_calls(vec![model.call("submit_output", valid())])
+                .with_stop_reason(StopReason::MaxTokens),
+            Step::Refusal => {
+                LlmResponse::text("I can't help with that.").with_stop_reason(StopReason::Refusal)
+            }
             Step::Transient => {
                 steps.push(ScriptStep::Fail(
                     LlmError::transient("503 overloaded").with_status(503),
@@ -238,6 +260,25 @@ fn script_model(script: &[Step]) -> ScriptedModel {
     scripted
 }
 
+fn tool_turn(model: &ScriptedModel, calls: &[Call], unique: &str) -> Vec<ToolCall> {
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let id = format!("{unique}-{i}");
+            match c {
+                Call::Echo => model.call("lookup", order(&id)),
+                Call::Failing => model.call("failing", order(&id)),
+                Call::Panicking => model.call("panicking", order(&id)),
+                Call::Slow => model.call("slow", order(&id)),
+                Call::Unknown => model.call("no_such_tool", order(&id)),
+                Call::BadArguments => model.call("lookup", json!({"id": id})),
+                Call::Fatal => model.call("fatal", order(&id)),
+            }
+        })
+        .collect()
+}
+
 fn run_case(script: &[Step], b: Budgets) -> (AgentResult<Triage>, ScriptedModel, Tools) {
     quiet_tool_panics();
     let tools = Tools {
@@ -245,12 +286,21 @@ fn run_case(script: &[Step], b: Budgets) -> (AgentResult<Triage>, ScriptedModel,
         failing: TestTool::new("failing", Behaviour::Fail),
         panicking: TestTool::new("panicking", Behaviour::Panic),
         slow: TestTool::new("slow", Behaviour::Sleep(Duration::from_secs(30))),
+        fatal: TestTool::new("fatal", Behaviour::Fatal),
     };
     let model = script_model(script);
     let config = builder(
         &model,
-        &[&tools.echo, &tools.failing, &tools.panicking, &tools.slow],
+        &[
+            &tools.echo,
+            &tools.failing,
+            &tools.panicking,
+            &tools.slow,
+            &tools.fatal,
+        ],
     )
+    // A dynamic tool set: `slow` is offered in odd round trips only.
+    .tools_for(|state, tool| tool.name != "slow" || state.turn % 2 == 1)
     .wrap_up(true)
     .max_llm_calls(b.max_llm_calls)
     .max_tool_calls(b.max_tool_calls)
@@ -301,7 +351,8 @@ proptest! {
         prop_assert!(result.usage.tool_calls <= b.max_tool_calls);
         prop_assert_eq!(result.usage.llm_calls, expected.llm_calls);
         prop_assert_eq!(result.usage.tool_calls, expected.tool_calls);
-        let executed = tools.echo.runs() + tools.failing.runs() + tools.panicking.runs() + tools.slow.runs();
+        let executed = tools.echo.runs() + tools.failing.runs() + tools.panicking.runs()
+            + tools.slow.runs() + tools.fatal.runs();
         prop_assert_eq!(executed, result.usage.tool_calls);
         prop_assert_eq!(model.request_count() as u32, result.usage.llm_calls);
         // Every call id answered in every request, and in the transcript.

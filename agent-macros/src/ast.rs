@@ -24,6 +24,8 @@ pub(crate) struct Output {
     pub(crate) description: String,
     /// The `validate = path` fn.
     pub(crate) validate: Option<Path>,
+    /// The `partial = path` fn.
+    pub(crate) partial: Option<Path>,
 }
 
 /// The span of an item's leading keyword (`enum`, `fn`, ...), to point at the item
@@ -109,6 +111,7 @@ impl Output {
             item,
             description,
             validate: args.validate,
+            partial: args.partial,
         })
     }
 }
@@ -185,6 +188,8 @@ pub(crate) struct ToolFn {
     pub(crate) description: String,
     pub(crate) params: Vec<Param>,
     pub(crate) returns: Returns,
+    /// `#[tool(irreversible)]`.
+    pub(crate) irreversible: bool,
 }
 
 impl ToolFn {
@@ -203,6 +208,7 @@ impl ToolFn {
         let mut params = parse_params(&mut item, &mut errors);
         attach_descriptions(&item.sig.ident, args.params, &mut params, &mut errors);
         let returns = parse_return(&item.sig.output, &mut errors);
+        let irreversible = args.irreversible;
         let name = match &args.name {
             Some(lit) => {
                 let name = lit.value();
@@ -234,6 +240,7 @@ impl ToolFn {
             description,
             params,
             returns,
+            irreversible,
         })
     }
 }

@@ -74,15 +74,18 @@ pub(crate) struct OutputArgs {
     pub(crate) description: Option<LitStr>,
     /// `validate = path`: a `fn(&Self) -> Result<(), impl Display>`.
     pub(crate) validate: Option<Path>,
+    /// `partial = path`: a `fn(&Self) -> bool`, true for a partial answer.
+    pub(crate) partial: Option<Path>,
 }
 
 impl OutputArgs {
     pub(crate) fn parse(tokens: TokenStream) -> syn::Result<Self> {
         let mut args = Self::default();
-        let mut keys = Keys::new("#[agent_output]", &["description", "validate"]);
+        let mut keys = Keys::new("#[agent_output]", &["description", "validate", "partial"]);
         let parser = syn::meta::parser(|meta| {
             match keys.claim(&meta.path)?.as_str() {
                 "description" => args.description = Some(meta.value()?.parse()?),
+                "partial" => args.partial = Some(meta.value()?.parse()?),
                 _ => args.validate = Some(meta.value()?.parse()?),
             }
             Ok(())
@@ -101,16 +104,29 @@ pub(crate) struct ToolArgs {
     pub(crate) description: Option<LitStr>,
     /// `params(arg = "...", ..)`: parameter descriptions, by parameter name.
     pub(crate) params: Vec<(Ident, LitStr)>,
+    /// `irreversible`: a successful call cannot be taken back.
+    pub(crate) irreversible: bool,
 }
 
 impl ToolArgs {
     pub(crate) fn parse(tokens: TokenStream) -> syn::Result<Self> {
         let mut args = Self::default();
-        let mut keys = Keys::new("#[tool]", &["name", "description", "params"]);
+        let mut keys = Keys::new(
+            "#[tool]",
+            &["name", "description", "params", "irreversible"],
+        );
         let parser = syn::meta::parser(|meta| {
             match keys.claim(&meta.path)?.as_str() {
                 "name" => args.name = Some(meta.value()?.parse()?),
                 "description" => args.description = Some(meta.value()?.parse()?),
+                "irreversible" => {
+                    if !meta.input.is_empty() && !meta.input.peek(syn::Token![,]) {
+                        return Err(
+                            meta.error("`irreversible` is a flag: write `#[tool(irreversible)]`")
+                        );
+                    }
+                    args.irreversible = true;
+                }
                 _ => meta.parse_nested_meta(|param| {
                     let ident = param.path.require_ident()?.clone();
                     if args

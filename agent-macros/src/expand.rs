@@ -36,6 +36,13 @@ pub(crate) fn agent_output(args: TokenStream, input: TokenStream) -> syn::Result
             ::agent_core::__private::run_output_check(#path, &value)?;
         }
     });
+    let partial = output.partial.as_ref().map(|path| {
+        quote_spanned! {path.span()=>
+            fn is_partial(&self) -> bool {
+                ::agent_core::__private::run_partial_check(#path, self)
+            }
+        }
+    });
     let checks = json::checks(
         Site::Output,
         Some(ident),
@@ -69,6 +76,8 @@ pub(crate) fn agent_output(args: TokenStream, input: TokenStream) -> syn::Result
                 #check
                 ::core::result::Result::Ok(value)
             }
+
+            #partial
         }
     })
 }
@@ -173,6 +182,7 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenSt
     let doc = format!(
         "The tool `{name}` made by `#[tool]` from the fn `{fn_ident}`: list it in `tools![..]`."
     );
+    let irreversible = tool.irreversible;
     Ok(quote! {
         #item
 
@@ -220,6 +230,10 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenSt
 
                 fn required_state(&self) -> ::std::vec::Vec<::agent_core::StateRequirement> {
                     ::std::vec![#(::agent_core::StateRequirement::of::<#states>()),*]
+                }
+
+                fn irreversible(&self) -> bool {
+                    #irreversible
                 }
             }
         };

@@ -104,6 +104,9 @@ pub struct Args {
     /// `--labels FILE|none`: expected severity and queue per ticket (default
     /// `examples/data/labels.json`; `none` skips the accuracy report).
     pub labels: Option<PathBuf>,
+    /// `--store PATH_OR_URL`: record every run (an SQLite file, created if missing, or a
+    /// `postgres://` URL); read it back with the `runs` example.
+    pub store: Option<String>,
 }
 
 /// The usage text: every flag.
@@ -121,6 +124,8 @@ pub const USAGE: &str = "usage: triage [FLAGS]
   --max-llm-calls N     round-trip cap per ticket
   --labels FILE|none    expected severity and queue per ticket, for the accuracy
                         report (default examples/data/labels.json)
+  --store PATH_OR_URL   record every run in an SQLite file (created if missing) or a
+                        postgres:// URL; read it back with the `runs` example
   -h, --help            this text";
 
 impl Args {
@@ -140,6 +145,7 @@ impl Args {
             max_llm_calls: None,
             output_mode: None,
             labels: Some(crate::triage::data_dir().join("labels.json")),
+            store: None,
         };
         let mut parser = lexopt::Parser::from_env();
         let text = |e: lexopt::Error| e.to_string();
@@ -169,6 +175,9 @@ impl Args {
                 Long("labels") => {
                     let value: PathBuf = parser.value().map_err(text)?.into();
                     args.labels = (value.as_os_str() != "none").then_some(value);
+                }
+                Long("store") => {
+                    args.store = Some(parser.value().map_err(text)?.string().map_err(text)?);
                 }
                 Short('h') | Long("help") => return Ok(None),
                 other => return Err(other.unexpected().to_string()),

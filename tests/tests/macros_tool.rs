@@ -310,3 +310,42 @@ async fn a_whole_run_calls_the_tool_with_state_and_context() {
         [("call_1".to_owned(), result.trace_id.to_string())]
     );
 }
+
+/// Issue a refund: cannot be taken back.
+#[tool(irreversible)]
+async fn issue_refund(order_id: String) -> Result<String, agent_core::ToolError> {
+    if order_id == "LOCKED" {
+        return Err(agent_core::ToolError::fatal(
+            "the payment system is locked; a person must check this order",
+        ));
+    }
+    if order_id.is_empty() {
+        return Err(agent_core::ToolError::new("no order id"));
+    }
+    Ok(format!("refunded {order_id}"))
+}
+
+#[test]
+fn irreversible_is_declared_by_the_attribute_and_off_by_default() {
+    assert!(issue_refund {}.irreversible());
+    assert!(!greet {}.irreversible());
+}
+
+#[tokio::test]
+async fn a_tool_error_returned_by_a_tool_fn_keeps_whether_it_is_fatal() {
+    let ctx = context_with(StateMap::new());
+    let fatal = issue_refund {}
+        .call(serde_json::json!({"order_id": "LOCKED"}), ctx.clone())
+        .await
+        .unwrap_err();
+    assert!(fatal.is_fatal());
+    assert_eq!(
+        fatal.message(),
+        "the payment system is locked; a person must check this order"
+    );
+    let plain = issue_refund {}
+        .call(serde_json::json!({"order_id": ""}), ctx)
+        .await
+        .unwrap_err();
+    assert!(!plain.is_fatal());
+}

@@ -9,18 +9,31 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backoff::Backoff;
 use crate::config::{AgentConfig, ConfigError};
+use crate::error::Ending;
 use crate::grader::Grader;
+use crate::handover::RunState;
 use crate::llm::LlmClient;
 use crate::observe::Observer;
-use crate::output::{AgentOutput, OutputMode};
+use crate::output::{AgentOutput, OutputMode, PromptCaching};
 use crate::pricing::{ModelPrice, Pricing};
 use crate::providers::{ApiKey, ProviderOptions};
 use crate::registry::ToolRegistry;
-use crate::tool::{StateMap, StateRequirement, Tool};
+use crate::result::AgentResult;
+use crate::store::StoreSettings;
+use crate::tool::{StateMap, StateRequirement, Tool, ToolDefinition};
+use std::collections::BTreeMap;
 
 /// A check on a validated value that a schema cannot express; its error is fed back to
 /// the model like a schema error.
 pub type OutputValidator<T> = Arc<dyn Fn(&T) -> Result<(), String> + Send + Sync>;
+
+/// Which tools are offered in a turn, from the run's state: called once per user tool
+/// before each round trip (see the builder's `tools_for`).
+pub type ToolFilter = Arc<dyn Fn(&RunState<'_>, &ToolDefinition) -> bool + Send + Sync>;
+
+/// The customer message of a result, when a config wants one other than its templates
+/// (see the builder's `customer_message_fn`); `None` falls back to the templates.
+pub type CustomerMessageFn<T> = Arc<dyn Fn(&AgentResult<T>) -> Option<String> + Send + Sync>;
 
 /// Every setting of a config. Kept whole inside the config so `with_` can derive variants.
 pub(crate) struct Settings<T> {
@@ -54,9 +67,14 @@ pub(crate) struct Settings<T> {
     pub(crate) escalation: bool,
     pub(crate) wrap_up: bool,
     pub(crate) output_mode: OutputMode,
+    pub(crate) prompt_caching: PromptCaching,
+    pub(crate) tools_for: Option<ToolFilter>,
+    pub(crate) customer_messages: BTreeMap<Ending, String>,
+    pub(crate) customer_message_fn: Option<CustomerMessageFn<T>>,
     pub(crate) grader: Option<Arc<dyn Grader<T>>>,
     pub(crate) output_validator: Option<OutputValidator<T>>,
     pub(crate) observer: Option<Arc<dyn Observer>>,
+    pub(crate) stores: StoreSettings,
 }
 
 impl<T> Clone for Settings<T> {
@@ -92,9 +110,14 @@ impl<T> Clone for Settings<T> {
             escalation: self.escalation,
             wrap_up: self.wrap_up,
             output_mode: self.output_mode,
+            prompt_caching: self.prompt_caching,
+            tools_for: self.tools_for.clone(),
+            customer_messages: self.customer_messages.clone(),
+            customer_message_fn: self.customer_message_fn.clone(),
             grader: self.grader.clone(),
             output_validator: self.output_validator.clone(),
             observer: self.observer.clone(),
+            stores: self.stores.clone(),
         }
     }
 }
@@ -132,9 +155,14 @@ impl<T> Settings<T> {
             escalation: false,
             wrap_up: true,
             output_mode: OutputMode::Auto,
+            prompt_caching: PromptCaching::Auto,
+            tools_for: None,
+            customer_messages: BTreeMap::new(),
+            customer_message_fn: None,
             grader: None,
             output_validator: None,
             observer: None,
+            stores: StoreSettings::default(),
         }
     }
 }
@@ -292,8 +320,11 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         backoff: Backoff
     );
     setter!(
-        /// How many identical calls (same tool, same canonical arguments) make the run
-        /// `stuck` (default 2; at least 2).
+        /// How many times in a row the same call (same tool, same canonical arguments)
+        /// may return the same result before the run is `stuck` (default 2; at least 2);
+        /// the same call failing `repeated_call_limit + 1` times in a row is stuck too. A
+        /// repeat whose result changed (polling a job until it is done, a retry after
+        /// "busy, try again") is progress and resets the count.
         repeated_call_limit: u32
     );
     setter!(
@@ -329,8 +360,20 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         /// to support it ([`ConfigError::UnsupportedOutputMode`]).
         output_mode: OutputMode
     );
+    setter!(
+        /// Whether the tool definitions and system prompt are marked for the provider's
+        /// prompt cache (default [`PromptCaching::Auto`]: when they are about 1,024
+        /// tokens or more). See [`PromptCaching`] for what each provider does.
+        prompt_caching: PromptCaching
+    );
 
-    /// Sampling temperature (0.0 to 2.0).
+    /// Sampling temperature (0.0 to 2.0; `build()` rejects others).
+    ///
+    /// Some providers take less, and the adapter sends what they take: Anthropic's
+    /// range is 0.0 to 1.0 (a higher value is sent as 1.0), and OpenAI's reasoning
+    /// models (o1, o3, o4, gpt-5 but not `-chat`) take none (it is left out).
+    /// `build()` logs a `tracing` warning naming the model and what is sent whenever it
+    /// differs from the value set here.
     #[must_use]
     pub fn temperature(mut self, temperature: f32) -> Self {
         self.settings.temperature = Some(temperature);
@@ -455,6 +498,56 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     #[must_use]
     pub fn cancellation(mut self, token: CancellationToken) -> Self {
         self.settings.cancellation = Some(token);
+        self
+    }
+
+    /// Chooses the user tools offered in each turn from the run's state: `keep(state,
+    /// tool)` is asked for every user tool before each round trip, and a tool it
+    /// rejects is not offered in that turn (no refund tool once a refund ran, say:
+    /// `|state, tool| !(tool.name == "refund" && state.succeeded("refund"))`).
+    /// `submit_output` and `escalate_to_human` are always offered; a call to a tool not
+    /// offered in its turn is answered as an unknown tool, never run. The wrap-up turn
+    /// offers no user tool anyway.
+    #[must_use]
+    pub fn tools_for(
+        mut self,
+        keep: impl Fn(&RunState<'_>, &ToolDefinition) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.settings.tools_for = Some(Arc::new(keep));
+        self
+    }
+
+    /// The message for the customer when a run ends with `ending`
+    /// (`AgentResult::customer_message`). `{trace_id}` in the template becomes the
+    /// run's trace id (a reference for support). Without one, the defaults are:
+    ///
+    /// | ending | default |
+    /// |---|---|
+    /// | answered | "Thank you, we have received your request and it is being processed." |
+    /// | escalated | "Thank you. Your request has been passed to a member of our team, who will get back to you." |
+    /// | exhausted, stuck | "We could not complete your request automatically. Please contact support and quote reference {trace_id}." |
+    /// | failed | "We could not process your request because of a technical problem. Please try again later, or contact support and quote reference {trace_id}." |
+    ///
+    /// None of them claims that anything was resolved: only the config knows what an
+    /// answer means for its customers.
+    #[must_use]
+    pub fn customer_message(mut self, ending: Ending, template: impl Into<String>) -> Self {
+        self.settings
+            .customer_messages
+            .insert(ending, template.into());
+        self
+    }
+
+    /// A customer message computed from the whole result (the answer's fields, the
+    /// handover, the ending); `None` falls back to the templates of
+    /// [`customer_message`](Self::customer_message). Called once per run, behind a catch
+    /// boundary (a panic falls back too).
+    #[must_use]
+    pub fn customer_message_fn(
+        mut self,
+        f: impl Fn(&AgentResult<T>) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.settings.customer_message_fn = Some(Arc::new(f));
         self
     }
 

@@ -2,6 +2,8 @@
 
 mod builder;
 mod error;
+mod fingerprint;
+mod stores;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -14,7 +16,7 @@ pub use builder::{AgentConfigBuilder, OutputValidator};
 pub use error::ConfigError;
 
 use crate::llm::{LlmClient, OutputSpec};
-use crate::output::{AgentOutput, OutputMode, SUBMIT_OUTPUT};
+use crate::output::{AgentOutput, OutputMode, PromptCaching, SUBMIT_OUTPUT};
 use crate::pricing::ModelPrice;
 use crate::providers::{self, PREFIXES};
 use crate::tool::{StateMap, Tool, ToolDefinition};
@@ -45,6 +47,8 @@ pub(crate) struct CompiledTool {
     pub(crate) tool: Arc<dyn Tool>,
     pub(crate) definition: ToolDefinition,
     pub(crate) validator: SchemaValidator,
+    /// `Tool::irreversible`, asked once.
+    pub(crate) irreversible: bool,
 }
 
 /// A config after `build()`: the settings plus everything derived from them once.
@@ -59,15 +63,24 @@ pub(crate) struct Compiled<T> {
     /// Every tool offered in an ordinary turn: user tools, then `submit_output`, then
     /// `escalate_to_human` when enabled.
     pub(crate) offered: Arc<[ToolDefinition]>,
-    /// The tools offered in the wrap-up turn: `submit_output` alone (tool mode).
+    /// The tools offered in the wrap-up turn (tool mode): `submit_output`, and
+    /// `escalate_to_human` when escalation is on.
     pub(crate) wrap_up_offered: Option<Arc<[ToolDefinition]>>,
+    /// The tool sets `tools_for` chose so far, by which user tools they keep (one bit
+    /// per tool, up to 64 tools), so each set is one `Arc` (and is encoded once).
+    pub(crate) subsets: std::sync::Mutex<HashMap<u64, Arc<[ToolDefinition]>>>,
     /// How a run ends with a value.
     pub(crate) output: OutputPlan,
     /// The system prompt as sent: the user's, plus the schema instruction in prompted
     /// mode.
     pub(crate) system_prompt: Option<String>,
+    /// Whether requests mark their prefix for the prompt cache (`PromptCaching`
+    /// resolved).
+    pub(crate) prompt_cache: bool,
     pub(crate) price: Option<ModelPrice>,
     pub(crate) escalation_validator: Option<SchemaValidator>,
+    /// The stable hash of what changes behaviour (see [`AgentConfig::fingerprint`]).
+    pub(crate) fingerprint: String,
 }
 
 /// How a run of a config ends with a value.
@@ -168,10 +181,32 @@ impl<T: AgentOutput> AgentConfig<T> {
         self.inner.output.mode()
     }
 
+    /// Whether requests mark their tool definitions and system prompt for the
+    /// provider's prompt cache (the builder's `prompt_caching`, resolved).
+    pub fn prompt_caching(&self) -> bool {
+        self.inner.prompt_cache
+    }
+
     /// The system prompt as sent to the model: the one set on the builder, plus, in
     /// [`OutputMode::Prompted`], the answer's schema and how to give it.
     pub fn effective_system_prompt(&self) -> Option<&str> {
         self.inner.system_prompt.as_deref()
+    }
+
+    /// A stable hash of everything that changes the agent's behaviour: the model (and
+    /// provider), the system prompt, every offered tool definition (so the output
+    /// schema too), the budgets, timeouts and guards, and the memory and retrieval
+    /// settings. 16 lowercase hex digits (64-bit FNV-1a of a canonical JSON rendering),
+    /// the same on every platform and Rust version. The name, the variant label,
+    /// observers, state and the stores themselves do not count: two configs that would
+    /// send the same requests share a fingerprint.
+    pub fn fingerprint(&self) -> &str {
+        &self.inner.fingerprint
+    }
+
+    /// The variant label set with the builder's `variant` (recorded with every run).
+    pub fn variant(&self) -> Option<&str> {
+        self.inner.settings.stores.variant.as_deref()
     }
 
     /// Checks and freezes `settings`; `parent` is the config a `with_` variant derives
@@ -208,6 +243,21 @@ impl<T: AgentOutput> AgentConfig<T> {
                 });
             }
         };
+        if let Some(t) = settings.temperature {
+            let sent = client.as_ref().effective_temperature(&wire_model, t);
+            if sent != Some(t) {
+                tracing::warn!(
+                    model = %wire_model,
+                    requested = t,
+                    sent = ?sent,
+                    "temperature {t} is not what this model gets: {}",
+                    match sent {
+                        Some(s) => format!("the provider's range caps it at {s}"),
+                        None => "the model takes no temperature, so none is sent".to_owned(),
+                    }
+                );
+            }
+        }
         let price_key = settings.model.as_deref().unwrap_or(&wire_model);
         let price = settings.pricing.price_of(price_key);
         if let Some(p) = price.filter(|p| !p.is_valid()) {
@@ -233,9 +283,9 @@ impl<T: AgentOutput> AgentConfig<T> {
             )?,
         };
         let mut offered: Vec<ToolDefinition> = tools.iter().map(|t| t.definition.clone()).collect();
-        let mut wrap_up_offered = None;
+        let mut wrap_up: Vec<ToolDefinition> = Vec::new();
         if let (OutputPlan::Tool, Some(def)) = (&output, T::output_tool()) {
-            wrap_up_offered = Some(Arc::from(vec![def.clone()]));
+            wrap_up.push(def.clone());
             offered.push(def);
         }
         // Prompted mode, and native mode where the server constrains decoding without
@@ -264,13 +314,32 @@ impl<T: AgentOutput> AgentConfig<T> {
                     message,
                 }
             })?;
+            // At its limit a model may still hand over, with its summary.
+            if !wrap_up.is_empty() {
+                wrap_up.push(def.clone());
+            }
             offered.push(def);
             Some(validator)
         } else {
             None
         };
+        let wrap_up_offered = (!wrap_up.is_empty()).then(|| Arc::from(wrap_up));
+        let prompt_cache = match settings.prompt_caching {
+            PromptCaching::On => true,
+            PromptCaching::Off => false,
+            _ => {
+                let bytes = system_prompt.as_ref().map_or(0, String::len)
+                    + offered
+                        .iter()
+                        .map(|t| t.description.len() + t.parameters.to_string().len())
+                        .sum::<usize>();
+                (bytes as u64).div_ceil(4) >= PromptCaching::AUTO_MIN_TOKENS
+            }
+        };
+        let fingerprint = fingerprint::of(&settings, &offered, &wire_model, client.provider());
         Ok(Self {
             inner: Arc::new(Compiled {
+                fingerprint,
                 state: Arc::new(settings.state.clone()),
                 settings,
                 client,
@@ -279,8 +348,10 @@ impl<T: AgentOutput> AgentConfig<T> {
                 tool_index,
                 offered: Arc::from(offered),
                 wrap_up_offered,
+                subsets: std::sync::Mutex::new(HashMap::new()),
                 output,
                 system_prompt,
+                prompt_cache,
                 price,
                 escalation_validator,
             }),
@@ -459,7 +530,7 @@ fn check_settings<T>(s: &Settings<T>) -> Result<(), ConfigError> {
             "a response needs some bytes",
         ));
     }
-    Ok(())
+    stores::check(&s.stores)
 }
 
 /// Whether `name` matches `^[A-Za-z0-9_-]{1,64}$`.
@@ -521,6 +592,7 @@ fn compile_tools<T>(s: &Settings<T>) -> Result<ToolTable, ConfigError> {
         }
         let validator = check_object_schema(name, &entry.definition.parameters)?;
         tools.push(CompiledTool {
+            irreversible: entry.tool.irreversible(),
             tool: Arc::clone(&entry.tool),
             definition: entry.definition.clone(),
             validator,

@@ -130,6 +130,16 @@ impl LlmClient for AnthropicClient {
     fn output_capabilities(&self, model: &str) -> OutputCapabilities {
         OutputCapabilities::new(true, anthropic_native_output(model))
     }
+
+    /// Anthropic takes a temperature from 0.0 to 1.0 (source: Messages API reference,
+    /// `temperature`); a higher one is clamped to 1.0.
+    fn effective_temperature(&self, _model: &str, requested: f32) -> Option<f32> {
+        Some(clamp_temperature(requested))
+    }
+}
+
+fn clamp_temperature(t: f32) -> f32 {
+    t.clamp(0.0, 1.0)
 }
 
 /// Whether a Claude model takes `output_config.format`: version 4.5 or newer, read from
@@ -156,7 +166,7 @@ struct Body<'a> {
     model: &'a str,
     max_tokens: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
-    system: Option<&'a str>,
+    system: Option<System<'a>>,
     messages: Vec<WireMessage<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<&'a RawValue>,
@@ -218,7 +228,35 @@ struct WireTool<'a> {
     #[serde(skip_serializing_if = "str::is_empty")]
     description: &'a str,
     input_schema: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
 }
+
+/// The system prompt: a string, or one text block carrying a prompt-cache breakpoint.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum System<'a> {
+    Text(&'a str),
+    Blocks([SystemBlock<'a>; 1]),
+}
+
+#[derive(Serialize)]
+struct SystemBlock<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+    cache_control: CacheControl,
+}
+
+/// `{"type": "ephemeral"}`: cache the prompt up to and including this block (tools,
+/// then system, then messages, in that order).
+#[derive(Clone, Copy, Serialize)]
+struct CacheControl {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+const EPHEMERAL: CacheControl = CacheControl { kind: "ephemeral" };
 
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -237,25 +275,46 @@ pub(crate) fn encode(request: &LlmRequest, cache: &WireCache) -> Result<Vec<u8>,
     let failed = |e: serde_json::Error| {
         LlmError::permanent(format!("cannot serialize the anthropic request: {e}"))
     };
+    let system = request.system.as_deref().filter(|s| !s.trim().is_empty());
+    // Prompt caching: one breakpoint at the end of the stable prefix, the system prompt
+    // when there is one (which caches the tools before it too), else the last tool.
+    let mark_tools = request.prompt_cache && system.is_none();
     let tools = if request.tools.is_empty() {
         None
     } else {
+        let set = if mark_tools {
+            &cache.tools_marked
+        } else {
+            &cache.tools
+        };
         Some(
-            cache
-                .tools
-                .get_or_encode(&request.tools, |defs| {
-                    raw(&defs
-                        .iter()
-                        .map(|def| WireTool {
-                            name: &def.name,
-                            description: &def.description,
-                            input_schema: schema::for_anthropic(&def.parameters),
-                        })
-                        .collect::<Vec<_>>())
-                })
-                .map_err(failed)?,
+            set.get_or_encode(&request.tools, |defs| {
+                let last = defs.len().saturating_sub(1);
+                raw(&defs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, def)| WireTool {
+                        name: &def.name,
+                        description: &def.description,
+                        input_schema: schema::for_anthropic(&def.parameters),
+                        cache_control: (mark_tools && i == last).then_some(EPHEMERAL),
+                    })
+                    .collect::<Vec<_>>())
+            })
+            .map_err(failed)?,
         )
     };
+    let system = system.map(|text| {
+        if request.prompt_cache {
+            System::Blocks([SystemBlock {
+                kind: "text",
+                text,
+                cache_control: EPHEMERAL,
+            }])
+        } else {
+            System::Text(text)
+        }
+    });
     // Native output mode, the GA shape (no beta header):
     // `output_config: {format: {type: "json_schema", schema}}`.
     let output_config = match request.output.as_ref().filter(|spec| spec.is_native()) {
@@ -275,7 +334,7 @@ pub(crate) fn encode(request: &LlmRequest, cache: &WireCache) -> Result<Vec<u8>,
     let body = Body {
         model: &request.model,
         max_tokens: request.max_tokens,
-        system: request.system.as_deref().filter(|s| !s.trim().is_empty()),
+        system,
         messages: messages(&request.messages),
         tools: tools.as_deref(),
         tool_choice: if request.tools.is_empty() {
@@ -288,7 +347,7 @@ pub(crate) fn encode(request: &LlmRequest, cache: &WireCache) -> Result<Vec<u8>,
                 _ => WireChoice::Auto,
             })
         },
-        temperature: request.temperature.map(|t| t.clamp(0.0, 1.0)),
+        temperature: request.temperature.map(clamp_temperature),
         output_config: output_config.as_deref(),
     };
     serde_json::to_vec(&body).map_err(failed)
@@ -446,6 +505,7 @@ pub(crate) fn decode(reply: &Reply, key: Option<&ApiKey>) -> Result<LlmResponse,
         Some("max_tokens") => StopReason::MaxTokens,
         Some("stop_sequence") => StopReason::StopSequence,
         Some("refusal") => StopReason::Refusal,
+        Some("model_context_window_exceeded") => StopReason::ContextWindowExceeded,
         Some(other) => StopReason::Other(other.to_owned()),
     };
     let usage = wire.usage.map_or_else(TokenUsage::default, |u| {

@@ -72,6 +72,8 @@ impl<T: ?Sized> EncodeCache<T> {
 pub(crate) struct WireCache {
     /// Encoded `tools` arrays, by tool set.
     pub(crate) tools: EncodeCache<[crate::tool::ToolDefinition]>,
+    /// Encoded `tools` arrays with a prompt-cache breakpoint on the last tool.
+    pub(crate) tools_marked: EncodeCache<[crate::tool::ToolDefinition]>,
     /// Encoded structured-output settings, by output spec.
     pub(crate) output: EncodeCache<crate::llm::OutputSpec>,
 }

@@ -32,6 +32,7 @@
 
 mod anthropic;
 mod classify;
+mod embeddings;
 mod encoded;
 mod history;
 pub(crate) mod http;
@@ -43,6 +44,7 @@ use std::fmt;
 use std::time::Duration;
 
 pub use anthropic::AnthropicClient;
+pub use embeddings::EmbeddingClient;
 pub use openai::OpenAiClient;
 pub use routing::PREFIXES;
 pub(crate) use routing::route;

@@ -211,6 +211,13 @@ impl LlmClient for OpenAiClient {
             }
         }
     }
+
+    /// OpenAI's reasoning models (o1, o3, o4, gpt-5 except `-chat`) reject any
+    /// temperature but the default, so none is sent for them; compatible servers get it
+    /// as set.
+    fn effective_temperature(&self, model: &str, requested: f32) -> Option<f32> {
+        (self.flavor == Flavor::Compatible || accepts_temperature(model)).then_some(requested)
+    }
 }
 
 // ---- request ----
@@ -506,6 +513,10 @@ struct WireMessageOut {
     content: Option<Value>,
     refusal: Option<String>,
     tool_calls: Option<Vec<WireCallOut>>,
+    /// vLLM's and LM Studio's reasoning parsers.
+    reasoning_content: Option<Value>,
+    /// Ollama's.
+    reasoning: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -589,6 +600,7 @@ pub(crate) fn decode(
         ));
     };
     let mut text = content_text(message.content);
+    let reasoning = content_text(message.reasoning_content.or(message.reasoning));
     let mut tool_calls: Vec<ToolCall> = message
         .tool_calls
         .unwrap_or_default()
@@ -620,11 +632,14 @@ pub(crate) fn decode(
         Some("content_filter") => StopReason::ContentFilter,
         Some(other) => StopReason::Other(other.to_owned()),
     };
-    if text.is_empty()
-        && tool_calls.is_empty()
-        && let Some(refusal) = message.refusal.filter(|r| !r.is_empty())
+    // A refusal is its own stop reason, whatever `finish_reason` says (OpenAI sends
+    // "stop" with it); its text is the answer's text when there is no other.
+    if tool_calls.is_empty()
+        && let Some(refusal) = message.refusal.filter(|r| !r.trim().is_empty())
     {
-        text = refusal;
+        if text.trim().is_empty() {
+            text = refusal;
+        }
         stop_reason = StopReason::Refusal;
     }
     let usage = wire.usage.map_or_else(TokenUsage::default, |u| {
@@ -643,6 +658,7 @@ pub(crate) fn decode(
         .with_stop_reason(stop_reason)
         .with_usage(usage);
     response.model = wire.model;
+    response.reasoning = reasoning;
     let body_id = Some(id_text(wire.id)).filter(|id| !id.is_empty());
     response.request_id = request_id(&reply.headers).or(body_id);
     Ok(response)

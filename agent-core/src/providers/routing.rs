@@ -149,7 +149,7 @@ pub(crate) fn route_with(
     })
 }
 
-fn non_empty_name<'m>(name: &'m str, prefix: &str) -> Result<&'m str, String> {
+pub(crate) fn non_empty_name<'m>(name: &'m str, prefix: &str) -> Result<&'m str, String> {
     if name.trim().is_empty() {
         Err(format!(
             "the model name after {prefix} is empty (write {prefix}NAME)"
@@ -161,7 +161,7 @@ fn non_empty_name<'m>(name: &'m str, prefix: &str) -> Result<&'m str, String> {
 
 /// The API root for an `OLLAMA_HOST` value: `http://` added when no scheme is given,
 /// `/v1` appended unless present (`0.0.0.0:11434` → `http://0.0.0.0:11434/v1`).
-fn ollama_base(host: &str) -> String {
+pub(crate) fn ollama_base(host: &str) -> String {
     let host = host.trim().trim_end_matches('/');
     let with_scheme = if host.contains("://") {
         host.to_owned()

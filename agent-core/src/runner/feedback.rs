@@ -37,10 +37,29 @@ pub(crate) fn unusable_arguments(tool: &str, error: &str) -> String {
     format!("{tool} was not run: {error}. Call it again with a complete JSON object as arguments.")
 }
 
-pub(crate) fn plain_text_nudge() -> String {
+/// The nudge after a plain-text turn in tool mode; `cut` is the output cap when the
+/// reply stopped at it.
+pub(crate) fn plain_text_nudge(cut: Option<u32>) -> String {
+    let mut text = match cut {
+        Some(cap) => format!(
+            "Your reply was cut off at the output limit (max_tokens, {cap} tokens) before it \
+             held an answer. "
+        ),
+        None => "You answered in text. ".to_owned(),
+    };
+    text.push_str(&format!(
+        "To finish, call the {SUBMIT_OUTPUT} tool once, alone in its turn, with arguments \
+         that match its schema."
+    ));
+    text
+}
+
+/// Why a call cut off by the output cap was not run (shown to the model, and the
+/// attempt's message when it was `submit_output`).
+pub(crate) fn cut_call(cap: u32) -> String {
     format!(
-        "You answered in text. To finish, call the {SUBMIT_OUTPUT} tool once, alone in its turn, \
-         with arguments that match its schema."
+        "the output hit max_tokens ({cap} tokens) while this call was being written, so its \
+         arguments are truncated; send it again with shorter arguments"
     )
 }
 

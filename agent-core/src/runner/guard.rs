@@ -47,11 +47,29 @@ fn write_canonical(value: &Value, out: &mut String) {
     }
 }
 
+/// What one call (tool name and canonical arguments) returned last, and how often in
+/// a row.
+struct CallRecord {
+    /// The last result's content and error flag.
+    last: (String, bool),
+    /// Executions in a row that returned that same result (1 for the first).
+    same_streak: u32,
+    /// Executions in a row that returned an error result (any error).
+    error_streak: u32,
+}
+
 /// The state of both guards over one run.
+///
+/// The repeat guard judges progress by results, not by calls: calling a tool again with
+/// the same arguments is fine while the result changes (polling a job until it is done,
+/// retrying after "busy, try again"). A call is stuck when it returned the same result
+/// `repeat_limit` times in a row (the same call, the same answer: nothing can change),
+/// or an error `repeat_limit + 1` times in a row (errors whose text varies, such as a
+/// timestamp, still add up).
 pub(crate) struct Guard {
     repeat_limit: u32,
     no_progress_limit: u32,
-    calls: HashMap<(String, String), u32>,
+    calls: HashMap<(String, String), CallRecord>,
     seen_results: HashSet<(String, String)>,
     idle_turns: u32,
 }
@@ -67,35 +85,72 @@ impl Guard {
         }
     }
 
-    /// Records the user-tool calls of a turn, before they run; fires when one of them
-    /// reaches the repeat limit. A call counts once per turn (parallel duplicates in one
-    /// turn are one attempt: C6, C11), and a call whose arguments arrived unusable does
-    /// not count (its `{}` is not what the model sent; the no-progress guard still sees
-    /// it).
-    pub(crate) fn record_calls(&mut self, calls: &[ToolCall]) -> Option<StuckReason> {
+    /// Records the user-tool calls of a turn with their results (in the same order);
+    /// fires when a call is stuck (see [`Guard`]) or the turn was the
+    /// `no_progress_limit`-th in a row without new result content.
+    ///
+    /// A call counts once per turn (parallel duplicates in one turn are one attempt:
+    /// C6, C11), and a call whose arguments arrived unusable does not count (its `{}` is
+    /// not what the model sent; the no-progress guard still sees it).
+    pub(crate) fn record_turn(
+        &mut self,
+        calls: &[ToolCall],
+        results: &[ToolResult],
+    ) -> Option<StuckReason> {
         let mut fired = None;
         let mut this_turn: HashSet<(String, String)> = HashSet::new();
-        for call in calls.iter().filter(|c| c.arguments_error.is_none()) {
+        for (call, result) in calls.iter().zip(results) {
+            if call.arguments_error.is_some() {
+                continue;
+            }
             let key = (call.name.clone(), canonical_json(&call.arguments));
             if !this_turn.insert(key.clone()) {
                 continue;
             }
-            let count = self.calls.entry(key.clone()).or_insert(0);
-            *count += 1;
-            if *count >= self.repeat_limit && fired.is_none() {
+            let outcome = (result.content.clone(), result.is_error);
+            let record = self
+                .calls
+                .entry(key.clone())
+                .and_modify(|r| {
+                    r.same_streak = if r.last == outcome {
+                        r.same_streak + 1
+                    } else {
+                        1
+                    };
+                    r.error_streak = if result.is_error {
+                        r.error_streak + 1
+                    } else {
+                        0
+                    };
+                    r.last.clone_from(&outcome);
+                })
+                .or_insert_with(|| CallRecord {
+                    last: outcome.clone(),
+                    same_streak: 1,
+                    error_streak: u32::from(result.is_error),
+                });
+            let times = if record.same_streak >= self.repeat_limit {
+                Some(record.same_streak)
+            } else if record.error_streak > self.repeat_limit {
+                Some(record.error_streak)
+            } else {
+                None
+            };
+            if let (Some(times), None) = (times, &fired) {
                 fired = Some(StuckReason::RepeatedCall {
                     tool: key.0,
                     arguments: key.1,
-                    times: *count,
+                    times,
                 });
             }
         }
-        fired
+        let idle = self.record_results(results);
+        fired.or(idle)
     }
 
     /// Records the results of a tool turn; fires after `no_progress_limit` consecutive
     /// tool turns whose every result (tool name and content) was seen before.
-    pub(crate) fn record_results(&mut self, results: &[ToolResult]) -> Option<StuckReason> {
+    fn record_results(&mut self, results: &[ToolResult]) -> Option<StuckReason> {
         let mut new_content = false;
         for r in results {
             new_content |= self
@@ -127,37 +182,78 @@ mod tests {
         assert_eq!(canonical_json(&a), r#"{"a":"s","b":[1,{"x":2,"y":1}]}"#);
     }
 
+    fn turn(g: &mut Guard, call: &ToolCall, content: &str, is_error: bool) -> Option<StuckReason> {
+        let result = if is_error {
+            ToolResult::error(&call.id, &call.name, content)
+        } else {
+            ToolResult::ok(&call.id, &call.name, content)
+        };
+        g.record_turn(std::slice::from_ref(call), &[result])
+    }
+
     #[test]
-    fn repeat_fires_at_the_limit() {
-        let mut g = Guard::new(2, 3);
+    fn the_same_call_with_the_same_result_fires_at_the_limit() {
+        let mut g = Guard::new(2, 10);
         let call = ToolCall::new("1", "lookup", json!({"id": 1, "x": 2}));
-        assert!(g.record_calls(std::slice::from_ref(&call)).is_none());
+        assert!(turn(&mut g, &call, "shipped", false).is_none());
         let same = ToolCall::new("2", "lookup", json!({"x": 2, "id": 1}));
-        let fired = g.record_calls(&[same]).unwrap();
         assert_eq!(
-            fired,
-            StuckReason::RepeatedCall {
+            turn(&mut g, &same, "shipped", false),
+            Some(StuckReason::RepeatedCall {
                 tool: "lookup".into(),
                 arguments: r#"{"id":1,"x":2}"#.into(),
                 times: 2
-            }
+            })
+        );
+    }
+
+    // C31: polling with a changing result is progress; so is a retry after an error.
+    #[test]
+    fn c31_a_repeat_whose_result_changed_is_progress() {
+        let mut g = Guard::new(2, 10);
+        let poll = ToolCall::new("1", "job_status", json!({"job_id": "J1"}));
+        assert!(turn(&mut g, &poll, "running", false).is_none());
+        assert!(turn(&mut g, &poll, "done", false).is_none());
+        let busy = ToolCall::new("2", "reserve", json!({"slot": 3}));
+        assert!(turn(&mut g, &busy, "busy, try again", true).is_none());
+        assert!(turn(&mut g, &busy, "reserved", false).is_none());
+        // The same result again is stuck.
+        assert!(turn(&mut g, &busy, "reserved", false).is_some());
+    }
+
+    #[test]
+    fn errors_that_keep_coming_fire_one_later_even_when_their_text_varies() {
+        let mut g = Guard::new(2, 10);
+        let call = ToolCall::new("1", "reserve", json!({"slot": 3}));
+        assert!(turn(&mut g, &call, "busy at 10:00:01", true).is_none());
+        assert!(turn(&mut g, &call, "busy at 10:00:02", true).is_none());
+        assert_eq!(
+            turn(&mut g, &call, "busy at 10:00:03", true),
+            Some(StuckReason::RepeatedCall {
+                tool: "reserve".into(),
+                arguments: r#"{"slot":3}"#.into(),
+                times: 3
+            })
         );
     }
 
     #[test]
     fn duplicates_within_a_turn_and_unusable_arguments_do_not_count() {
-        let mut g = Guard::new(2, 3);
+        let mut g = Guard::new(2, 10);
         let same = || ToolCall::new("1", "ping", json!({}));
+        let ok = || ToolResult::ok("1", "ping", "pong");
         assert!(
-            g.record_calls(&[same(), same(), same()]).is_none(),
+            g.record_turn(&[same(), same(), same()], &[ok(), ok(), ok()])
+                .is_none(),
             "one turn, one attempt"
         );
         let broken = || ToolCall::with_invalid_arguments("2", "lookup", "truncated");
-        assert!(g.record_calls(&[broken()]).is_none());
-        assert!(g.record_calls(&[broken()]).is_none());
+        let err = || ToolResult::error("2", "lookup", "not run");
+        assert!(g.record_turn(&[broken()], &[err()]).is_none());
+        assert!(g.record_turn(&[broken()], &[err()]).is_none());
         assert!(
-            g.record_calls(&[same()]).is_some(),
-            "ping in a second turn is a repeat"
+            g.record_turn(&[same()], &[ok()]).is_some(),
+            "ping in a second turn with the same result is a repeat"
         );
     }
 

@@ -5,11 +5,15 @@
 //! [`AgentError`].
 
 mod answer;
+mod customer;
 mod feedback;
 mod guard;
 mod sanitize;
+mod stores;
 mod tools;
 mod trace;
+
+pub(crate) use stores::flush_stores;
 
 use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
@@ -23,13 +27,14 @@ use tracing::Instrument;
 use crate::config::{AgentConfig, Compiled, ESCALATE_TO_HUMAN, OutputPlan};
 use crate::error::{AgentError, Attempt, AttemptKind, Budget, Ending};
 use crate::grader::Scores;
+use crate::handover::{CallOutcome, CallRecord, Handover, Limits, RunState};
 use crate::llm::{LlmError, LlmRequest, LlmResponse, StopReason, ToolChoice};
 use crate::message::{Message, ToolCall, ToolResult};
 use crate::observe::RunEvent;
 use crate::output::{AgentOutput, SUBMIT_OUTPUT};
 use crate::result::AgentResult;
 use crate::run_options::RunOptions;
-use crate::tool::StateMap;
+use crate::tool::{StateMap, ToolDefinition};
 use crate::usage::Usage;
 use crate::validate::ValidationErrors;
 use tokio_util::sync::CancellationToken;
@@ -72,11 +77,13 @@ pub async fn run_agent<T: AgentOutput>(
 /// Everything [`run_agent`] promises holds: never panics, never returns early, every
 /// wait bounded. A type declared with the builder's `expects_state` that neither the
 /// config nor `options` provides ends the run at once with
-/// [`AgentError::InvalidRun`], before any request.
+/// [`AgentError::InvalidRun`], before any request. With stores in the config (memory,
+/// retriever, feedback and trace stores), their calls come before and after the run,
+/// each bounded by `store_timeout`; see [`crate::store`].
 pub async fn run_agent_with<T: AgentOutput>(
     config: &AgentConfig<T>,
     input: impl Into<String>,
-    options: RunOptions,
+    mut options: RunOptions,
 ) -> AgentResult<T> {
     let cfg: &Compiled<T> = &config.inner;
     let started = Instant::now();
@@ -96,15 +103,28 @@ pub async fn run_agent_with<T: AgentOutput>(
     if !options.metadata.is_empty() {
         span.record("agent.metadata", tracing::field::debug(&options.metadata));
     }
-    let mut run = Run::new(cfg, Arc::clone(&trace_id), input.into(), options);
+    let input: String = input.into();
+    // Stores (memory, retrieval, recorders): nothing happens without them.
+    let mut prepared = if cfg.settings.stores.any() {
+        stores::before_run(cfg, &trace_id, &input, &mut options)
+            .instrument(span.clone())
+            .await
+    } else {
+        stores::Prepared::none()
+    };
+    let mut run = Run::new(cfg, Arc::clone(&trace_id), input, options);
+    prepared.apply_context(&mut run.request.system);
     run.notify(&RunEvent::RunStarted {
         trace_id: &trace_id,
         agent: &cfg.settings.name,
     });
-    let outcome = run.drive_bounded().instrument(span.clone()).await;
+    let outcome = match prepared.take_refusal() {
+        Some(refused) => Err(refused),
+        None => run.drive_bounded().instrument(span.clone()).await,
+    };
     let duration = started.elapsed();
     let run_observers = run.observers.clone();
-    let result = run.finish(outcome, duration);
+    let mut result = run.finish(outcome, duration);
     let ending = result.ending();
     span.record("agent.ending", ending.as_str());
     if let Some(category) = result.category() {
@@ -117,6 +137,11 @@ pub async fn run_agent_with<T: AgentOutput>(
         usage: &result.usage,
         duration,
     });
+    if prepared.is_active() {
+        stores::after_run(cfg, prepared, &mut result)
+            .instrument(span)
+            .await;
+    }
     result
 }
 
@@ -152,6 +177,15 @@ struct Run<'c, T> {
     deadline_at: Option<tokio::time::Instant>,
     seen_ids: HashSet<String>,
     wrap_up_turn: bool,
+    /// Every user-tool call the model made, with its outcome (for the handover and
+    /// `tools_for`).
+    calls: Vec<CallRecord>,
+    /// The last correction written to the model.
+    last_feedback: Option<String>,
+    /// The model's own summary, when it handed over with one.
+    model_summary: Option<String>,
+    /// A tool that said it cannot safely continue, and its message.
+    fatal: Option<(String, String)>,
 }
 
 impl<'c, T: AgentOutput> Run<'c, T> {
@@ -164,9 +198,11 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             observer,
             metadata: _,
             history,
+            thread: _,
         } = options;
         let mut request = LlmRequest::new(cfg.wire_model.clone());
         request.system = cfg.system_prompt.clone();
+        request.prompt_cache = cfg.prompt_cache;
         if let OutputPlan::Json(spec) = &cfg.output {
             request.output = Some(Arc::clone(spec));
         }
@@ -213,7 +249,91 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             deadline_at: None,
             seen_ids: HashSet::new(),
             wrap_up_turn: false,
+            calls: Vec::new(),
+            last_feedback: None,
+            model_summary: None,
+            fatal: None,
         }
+    }
+
+    /// The tools offered in an ordinary turn: every tool, or, with `tools_for`, the
+    /// user tools it keeps for the run's state (each distinct set is one `Arc`, cached
+    /// in the config so it is encoded once), then `submit_output` and
+    /// `escalate_to_human`.
+    fn offered_tools(&self) -> Arc<[ToolDefinition]> {
+        let cfg = self.cfg;
+        let Some(keep) = &cfg.settings.tools_for else {
+            return Arc::clone(&cfg.offered);
+        };
+        let state = RunState {
+            turn: self.usage.llm_calls.saturating_add(1),
+            tool_calls: self.usage.tool_calls,
+            calls: &self.calls,
+        };
+        let kept: Vec<bool> = cfg
+            .tools
+            .iter()
+            .map(|t| {
+                match std::panic::catch_unwind(AssertUnwindSafe(|| keep(&state, &t.definition))) {
+                    Ok(keep) => keep,
+                    Err(payload) => {
+                        tracing::warn!(
+                            tool = %t.definition.name,
+                            panic = %panic_message(payload.as_ref()),
+                            "tools_for panicked; the tool is not offered this turn"
+                        );
+                        false
+                    }
+                }
+            })
+            .collect();
+        let build = || -> Arc<[ToolDefinition]> {
+            let user = cfg
+                .tools
+                .iter()
+                .zip(&kept)
+                .filter(|(_, k)| **k)
+                .map(|(t, _)| t.definition.clone());
+            let rest = cfg.offered[cfg.tools.len()..].iter().cloned();
+            user.chain(rest).collect::<Vec<_>>().into()
+        };
+        if kept.len() > 64 {
+            return build();
+        }
+        let mask = kept
+            .iter()
+            .enumerate()
+            .fold(0u64, |m, (i, k)| if *k { m | (1 << i) } else { m });
+        let mut subsets = cfg
+            .subsets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Arc::clone(subsets.entry(mask).or_insert_with(build))
+    }
+
+    /// Records the calls of a turn that ran none of them, with why.
+    fn record_not_run(&mut self, calls: &[ToolCall], results: &[ToolResult]) {
+        for (call, result) in calls.iter().zip(results) {
+            if self.cfg.tool_index.contains_key(&call.name) {
+                self.record_call(call, CallOutcome::NotRun(result.content.clone()));
+            }
+        }
+    }
+
+    fn record_call(&mut self, call: &ToolCall, outcome: CallOutcome) {
+        let irreversible = self
+            .cfg
+            .tool_index
+            .get(&call.name)
+            .and_then(|&i| self.cfg.tools.get(i))
+            .is_some_and(|t| t.irreversible);
+        self.calls.push(CallRecord {
+            llm_call: self.usage.llm_calls,
+            tool: call.name.clone(),
+            arguments: call.arguments.clone(),
+            outcome,
+            irreversible,
+        });
     }
 
     fn notify(&self, event: &RunEvent<'_>) {
@@ -402,20 +522,29 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         let wrap_up =
             cfg.settings.wrap_up && !matches!(cfg.output, OutputPlan::Text) && self.is_last_call();
         self.wrap_up_turn = wrap_up;
+        let escalation = cfg.escalation_validator.is_some();
         // The forced answer: a submit_output call in tool mode; in native and prompted
         // modes, text (no tool may be called), which the provider constrains to the
-        // schema in native mode.
+        // schema in native mode. At the limit, a model with escalation on may hand over
+        // instead (escalate_to_human with its summary).
         let (tools, choice) = match (&cfg.output, wrap_up, self.force_answer) {
             (OutputPlan::Tool, true, _) => match &cfg.wrap_up_offered {
-                Some(tools) => (tools, ToolChoice::Tool(SUBMIT_OUTPUT.to_owned())),
-                None => (&cfg.offered, ToolChoice::Required),
+                Some(tools) if escalation => (Arc::clone(tools), ToolChoice::Required),
+                Some(tools) => (
+                    Arc::clone(tools),
+                    ToolChoice::Tool(SUBMIT_OUTPUT.to_owned()),
+                ),
+                None => (Arc::clone(&cfg.offered), ToolChoice::Required),
             },
-            (OutputPlan::Json(_), true, _) => (&cfg.offered, ToolChoice::None),
-            (OutputPlan::Tool, false, true) => (&cfg.offered, ToolChoice::Required),
-            (OutputPlan::Json(_), false, true) => (&cfg.offered, ToolChoice::None),
-            _ => (&cfg.offered, ToolChoice::Auto),
+            (OutputPlan::Json(_), true, _) if escalation => {
+                (Arc::clone(&cfg.offered), ToolChoice::Auto)
+            }
+            (OutputPlan::Json(_), true, _) => (Arc::clone(&cfg.offered), ToolChoice::None),
+            (OutputPlan::Tool, false, true) => (self.offered_tools(), ToolChoice::Required),
+            (OutputPlan::Json(_), false, true) => (self.offered_tools(), ToolChoice::None),
+            _ => (self.offered_tools(), ToolChoice::Auto),
         };
-        self.request.tools = Arc::clone(tools);
+        self.request.tools = tools;
         self.request.tool_choice = choice;
         self.usage.llm_calls = self.usage.llm_calls.saturating_add(1);
         let llm_call = self.usage.llm_calls;
@@ -516,14 +645,29 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         Ok(())
     }
 
+    /// Adds a round trip's tokens and cost. A response without usage (no input and no
+    /// output tokens: some compatible servers send none) is counted from an estimate
+    /// of the request just sent and of the reply (bytes / 4; see
+    /// [`LlmRequest::estimated_input_tokens`]), so the token and cost caps still bind,
+    /// and `Usage::estimated_llm_calls` says so.
+    ///
+    /// Called after the turn's calls were sanitized: the estimate serializes their
+    /// arguments, which must not nest deeper than the sanitizer allows.
     fn add_usage(&mut self, response: &LlmResponse) {
-        self.usage.add_tokens(&response.usage);
-        self.last_call_tokens = response
-            .usage
-            .input_tokens
-            .saturating_add(response.usage.output_tokens);
+        let reported = response.usage;
+        let usage = if reported.input_tokens == 0 && reported.output_tokens == 0 {
+            self.usage.estimated_llm_calls = self.usage.estimated_llm_calls.saturating_add(1);
+            crate::llm::TokenUsage::new(
+                self.request.estimated_input_tokens(),
+                response.estimated_output_tokens(),
+            )
+        } else {
+            reported
+        };
+        self.usage.add_tokens(&usage);
+        self.last_call_tokens = usage.input_tokens.saturating_add(usage.output_tokens);
         if let Some(price) = &self.cfg.price {
-            let cost = price.cost(&response.usage);
+            let cost = price.cost(&usage);
             self.cost_usd += cost;
             self.last_call_cost = cost;
             self.usage.cost_usd = Some(self.cost_usd);
@@ -531,37 +675,80 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     }
 
     /// Classifies a successful turn into exactly one transition.
-    async fn on_turn(&mut self, response: LlmResponse) -> Next<T> {
-        self.add_usage(&response);
-        let LlmResponse {
-            text,
-            mut tool_calls,
-            stop_reason,
-            ..
-        } = response;
+    async fn on_turn(&mut self, mut response: LlmResponse) -> Next<T> {
         let cfg = self.cfg;
         let is_known = |name: &str| {
             cfg.tool_index.contains_key(name) || name == SUBMIT_OUTPUT || name == ESCALATE_TO_HUMAN
         };
         sanitize::sanitize_calls(
-            &mut tool_calls,
+            &mut response.tool_calls,
             &mut self.seen_ids,
             &self.trace_id,
             self.usage.llm_calls,
             &is_known,
         );
+        self.add_usage(&response);
+        let input_tokens = response.usage.input_tokens;
+        let LlmResponse {
+            text,
+            mut tool_calls,
+            stop_reason,
+            reasoning,
+            ..
+        } = response;
+        if stop_reason == StopReason::MaxTokens
+            && let Some(last) = tool_calls.last_mut()
+        {
+            // The output cap cut the turn: its last call was still being written. Even
+            // arguments that parse (`{}` for a tool whose parameters are all optional)
+            // are not what the model meant to send, so the call is never run.
+            *last = ToolCall::with_invalid_arguments(
+                std::mem::take(&mut last.id),
+                std::mem::take(&mut last.name),
+                feedback::cut_call(self.request.max_tokens),
+            );
+        }
         if !text.is_empty() {
             self.last_text.clone_from(&text);
         }
         self.request
             .messages
             .push(Message::assistant(text.clone(), tool_calls.clone()));
+        match stop_reason {
+            // Provider-declared stops that are not answers: the same input gets the
+            // same answer, so no nudge and no retry.
+            StopReason::Refusal | StopReason::ContentFilter => {
+                let message = if text.trim().is_empty() {
+                    "the provider gave no text".to_owned()
+                } else {
+                    text
+                };
+                return Next::Stop(Err(AgentError::Refused {
+                    stop_reason,
+                    message,
+                }));
+            }
+            StopReason::ContextWindowExceeded => {
+                return Next::Stop(Err(AgentError::ContextWindowExceeded { input_tokens }));
+            }
+            _ => {}
+        }
         let terminal: Vec<&ToolCall> = tool_calls
             .iter()
             .filter(|c| self.is_terminal(&c.name))
             .collect();
         if tool_calls.is_empty() {
-            return self.on_text(&text, &stop_reason);
+            // Some reasoning parsers leave the content empty and put the whole reply,
+            // the JSON answer included, in the reasoning.
+            let answer_in_reasoning = text.trim().is_empty()
+                && !reasoning.trim().is_empty()
+                && matches!(self.cfg.output, OutputPlan::Json(_));
+            let text = if answer_in_reasoning {
+                &reasoning
+            } else {
+                &text
+            };
+            return self.on_text(text, &stop_reason);
         }
         if !terminal.is_empty() && tool_calls.len() > 1 {
             return self.on_ambiguous(&tool_calls, terminal[0].name.clone());
@@ -595,15 +782,18 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             }
             OutputPlan::Tool => {}
         }
-        self.request
-            .messages
-            .push(Message::user(feedback::plain_text_nudge()));
+        let cut = (*stop_reason == StopReason::MaxTokens).then_some(self.request.max_tokens);
+        let nudge = self.feedback(feedback::plain_text_nudge(cut));
+        self.request.messages.push(Message::user(nudge));
         self.force_answer = true;
-        let summary = if text.trim().is_empty() {
+        let mut summary = if text.trim().is_empty() {
             "an empty turn: no text and no tool call".to_owned()
         } else {
             format!("plain text instead of a {SUBMIT_OUTPUT} call")
         };
+        if let Some(cap) = cut {
+            summary.push_str(&format!(" (the output hit max_tokens, {cap} tokens)"));
+        }
         self.malformed(AttemptKind::SchemaNotCalled, summary)
     }
 
@@ -618,7 +808,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             )
         } else {
             match extract_json(text) {
-                Extracted::Value(value) => match self.accept(&value) {
+                Extracted::Value(mut value) => match self.accept_lenient(&mut value) {
                     Ok(answer) => {
                         self.output = text.to_owned();
                         return Next::Stop(Ok(answer));
@@ -642,15 +832,21 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 ),
             }
         };
-        self.request
-            .messages
-            .push(Message::user(feedback::rejected_answer(&errors, cut)));
+        let rejected = self.feedback(feedback::rejected_answer(&errors, cut));
+        self.request.messages.push(Message::user(rejected));
         self.force_answer = true;
         let mut summary = errors.to_string();
         if let Some(cap) = cut {
             summary.push_str(&format!(" (the reply hit max_tokens, {cap} tokens)"));
         }
         self.malformed(kind, summary)
+    }
+
+    /// [`accept`](Self::accept) after reading whole-number floats as integers (see
+    /// [`crate::validate::whole_numbers_as_integers`]).
+    fn accept_lenient(&self, value: &mut Value) -> Result<T, ValidationErrors> {
+        crate::validate::whole_numbers_as_integers(value);
+        self.accept(value)
     }
 
     /// Turns an answer's JSON into a value: schema validation, deserialization and any
@@ -668,10 +864,15 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     }
 
     fn on_ambiguous(&mut self, calls: &[ToolCall], terminal: String) -> Next<T> {
-        let results = calls
+        let results: Vec<ToolResult> = calls
             .iter()
             .map(|c| ToolResult::error(&c.id, &c.name, feedback::ambiguous(c, calls, &terminal)))
             .collect();
+        self.record_not_run(calls, &results);
+        self.last_feedback = results
+            .iter()
+            .find(|r| r.name == terminal)
+            .map(|r| r.content.clone());
         self.request.messages.push(Message::tool_results(results));
         let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
         self.malformed(
@@ -694,7 +895,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 Err(errors) => errors,
             },
         };
-        let feedback = feedback::rejected_submission(&errors);
+        let feedback = self.feedback(feedback::rejected_submission(&errors));
         self.request
             .messages
             .push(Message::tool_results(vec![ToolResult::error(
@@ -788,6 +989,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                         .to_owned()
                 };
                 self.output = call.arguments.to_string();
+                self.model_summary = Some(field("summary"));
                 Next::Stop(Err(AgentError::Escalated {
                     reason: field("reason"),
                     summary: field("summary"),
@@ -795,6 +997,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             }
             Err(errors) => {
                 let feedback = format!("{ESCALATE_TO_HUMAN} was rejected: {errors}");
+                self.last_feedback = Some(feedback.clone());
                 self.request
                     .messages
                     .push(Message::tool_results(vec![ToolResult::error(
@@ -807,37 +1010,50 @@ impl<'c, T: AgentOutput> Run<'c, T> {
 
     async fn on_tool_calls(&mut self, calls: &[ToolCall]) -> Next<T> {
         if self.wrap_up_turn {
-            // Only submit_output was offered: nothing else runs in the last round trip.
-            let results = calls
+            // Only submit_output (and escalate_to_human) was offered: nothing else runs
+            // in the last round trip.
+            let results: Vec<ToolResult> = calls
                 .iter()
                 .map(|c| {
                     ToolResult::error(&c.id, &c.name, feedback::wrap_up_only(&self.cfg.output))
                 })
                 .collect();
+            self.record_not_run(calls, &results);
             self.request.messages.push(Message::tool_results(results));
             return Next::Continue;
         }
-        if let Some(reason) = self.guard.record_calls(calls) {
-            let error = AgentError::Stuck { reason };
-            let note = feedback::stopped(&error.to_string());
-            let results = calls
-                .iter()
-                .map(|c| ToolResult::error(&c.id, &c.name, note.clone()))
-                .collect();
-            self.request.messages.push(Message::tool_results(results));
-            return Next::Stop(Err(error));
-        }
-        let results = tools::run_tool_calls(
+        let offered = Arc::clone(&self.request.tools);
+        let executed = tools::run_tool_calls(
             self.cfg,
             calls,
+            &offered,
             &self.trace_id,
             &self.state,
             &self.observers,
             &mut self.usage.tool_calls,
         )
         .await;
-        let stuck = self.guard.record_results(&results);
+        let mut results = Vec::with_capacity(executed.len());
+        for (call, done) in calls.iter().zip(executed) {
+            if done.fatal && self.fatal.is_none() {
+                let message = match &done.outcome {
+                    CallOutcome::Failed(text) => text.clone(),
+                    _ => String::new(),
+                };
+                self.fatal = Some((call.name.clone(), message));
+            }
+            if self.cfg.tool_index.contains_key(&call.name) {
+                self.record_call(call, done.outcome);
+            }
+            results.push(done.result);
+        }
+        let stuck = self.guard.record_turn(calls, &results);
         self.request.messages.push(Message::tool_results(results));
+        // A tool that cannot safely continue ends the run once the whole turn is
+        // answered.
+        if let Some((tool, message)) = self.fatal.clone() {
+            return Next::Stop(Err(AgentError::ToolFatal { tool, message }));
+        }
         match stuck {
             Some(reason) => Next::Stop(Err(AgentError::Stuck { reason })),
             None => Next::Continue,
@@ -855,7 +1071,20 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         Next::Continue
     }
 
+    /// Remembers a correction for the handover, and returns it.
+    fn feedback(&mut self, text: String) -> String {
+        self.last_feedback = Some(text.clone());
+        text
+    }
+
     fn finish(self, outcome: Result<T, AgentError>, duration: Duration) -> AgentResult<T> {
+        let handover = match &outcome {
+            Ok(_) => None,
+            Err(error) => Some(self.handover(error)),
+        };
+        let partial = outcome.as_ref().is_ok_and(|value| {
+            std::panic::catch_unwind(AssertUnwindSafe(|| value.is_partial())).unwrap_or(false)
+        });
         let output = if outcome.is_ok() || !self.output.is_empty() {
             self.output
         } else {
@@ -872,7 +1101,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         );
         let mut transcript = self.request.messages;
         answer_last_turn(&mut transcript, &outcome);
-        AgentResult {
+        let mut result = AgentResult {
             outcome,
             output,
             trace_id: self.trace_id.to_string(),
@@ -880,6 +1109,35 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             scores: self.scores,
             duration,
             transcript,
+            handover,
+            partial,
+            customer_message: String::new(),
+            store_failures: 0,
+        };
+        result.customer_message = customer::message(&self.cfg.settings, &result);
+        result
+    }
+
+    /// What the human who takes over needs, from the run itself.
+    fn handover(&self, error: &AgentError) -> Handover {
+        let s = &self.cfg.settings;
+        Handover {
+            input: self.input.clone(),
+            ending: error.ending(),
+            category: error.category().to_owned(),
+            reason: error.to_string(),
+            calls: self.calls.clone(),
+            last_feedback: self.last_feedback.clone(),
+            spent: self.usage,
+            limits: Limits {
+                max_llm_calls: s.max_llm_calls,
+                max_tool_calls: s.max_tool_calls,
+                max_parse_retries: s.max_parse_retries,
+                max_total_tokens: s.max_total_tokens,
+                max_cost_usd: s.max_cost_usd,
+                deadline: self.deadline,
+            },
+            model_summary: self.model_summary.clone(),
         }
     }
 }

@@ -70,6 +70,9 @@ pub(crate) fn sanitize_calls(
                     std::mem::replace(&mut call.arguments, Value::Object(serde_json::Map::new()));
                 dismantle(refused);
                 call.arguments_error = Some(problem);
+            } else {
+                // `3.0` for an integer parameter is a 3 (C29).
+                crate::validate::whole_numbers_as_integers(&mut call.arguments);
             }
         }
     }

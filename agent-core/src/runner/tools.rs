@@ -9,10 +9,12 @@ use futures::{FutureExt, StreamExt};
 use tracing::Instrument;
 
 use crate::config::{Compiled, CompiledTool};
+use crate::handover::CallOutcome;
 use crate::message::{ToolCall, ToolResult};
 use crate::observe::RunEvent;
 use crate::runner::feedback;
 use crate::runner::trace::{Observers, panic_message};
+use crate::tool::ToolDefinition;
 use crate::tool::{StateMap, ToolContext};
 
 /// What to do with one call.
@@ -23,21 +25,33 @@ enum Plan<'c> {
     Run(&'c CompiledTool),
 }
 
-/// Runs the calls (none of them terminal) and returns one result per call, in emission
-/// order. `executed` is increased by the number of tool executions.
+/// One call of a turn, answered.
+pub(crate) struct Executed {
+    /// The result fed back to the model.
+    pub(crate) result: ToolResult,
+    /// How it turned out (for the run's call records).
+    pub(crate) outcome: CallOutcome,
+    /// Whether the tool ran and said it cannot safely continue.
+    pub(crate) fatal: bool,
+}
+
+/// Runs the calls (none of them terminal) and answers each one, in emission order.
+/// `offered` is the tool set of this turn: a call to any other tool is answered as
+/// unknown. `executed` is increased by the number of tool executions.
 pub(crate) async fn run_tool_calls<T>(
     cfg: &Compiled<T>,
     calls: &[ToolCall],
+    offered: &[ToolDefinition],
     trace_id: &Arc<str>,
     state: &Arc<StateMap>,
     observers: &Observers,
     executed: &mut u32,
-) -> Vec<ToolResult> {
+) -> Vec<Executed> {
     let limit = cfg.settings.max_tool_calls;
     let plans: Vec<Plan<'_>> = calls
         .iter()
         .map(|call| {
-            let plan = plan_call(cfg, call);
+            let plan = plan_call(cfg, call, offered);
             match plan {
                 Plan::Run(_) if *executed >= limit => Plan::Answer(ToolResult::error(
                     &call.id,
@@ -56,18 +70,22 @@ pub(crate) async fn run_tool_calls<T>(
     let max_bytes = cfg.settings.max_tool_result_bytes;
     let jobs = calls.iter().zip(plans).map(|(call, plan)| async move {
         let started = Instant::now();
-        let result = match plan {
-            Plan::Answer(result) => result,
+        let executed = match plan {
+            Plan::Answer(result) => Executed {
+                outcome: CallOutcome::NotRun(result.content.clone()),
+                result,
+                fatal: false,
+            },
             Plan::Run(tool) => execute(tool, call, trace_id, state, timeout, max_bytes).await,
         };
         observers.notify(&RunEvent::ToolFinished {
             trace_id,
             tool: &call.name,
             call_id: &call.id,
-            is_error: result.is_error,
+            is_error: executed.result.is_error,
             duration: started.elapsed(),
         });
-        result
+        executed
     });
     // Collected before the await: the `Map` above (a closure returning an async block)
     // held across the await keeps rustc from proving the run's future `Send`
@@ -80,9 +98,13 @@ pub(crate) async fn run_tool_calls<T>(
         .await
 }
 
-fn plan_call<'c, T>(cfg: &'c Compiled<T>, call: &ToolCall) -> Plan<'c> {
-    let Some(&index) = cfg.tool_index.get(&call.name) else {
-        let available: Vec<&str> = cfg.offered.iter().map(|d| d.name.as_str()).collect();
+fn plan_call<'c, T>(cfg: &'c Compiled<T>, call: &ToolCall, offered: &[ToolDefinition]) -> Plan<'c> {
+    let index = cfg
+        .tool_index
+        .get(&call.name)
+        .filter(|_| offered.iter().any(|d| d.name == call.name));
+    let Some(&index) = index else {
+        let available: Vec<&str> = offered.iter().map(|d| d.name.as_str()).collect();
         return Plan::Answer(ToolResult::error(
             &call.id,
             &call.name,
@@ -120,7 +142,7 @@ async fn execute(
     state: &Arc<StateMap>,
     timeout: Duration,
     max_bytes: usize,
-) -> ToolResult {
+) -> Executed {
     let span = tracing::info_span!(
         "execute_tool",
         otel.name = %format_args!("execute_tool {}", call.name),
@@ -143,12 +165,16 @@ async fn execute(
     })
     .catch_unwind();
     let outcome = guarded.instrument(span.clone()).await;
+    let mut fatal = false;
     let (content, error_type) = match outcome {
         Ok(Ok(Ok(content))) => (Ok(content), None),
-        Ok(Ok(Err(e))) => (
-            Err(format!("{} failed: {e}", call.name)),
-            Some("tool_error"),
-        ),
+        Ok(Ok(Err(e))) => {
+            fatal = e.is_fatal();
+            (
+                Err(format!("{} failed: {e}", call.name)),
+                Some(if fatal { "tool_fatal" } else { "tool_error" }),
+            )
+        }
         Ok(Err(_elapsed)) => (
             Err(format!(
                 "{} failed: it timed out after {} ms",
@@ -170,8 +196,22 @@ async fn execute(
         span.record("error.type", kind);
     }
     match content {
-        Ok(text) => ToolResult::ok(&call.id, &call.name, truncate(text, max_bytes)),
-        Err(text) => ToolResult::error(&call.id, &call.name, truncate(text, max_bytes)),
+        Ok(text) => {
+            let text = truncate(text, max_bytes);
+            Executed {
+                outcome: CallOutcome::Succeeded(text.clone()),
+                result: ToolResult::ok(&call.id, &call.name, text),
+                fatal,
+            }
+        }
+        Err(text) => {
+            let text = truncate(text, max_bytes);
+            Executed {
+                outcome: CallOutcome::Failed(text.clone()),
+                result: ToolResult::error(&call.id, &call.name, text),
+                fatal,
+            }
+        }
     }
 }
 

@@ -90,39 +90,13 @@ impl TestModel {
     }
 }
 
-fn estimate_tokens(request: &LlmRequest) -> u64 {
-    let mut chars = request.system.as_ref().map_or(0, String::len);
-    for m in &request.messages {
-        chars += match m {
-            Message::User { content } => content.len(),
-            Message::Assistant { text, tool_calls } => {
-                text.len()
-                    + tool_calls
-                        .iter()
-                        .map(|c| c.arguments.to_string().len())
-                        .sum::<usize>()
-            }
-            Message::Tool { results } => results.iter().map(|r| r.content.len()).sum(),
-        };
-    }
-    chars += request
-        .tools
-        .iter()
-        .map(|t| t.description.len() + t.parameters.to_string().len())
-        .sum::<usize>();
-    (chars as u64).div_ceil(4)
-}
-
 impl LlmClient for TestModel {
     fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
         let response = self.answer(request);
-        let output_chars = response.text.len()
-            + response
-                .tool_calls
-                .iter()
-                .map(|c| c.arguments.to_string().len())
-                .sum::<usize>();
-        let usage = TokenUsage::new(estimate_tokens(request), (output_chars as u64).div_ceil(4));
+        let usage = TokenUsage::new(
+            request.estimated_input_tokens(),
+            response.estimated_output_tokens(),
+        );
         let response = response.with_usage(usage);
         Box::pin(async move { Ok(response) })
     }

@@ -67,6 +67,8 @@ pub enum Behaviour {
     Echo,
     /// Returns a tool error.
     Fail,
+    /// Returns a fatal tool error: the run stops after the turn.
+    Fatal,
     /// Panics.
     Panic,
     /// Sleeps this long, then echoes.
@@ -122,6 +124,7 @@ impl Tool for TestTool {
             match behaviour {
                 Behaviour::Echo => Ok(json!({"order_id": id, "status": "shipped"}).to_string()),
                 Behaviour::Fail => Err(ToolError::new(format!("order {id} not found"))),
+                Behaviour::Fatal => Err(ToolError::fatal(format!("order {id}: state unknown"))),
                 Behaviour::Panic => panic!("lookup exploded on {id}"),
                 Behaviour::Fixed(text) => Ok(text.to_owned()),
                 Behaviour::Sleep(d) => {

@@ -1,0 +1,49 @@
+//! The customer message of a result: the config's fn, its template for the ending, or
+//! a default that never claims a success that did not happen.
+
+use std::panic::AssertUnwindSafe;
+
+use crate::config::Settings;
+use crate::error::Ending;
+use crate::result::AgentResult;
+use crate::runner::trace::panic_message;
+
+/// The default template per ending (see the builder's `customer_message`).
+pub(crate) fn default_template(ending: Ending) -> &'static str {
+    match ending {
+        Ending::Answered => "Thank you, we have received your request and it is being processed.",
+        Ending::Escalated => {
+            "Thank you. Your request has been passed to a member of our team, who will get \
+             back to you."
+        }
+        Ending::Exhausted | Ending::Stuck => {
+            "We could not complete your request automatically. Please contact support and \
+             quote reference {trace_id}."
+        }
+        Ending::Failed => {
+            "We could not process your request because of a technical problem. Please try \
+             again later, or contact support and quote reference {trace_id}."
+        }
+    }
+}
+
+/// The message for `result`: the config's fn when it gives one, else the config's
+/// template for the ending, else the default; `{trace_id}` filled in.
+pub(crate) fn message<T>(settings: &Settings<T>, result: &AgentResult<T>) -> String {
+    if let Some(f) = &settings.customer_message_fn {
+        match std::panic::catch_unwind(AssertUnwindSafe(|| f(result))) {
+            Ok(Some(text)) => return text,
+            Ok(None) => {}
+            Err(payload) => tracing::warn!(
+                panic = %panic_message(payload.as_ref()),
+                "customer_message_fn panicked; the template is used"
+            ),
+        }
+    }
+    let ending = result.ending();
+    let template = settings
+        .customer_messages
+        .get(&ending)
+        .map_or(default_template(ending), String::as_str);
+    template.replace("{trace_id}", &result.trace_id)
+}

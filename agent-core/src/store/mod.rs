@@ -1,0 +1,231 @@
+//! Stores beside the run loop: conversation [`Memory`], document retrieval
+//! ([`Retriever`], [`Embedder`]), run records with human feedback ([`FeedbackStore`]) and
+//! full transcripts for replay and diff ([`TraceStore`]).
+//!
+//! The traits live here; the SQLite and PostgreSQL backends live in the `agent-store`
+//! crate. A config takes them with the builder's `memory`, `retriever`,
+//! `feedback_store` and `trace_store`; the runner calls them around every run:
+//!
+//! - **before** the run (only when the config has the store): the thread's cap on round
+//!   trips is checked and its earlier messages are loaded ([`Memory`], when the run names
+//!   a thread with [`RunOptions::thread`](crate::RunOptions::thread)); documents are
+//!   retrieved for the input and appended to the system prompt ([`Retriever`], see
+//!   [`context_section`]);
+//! - **after** it: the run's messages are appended to its thread, the run is recorded
+//!   ([`FeedbackStore::record`]) and so is its trace ([`TraceStore::record_trace`]).
+//!
+//! A store never changes a run's outcome. Every store call is bounded by the config's
+//! `store_timeout` (default 5 s) and sits behind a catch boundary; a call that fails,
+//! times out or panics is reported as a `tracing` warning and a
+//! [`RunEvent::StoreFailed`](crate::RunEvent::StoreFailed), and counted in
+//! [`AgentResult::store_failures`](crate::AgentResult::store_failures) (which
+//! [`Receipt`](crate::Receipt) sums). A failed memory load means the run goes on without
+//! the thread's history (and without the thread cap check); a failed retrieval, without
+//! context. The one store outcome that does end a run is the thread cap itself:
+//! [`AgentError::BudgetExhausted`](crate::AgentError::BudgetExhausted) with
+//! [`Budget::ThreadLlmCalls`](crate::Budget::ThreadLlmCalls), before any request.
+
+mod diff;
+mod feedback;
+mod memory;
+mod retrieval;
+mod trace;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use diff::{FieldDiff, RunDiff};
+pub use feedback::{
+    EvalExample, EvalFilter, ExpectedSource, Feedback, FeedbackStore, RunQuery, RunRecord,
+    write_jsonl,
+};
+pub use memory::{Memory, MemoryWindow, ThreadEntry, ThreadState, estimate_tokens};
+pub use retrieval::{
+    EmbedFuture, Embedder, HashEmbedder, Retrieved, Retriever, context_section, cosine, normalize,
+};
+pub use trace::{TraceEvent, TraceRecord, TraceStore, replay};
+
+pub(crate) use retrieval::{fnv1a64, with_context};
+pub(crate) use trace::ms;
+
+use crate::llm::LlmError;
+
+/// The future a store method returns.
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// Which store a failure came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StoreKind {
+    /// The conversation memory ([`Memory`]).
+    Memory,
+    /// Document retrieval ([`Retriever`]).
+    Retriever,
+    /// Run records ([`FeedbackStore`]).
+    Feedback,
+    /// Transcripts and events ([`TraceStore`]).
+    Trace,
+}
+
+impl StoreKind {
+    /// The stable name: `memory`, `retriever`, `feedback` or `trace`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StoreKind::Memory => "memory",
+            StoreKind::Retriever => "retriever",
+            StoreKind::Feedback => "feedback",
+            StoreKind::Trace => "trace",
+        }
+    }
+}
+
+impl fmt::Display for StoreKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a store call failed. Messages never hold a password or key.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The store cannot be reached or cannot take the write now: a refused connection, a
+    /// locked SQLite file, a stopped writer. Trying later may work.
+    #[error("store unavailable: {message}")]
+    Unavailable {
+        /// What happened.
+        message: String,
+    },
+    /// The backend refused the statement (a full disk, a constraint, a failed migration).
+    #[error("store error: {message}")]
+    Backend {
+        /// What the backend said.
+        message: String,
+    },
+    /// Nothing is stored under this key.
+    #[error("not found: {what}")]
+    NotFound {
+        /// What was looked up (for example `run 4bf9…`).
+        what: String,
+    },
+    /// The input cannot be stored (an id with a NUL byte, vectors of the wrong length).
+    #[error("invalid store input: {message}")]
+    Invalid {
+        /// What is wrong.
+        message: String,
+    },
+    /// The call ran past the config's `store_timeout`.
+    #[error("store call timed out after {} ms", .limit.as_millis())]
+    Timeout {
+        /// The timeout.
+        limit: Duration,
+    },
+    /// The store's code panicked; the panic was caught.
+    #[error("store panicked: {message}")]
+    Panicked {
+        /// The panic message.
+        message: String,
+    },
+    /// The embedding model failed.
+    #[error("embedding failed: {error}")]
+    Embedding {
+        /// The provider failure.
+        error: LlmError,
+    },
+}
+
+impl StoreError {
+    /// An [`Unavailable`](Self::Unavailable) error.
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::Unavailable {
+            message: message.into(),
+        }
+    }
+
+    /// A [`Backend`](Self::Backend) error.
+    pub fn backend(message: impl Into<String>) -> Self {
+        Self::Backend {
+            message: message.into(),
+        }
+    }
+
+    /// An [`Invalid`](Self::Invalid) error.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::Invalid {
+            message: message.into(),
+        }
+    }
+
+    /// A [`NotFound`](Self::NotFound) error.
+    pub fn not_found(what: impl Into<String>) -> Self {
+        Self::NotFound { what: what.into() }
+    }
+}
+
+/// The store settings of a config (builder: `memory`, `retriever`, `feedback_store`,
+/// `trace_store`, `memory_window`, `max_thread_llm_calls`, `retrieve_top_k`,
+/// `store_timeout`, `variant`).
+#[derive(Clone)]
+pub(crate) struct StoreSettings {
+    pub(crate) memory: Option<Arc<dyn Memory>>,
+    pub(crate) window: MemoryWindow,
+    pub(crate) max_thread_llm_calls: Option<u64>,
+    pub(crate) retriever: Option<Arc<dyn Retriever>>,
+    pub(crate) top_k: usize,
+    pub(crate) feedback: Option<Arc<dyn FeedbackStore>>,
+    pub(crate) trace: Option<Arc<dyn TraceStore>>,
+    pub(crate) timeout: Duration,
+    pub(crate) variant: Option<String>,
+}
+
+impl Default for StoreSettings {
+    fn default() -> Self {
+        Self {
+            memory: None,
+            window: MemoryWindow::default(),
+            max_thread_llm_calls: None,
+            retriever: None,
+            top_k: 4,
+            feedback: None,
+            trace: None,
+            timeout: Duration::from_secs(5),
+            variant: None,
+        }
+    }
+}
+
+impl StoreSettings {
+    /// Whether any store is set (else the runner skips the store hooks entirely).
+    pub(crate) fn any(&self) -> bool {
+        self.memory.is_some()
+            || self.retriever.is_some()
+            || self.feedback.is_some()
+            || self.trace.is_some()
+    }
+}
+
+impl fmt::Debug for StoreSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoreSettings")
+            .field("memory", &self.memory.is_some())
+            .field("window", &self.window)
+            .field("max_thread_llm_calls", &self.max_thread_llm_calls)
+            .field("retriever", &self.retriever.is_some())
+            .field("top_k", &self.top_k)
+            .field("feedback", &self.feedback.is_some())
+            .field("trace", &self.trace.is_some())
+            .field("timeout", &self.timeout)
+            .field("variant", &self.variant)
+            .finish()
+    }
+}
+
+/// Milliseconds since the Unix epoch (0 if the clock is before it).
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}

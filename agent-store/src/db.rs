@@ -1,0 +1,525 @@
+//! The connection pools of both backends, opening, migrations and error mapping.
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use agent_core::StoreError;
+use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::{ConnectOptions, Row};
+use tokio::sync::OnceCell;
+
+use crate::StoreOptions;
+
+/// Which database a store uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Backend {
+    /// An SQLite file (WAL mode), embedded in the process.
+    Sqlite,
+    /// A PostgreSQL server.
+    Postgres,
+}
+
+impl Backend {
+    /// `sqlite` or `postgres`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
+
+/// The pools: SQLite has one writer connection (writes queue in the pool, in order,
+/// instead of spinning in SQLite's busy handler) and several readers; PostgreSQL has
+/// one pool.
+pub(crate) enum Pools {
+    Sqlite {
+        write: SqlitePool,
+        read: SqlitePool,
+    },
+    Postgres {
+        pool: PgPool,
+        schema: Option<String>,
+    },
+}
+
+/// Runs `$body` with `$pool` bound to the backend's writing pool and `$DB` to its
+/// database type; the SQL is the same text for both (`$1` placeholders, `ON CONFLICT`,
+/// `RETURNING`, `excluded.`).
+macro_rules! on_write_pool {
+    ($pools:expr, $pool:ident, $DB:ident => $body:expr) => {
+        match $pools {
+            $crate::db::Pools::Sqlite { write: $pool, .. } => {
+                #[allow(dead_code)]
+                type $DB = ::sqlx::Sqlite;
+                $body
+            }
+            $crate::db::Pools::Postgres { pool: $pool, .. } => {
+                #[allow(dead_code)]
+                type $DB = ::sqlx::Postgres;
+                $body
+            }
+        }
+    };
+}
+
+/// As [`on_write_pool`], with the backend's reading pool.
+macro_rules! on_read_pool {
+    ($pools:expr, $pool:ident, $DB:ident => $body:expr) => {
+        match $pools {
+            $crate::db::Pools::Sqlite { read: $pool, .. } => {
+                #[allow(dead_code)]
+                type $DB = ::sqlx::Sqlite;
+                $body
+            }
+            $crate::db::Pools::Postgres { pool: $pool, .. } => {
+                #[allow(dead_code)]
+                type $DB = ::sqlx::Postgres;
+                $body
+            }
+        }
+    };
+}
+
+/// Runs `$body` in a write transaction on the backend's writing pool, `$tx` bound to the
+/// transaction and `$DB` to the database type; commits when `$body` succeeds. `$body`
+/// may leave early with `?` or `return Err(..)` (rolled back), or commit `$tx` itself
+/// and `return Ok(..)`.
+///
+/// After a database error the connection is closed, not returned to the pool: SQLite
+/// rolls a transaction back by itself on some errors (a full disk), and a connection
+/// whose transaction state is in doubt must not take the next batch.
+macro_rules! write_tx {
+    ($pools:expr, $DB:ident, $tx:ident => $body:expr) => {
+        $crate::db::on_write_pool!($pools, pool, $DB => {
+            let mut conn = pool.acquire().await.map_err($crate::db::db_error)?;
+            let outcome: Result<_, ::agent_core::StoreError> = async {
+                let mut $tx = ::sqlx::Connection::begin(&mut *conn)
+                    .await
+                    .map_err($crate::db::db_error)?;
+                let value = $body;
+                $tx.commit().await.map_err($crate::db::db_error)?;
+                Ok(value)
+            }
+            .await;
+            if matches!(
+                outcome,
+                Err(::agent_core::StoreError::Backend { .. } | ::agent_core::StoreError::Unavailable { .. })
+            ) {
+                let _ = conn.close().await;
+            }
+            outcome
+        })
+    };
+}
+
+pub(crate) use {on_read_pool, on_write_pool, write_tx};
+
+/// What every store handle and the writer task share.
+pub(crate) struct Shared {
+    pub(crate) pools: Pools,
+    pub(crate) backend: Backend,
+    ready: OnceCell<()>,
+    /// Whether PostgreSQL has the pgvector extension (checked once, when ready).
+    pub(crate) pgvector: AtomicBool,
+}
+
+impl Shared {
+    /// Opens the pools without connecting: SQLite files are created and PostgreSQL
+    /// connected on first use.
+    pub(crate) fn open(target: &str, options: &StoreOptions) -> Result<Self, StoreError> {
+        let is_pg = target.starts_with("postgres://") || target.starts_with("postgresql://");
+        let pools = if is_pg {
+            let mut connect = PgConnectOptions::from_str(target)
+                .map_err(|e| {
+                    StoreError::invalid(format!("invalid PostgreSQL URL: {}", redact(&e)))
+                })?
+                .disable_statement_logging();
+            if let Some(schema) = &options.schema {
+                check_schema_name(schema)?;
+                connect = connect.options([("search_path", schema.as_str())]);
+            }
+            let pool = PgPoolOptions::new()
+                .max_connections(options.max_connections)
+                .acquire_timeout(options.connect_timeout)
+                .connect_lazy_with(connect);
+            Pools::Postgres {
+                pool,
+                schema: options.schema.clone(),
+            }
+        } else {
+            let path = target.strip_prefix("sqlite://").unwrap_or(target);
+            if path.is_empty() {
+                return Err(StoreError::invalid("an empty SQLite path"));
+            }
+            let mut connect = SqliteConnectOptions::new()
+                .filename(Path::new(path))
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal)
+                .busy_timeout(options.busy_timeout)
+                .foreign_keys(true)
+                // Statement journals (an upsert in a transaction needs one) in memory,
+                // not in a temporary file.
+                .pragma("temp_store", "MEMORY")
+                // Commits do not checkpoint; a background task does (see `checkpointer`).
+                .pragma("wal_autocheckpoint", "0")
+                // After a restart, the WAL file is cut back to 64 MiB.
+                .pragma("journal_size_limit", "67108864")
+                .disable_statement_logging();
+            for (key, value) in &options.pragmas {
+                connect = connect.pragma(key.clone(), value.clone());
+            }
+            let write = SqlitePoolOptions::new()
+                .max_connections(1)
+                .acquire_timeout(options.connect_timeout)
+                .connect_lazy_with(connect.clone());
+            let read = SqlitePoolOptions::new()
+                .max_connections(options.max_connections)
+                .acquire_timeout(options.connect_timeout)
+                .connect_lazy_with(connect);
+            Pools::Sqlite { write, read }
+        };
+        Ok(Self {
+            backend: if is_pg {
+                Backend::Postgres
+            } else {
+                Backend::Sqlite
+            },
+            pools,
+            ready: OnceCell::new(),
+            pgvector: AtomicBool::new(false),
+        })
+    }
+
+    /// Runs the migrations once (creating the schema first on PostgreSQL, and the
+    /// pgvector column when the extension is installed). A failure is not remembered:
+    /// the next call tries again.
+    pub(crate) async fn ready(&self) -> Result<(), StoreError> {
+        self.ready
+            .get_or_try_init(|| async { self.migrate().await })
+            .await
+            .map(drop)
+    }
+
+    async fn migrate(&self) -> Result<(), StoreError> {
+        let migrator = Migrator::new(Migrations(self.backend))
+            .await
+            .map_err(|e| StoreError::backend(format!("migrations: {e}")))?;
+        match &self.pools {
+            Pools::Sqlite { write, .. } => {
+                migrator.run(write).await.map_err(migrate_error)?;
+            }
+            Pools::Postgres { pool, schema } => {
+                if let Some(schema) = schema {
+                    sqlx::query(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\""))
+                        .execute(pool)
+                        .await
+                        .map_err(db_error)?;
+                }
+                migrator.run(pool).await.map_err(migrate_error)?;
+                let has_vector: bool = sqlx::query(
+                    "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector')",
+                )
+                .fetch_one(pool)
+                .await
+                .map_err(db_error)?
+                .try_get(0)
+                .map_err(db_error)?;
+                if has_vector {
+                    sqlx::query(
+                        "ALTER TABLE documents ADD COLUMN IF NOT EXISTS embedding_vec vector",
+                    )
+                    .execute(pool)
+                    .await
+                    .map_err(db_error)?;
+                }
+                self.pgvector.store(has_vector, Ordering::Relaxed);
+            }
+        }
+        Ok(())
+    }
+
+    /// SQLite: starts the background checkpointer. Commits never checkpoint (their
+    /// `wal_autocheckpoint` is 0): every second this task copies committed WAL frames
+    /// into the database file (`PRAGMA wal_checkpoint(PASSIVE)`, which never blocks a
+    /// writer) on a reader connection, so the writer's commits pay for no fsync. When
+    /// the WAL is still over 64 MiB (a writer that never pauses), it checkpoints with
+    /// `RESTART`, which waits for the writer between two commits and starts the WAL
+    /// over. It stops when the store is dropped.
+    pub(crate) fn start_checkpointer(shared: &std::sync::Arc<Self>) {
+        if shared.backend != Backend::Sqlite {
+            return;
+        }
+        let weak = std::sync::Arc::downgrade(shared);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(CHECKPOINT_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(shared) = weak.upgrade() else { return };
+                if shared.ready.get().is_none() {
+                    continue;
+                }
+                if let Pools::Sqlite { read, .. } = &shared.pools {
+                    if read.is_closed() {
+                        return;
+                    }
+                    // PASSIVE keeps up between commits; a WAL over the limit (a writer that
+                    // never pauses) is checkpointed and restarted while the writer waits.
+                    let passive = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+                        .fetch_one(read)
+                        .await;
+                    let frames = passive
+                        .as_ref()
+                        .ok()
+                        .and_then(|row| row.try_get::<i64, _>(1).ok());
+                    let outcome = match frames {
+                        Some(frames) if frames > WAL_RESTART_FRAMES => {
+                            sqlx::query("PRAGMA wal_checkpoint(RESTART)")
+                                .execute(read)
+                                .await
+                                .map(drop)
+                        }
+                        _ => passive.map(drop),
+                    };
+                    if let Err(error) = outcome {
+                        tracing::debug!(error = %error, "WAL checkpoint failed; the next one retries");
+                    }
+                }
+            }
+        });
+    }
+
+    /// Closes the pools (waiting for connections in use to come back).
+    pub(crate) async fn close(&self) {
+        match &self.pools {
+            Pools::Sqlite { write, read } => {
+                // A last full checkpoint, so a closed store is one file.
+                let _ = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+                    .execute(write)
+                    .await;
+                read.close().await;
+                write.close().await;
+            }
+            Pools::Postgres { pool, .. } => pool.close().await,
+        }
+    }
+}
+
+/// A schema name is put into SQL as an identifier, so only plain names are accepted.
+fn check_schema_name(schema: &str) -> Result<(), StoreError> {
+    let ok = (1..=63).contains(&schema.len())
+        && schema
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && !schema.as_bytes()[0].is_ascii_digit();
+    if ok {
+        Ok(())
+    } else {
+        Err(StoreError::invalid(format!(
+            "schema name {schema:?}: use 1 to 63 letters, digits and underscores, not starting with a digit"
+        )))
+    }
+}
+
+/// The versioned migrations: the same statements for both backends, except the binary
+/// column type (`BLOB` / `BYTEA`). Never edit a released migration; add one.
+#[derive(Debug)]
+struct Migrations(Backend);
+
+const MIGRATION_1: &str = "
+CREATE TABLE IF NOT EXISTS runs (
+    trace_id TEXT PRIMARY KEY,
+    agent TEXT NOT NULL,
+    variant TEXT,
+    fingerprint TEXT NOT NULL,
+    ending TEXT NOT NULL,
+    category TEXT,
+    thread_id TEXT,
+    started_at_ms BIGINT NOT NULL,
+    duration_ms BIGINT NOT NULL,
+    llm_calls BIGINT NOT NULL,
+    cost_usd DOUBLE PRECISION,
+    record TEXT,
+    trace TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_at_ms);
+CREATE TABLE IF NOT EXISTS feedback (
+    trace_id TEXT PRIMARY KEY,
+    rating BIGINT,
+    given_at_ms BIGINT NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS threads (
+    thread_id TEXT PRIMARY KEY,
+    llm_calls BIGINT NOT NULL,
+    runs BIGINT NOT NULL,
+    messages BIGINT NOT NULL,
+    updated_at_ms BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS thread_runs (
+    trace_id TEXT PRIMARY KEY,
+    thread_id TEXT NOT NULL,
+    llm_calls BIGINT NOT NULL,
+    appended_at_ms BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS thread_messages (
+    thread_id TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    trace_id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (thread_id, seq)
+);
+CREATE TABLE IF NOT EXISTS collections (
+    collection TEXT PRIMARY KEY,
+    version BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS documents (
+    collection TEXT NOT NULL,
+    id TEXT NOT NULL,
+    model TEXT NOT NULL,
+    dims BIGINT NOT NULL,
+    embedding {blob} NOT NULL,
+    body TEXT NOT NULL,
+    updated_at_ms BIGINT NOT NULL,
+    PRIMARY KEY (collection, id)
+);
+";
+
+impl<'s> MigrationSource<'s> for Migrations {
+    fn resolve(
+        self,
+    ) -> Pin<Box<dyn Future<Output = Result<Vec<Migration>, sqlx::error::BoxDynError>> + Send + 's>>
+    {
+        let blob = match self.0 {
+            Backend::Sqlite => "BLOB",
+            Backend::Postgres => "BYTEA",
+        };
+        let migrations = vec![Migration::new(
+            1,
+            Cow::Borrowed("runs (records and traces), feedback, threads, documents"),
+            MigrationType::Simple,
+            Cow::Owned(MIGRATION_1.replace("{blob}", blob)),
+            false,
+        )];
+        Box::pin(async move { Ok(migrations) })
+    }
+}
+
+/// A database error as a [`StoreError`]: connection trouble, timeouts and locks are
+/// `Unavailable`, the rest `Backend`. Messages carry no URL or password.
+pub(crate) fn db_error(error: sqlx::Error) -> StoreError {
+    match &error {
+        sqlx::Error::Io(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed
+        | sqlx::Error::Tls(_) => StoreError::unavailable(redact(&error)),
+        sqlx::Error::Database(db) => {
+            let message = db.message().to_owned();
+            let locked = message.contains("database is locked") || message.contains("busy");
+            if locked {
+                StoreError::unavailable(message)
+            } else {
+                StoreError::backend(message)
+            }
+        }
+        _ => StoreError::backend(redact(&error)),
+    }
+}
+
+fn migrate_error(error: sqlx::migrate::MigrateError) -> StoreError {
+    match error {
+        sqlx::migrate::MigrateError::Execute(e) => db_error(e),
+        other => StoreError::backend(format!("migrations: {other}")),
+    }
+}
+
+/// An error's text with anything that looks like a URL's password removed.
+fn redact(error: &dyn std::fmt::Display) -> String {
+    let text = error.to_string();
+    // `scheme://user:password@host`: drop the password.
+    match (text.find("://"), text.find('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &text[scheme + 3..at];
+            match userinfo.find(':') {
+                Some(colon) => format!(
+                    "{}{}:<redacted>{}",
+                    &text[..scheme + 3],
+                    &userinfo[..colon],
+                    &text[at..]
+                ),
+                None => text,
+            }
+        }
+        _ => text,
+    }
+}
+
+/// Milliseconds as a database integer (saturating).
+pub(crate) fn db_ms(ms: u64) -> i64 {
+    i64::try_from(ms).unwrap_or(i64::MAX)
+}
+
+/// A column copy of text: PostgreSQL text cannot hold NUL, so it becomes U+FFFD there
+/// (the JSON body keeps the exact text).
+pub(crate) fn column(text: &str) -> String {
+    if text.contains('\0') {
+        text.replace('\0', "\u{FFFD}")
+    } else {
+        text.to_owned()
+    }
+}
+
+/// A key (trace id, thread id, document id) must be usable as is on both backends.
+pub(crate) fn check_key(kind: &str, key: &str) -> Result<(), StoreError> {
+    if key.is_empty() {
+        return Err(StoreError::invalid(format!("an empty {kind}")));
+    }
+    if key.contains('\0') {
+        return Err(StoreError::invalid(format!("a {kind} with a NUL byte")));
+    }
+    Ok(())
+}
+
+/// How often the SQLite checkpointer runs.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(1000);
+
+/// A WAL longer than this (frames of 4 KiB: 64 MiB) is restarted by the checkpointer.
+const WAL_RESTART_FRAMES: i64 = 16_384;
+
+/// How long to wait for a connection before a call fails (see `StoreOptions`).
+pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(
+            redact(&"bad postgres://u:secret@h:5432/db"),
+            "bad postgres://u:<redacted>@h:5432/db"
+        );
+        assert_eq!(redact(&"no url"), "no url");
+    }
+
+    #[test]
+    fn schema_names_are_plain_identifiers() {
+        assert!(check_schema_name("agent_test_1").is_ok());
+        assert!(check_schema_name("1x").is_err());
+        assert!(check_schema_name("a\"; DROP").is_err());
+        assert!(check_schema_name("").is_err());
+    }
+}

@@ -1,0 +1,135 @@
+//! [`Memory`] for [`Store`]: threads as numbered messages plus per-thread totals.
+//!
+//! An append is one transaction: claim the run's trace id in `thread_runs` (a second
+//! append of the same run stops there), bump the thread's totals with an upsert whose
+//! `RETURNING messages` gives the new message count (the row lock orders concurrent
+//! appends on PostgreSQL; SQLite has one writer), then insert the messages numbered
+//! after the previous ones.
+
+use agent_core::store::{Memory, StoreFuture, ThreadEntry, ThreadState};
+use agent_core::{Message, StoreError};
+use sqlx::{QueryBuilder, Row};
+
+use crate::Store;
+use crate::db::{check_key, db_error, db_ms, on_read_pool, write_tx};
+use crate::writer::chunks;
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Memory for Store {
+    fn load<'a>(&'a self, thread: &'a str, max_messages: usize) -> StoreFuture<'a, ThreadState> {
+        Box::pin(async move {
+            check_key("thread id", thread)?;
+            self.shared.ready().await?;
+            let limit = i64::try_from(max_messages).unwrap_or(i64::MAX);
+            let (totals, bodies): (Option<(i64, i64)>, Vec<String>) = on_read_pool!(&self.shared.pools, pool, DB => {
+                let mut tx = pool.begin().await.map_err(db_error)?;
+                let totals = sqlx::query("SELECT llm_calls, runs FROM threads WHERE thread_id = $1")
+                    .bind(thread)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(db_error)?
+                    .map(|row| Ok::<_, sqlx::Error>((row.try_get(0)?, row.try_get(1)?)))
+                    .transpose()
+                    .map_err(db_error)?;
+                let bodies: Vec<String> = sqlx::query_scalar(
+                    "SELECT body FROM thread_messages WHERE thread_id = $1 \
+                     ORDER BY seq DESC LIMIT $2",
+                )
+                .bind(thread)
+                .bind(limit)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db_error)?;
+                tx.commit().await.map_err(db_error)?;
+                (totals, bodies)
+            });
+            let mut messages = bodies
+                .iter()
+                .rev()
+                .map(|b| {
+                    serde_json::from_str::<Message>(b).map_err(|e| {
+                        StoreError::backend(format!("a stored message does not decode: {e}"))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            messages.shrink_to_fit();
+            let (llm_calls, runs) = totals.unwrap_or((0, 0));
+            Ok(ThreadState::new(
+                messages,
+                u64::try_from(llm_calls).unwrap_or(0),
+                u64::try_from(runs).unwrap_or(0),
+            ))
+        })
+    }
+
+    fn append<'a>(&'a self, thread: &'a str, entry: &'a ThreadEntry) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            check_key("thread id", thread)?;
+            check_key("trace id", &entry.trace_id)?;
+            let bodies = entry
+                .messages
+                .iter()
+                .map(serde_json::to_string)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| StoreError::invalid(format!("cannot encode a message: {e}")))?;
+            let n = i64::try_from(bodies.len()).unwrap_or(i64::MAX);
+            let calls = i64::try_from(entry.llm_calls).unwrap_or(i64::MAX);
+            let now = db_ms(now_ms());
+            self.shared.ready().await?;
+            write_tx!(&self.shared.pools, DB, tx => {
+                let claimed = sqlx::query(
+                    "INSERT INTO thread_runs (trace_id, thread_id, llm_calls, appended_at_ms) \
+                     VALUES ($1, $2, $3, $4) ON CONFLICT (trace_id) DO NOTHING",
+                )
+                .bind(entry.trace_id.as_str())
+                .bind(thread)
+                .bind(calls)
+                .bind(now)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error)?
+                .rows_affected();
+                if claimed == 0 {
+                    // Appended before: nothing to do.
+                    tx.commit().await.map_err(db_error)?;
+                    return Ok(());
+                }
+                let total: i64 = sqlx::query_scalar(
+                    "INSERT INTO threads (thread_id, llm_calls, runs, messages, updated_at_ms) \
+                     VALUES ($1, $2, 1, $3, $4) ON CONFLICT (thread_id) DO UPDATE SET \
+                     llm_calls = threads.llm_calls + excluded.llm_calls, \
+                     runs = threads.runs + 1, \
+                     messages = threads.messages + excluded.messages, \
+                     updated_at_ms = excluded.updated_at_ms \
+                     RETURNING messages",
+                )
+                .bind(thread)
+                .bind(calls)
+                .bind(n)
+                .bind(now)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db_error)?;
+                let base = total - n;
+                let numbered: Vec<(i64, &String)> = (1i64..).map(|i| base + i).zip(&bodies).collect();
+                for chunk in chunks(&numbered) {
+                    let mut q = QueryBuilder::<DB>::new(
+                        "INSERT INTO thread_messages (thread_id, seq, trace_id, body) ",
+                    );
+                    q.push_values(chunk, |mut b, (seq, body)| {
+                        b.push_bind(thread)
+                            .push_bind(*seq)
+                            .push_bind(entry.trace_id.as_str())
+                            .push_bind(body.as_str());
+                    });
+                    q.build().execute(&mut *tx).await.map_err(db_error)?;
+                }
+            })
+        })
+    }
+}
