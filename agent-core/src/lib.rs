@@ -42,6 +42,8 @@ mod llm;
 mod macro_support;
 mod message;
 mod observe;
+#[cfg(feature = "otel")]
+pub mod otel;
 mod output;
 mod pricing;
 pub mod providers;

@@ -74,6 +74,13 @@ pub struct ToolCall {
     /// Why the arguments as sent could not be used, if they could not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments_error: Option<String>,
+    /// An opaque token the provider attached to the call and wants back, unchanged, when
+    /// the call is sent again in the history: Gemini's `thoughtSignature` (required for
+    /// function calling on Gemini 3, see `docs/providers.md`, "Google Gemini"). Other
+    /// adapters neither set nor send it. Set it with
+    /// [`with_thought_signature`](Self::with_thought_signature).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought_signature: Option<String>,
 }
 
 impl ToolCall {
@@ -84,7 +91,15 @@ impl ToolCall {
             name: name.into(),
             arguments,
             arguments_error: None,
+            thought_signature: None,
         }
+    }
+
+    /// Sets the provider's opaque [`thought_signature`](Self::thought_signature).
+    #[must_use]
+    pub fn with_thought_signature(mut self, signature: impl Into<String>) -> Self {
+        self.thought_signature = Some(signature.into());
+        self
     }
 
     /// A tool call whose arguments arrived unusable (for example truncated JSON).
@@ -101,6 +116,7 @@ impl ToolCall {
             name: name.into(),
             arguments: Value::Object(serde_json::Map::new()),
             arguments_error: Some(error.into()),
+            thought_signature: None,
         }
     }
 

@@ -18,7 +18,10 @@ pub struct AgentResult<T> {
     /// The raw final text: the submitted arguments as JSON on success, the last
     /// assistant text otherwise (empty if there was none).
     pub output: String,
-    /// The run's trace id (32 lowercase hex digits), also on its tracing spans.
+    /// The run's trace id (32 lowercase hex digits), also on its tracing spans
+    /// (`trace_id` on `invoke_agent`). With the `otel` feature and a tracing-opentelemetry
+    /// layer installed, it is the OpenTelemetry trace id of the run's `invoke_agent` span
+    /// (the trace of an enclosing OTel span, when there is one); otherwise a random id.
     pub trace_id: String,
     /// What the run spent.
     pub usage: Usage,

@@ -8,7 +8,7 @@ mod providers_support;
 use std::io;
 use std::sync::{Arc, Mutex};
 
-use agent_core::providers::{AnthropicClient, ApiKey, OpenAiClient, ProviderOptions};
+use agent_core::providers::{AnthropicClient, ApiKey, GeminiClient, OpenAiClient, ProviderOptions};
 use agent_core::{AgentConfig, AgentError, LlmClient, run_agent};
 use providers_support::*;
 use tracing_subscriber::fmt::format::FmtSpan;
@@ -133,6 +133,20 @@ async fn anthropic_401_leaks_the_key_nowhere() {
 }
 
 #[tokio::test]
+async fn gemini_error_echoing_the_key_leaks_it_nowhere() {
+    let body = fixture("gemini/error_api_key_invalid.template.json").replace("{KEY}", KEY);
+    let (texts, evidence) = everything_after_a_401("gemini-2.5-flash", body, "").await;
+    assert_no_key(&texts);
+    assert!(
+        evidence[1].contains(
+            "INVALID_ARGUMENT: API key not valid. Please pass a valid API key. (key: <redacted>)"
+        ),
+        "{}",
+        evidence[1]
+    );
+}
+
+#[tokio::test]
 async fn dispatch_401_leaks_the_key_nowhere() {
     let body = format!(
         r#"{{"error":{{"code":401,"message":"Invalid API Key: {KEY}","type":"authentication_error"}}}}"#
@@ -149,12 +163,15 @@ fn clients_options_and_config_errors_never_show_the_key() {
     let openai = OpenAiClient::openai(&options).unwrap();
     let anthropic = AnthropicClient::new(&options).unwrap();
     let compatible = OpenAiClient::compatible("dispatch", &options).unwrap();
+    let gemini = GeminiClient::new(&options).unwrap();
     let key = ApiKey::new(KEY);
     let mut texts = vec![
         format!("{options:?}"),
         format!("{openai:?}"),
         format!("{anthropic:?}"),
         format!("{compatible:?}"),
+        format!("{gemini:?}"),
+        gemini.endpoint("gemini-2.5-flash").unwrap().to_string(),
         format!("{key:?}"),
         format!("{key}"),
         openai.endpoint().to_owned(),

@@ -75,6 +75,7 @@ pub(crate) struct Settings<T> {
     pub(crate) output_validator: Option<OutputValidator<T>>,
     pub(crate) observer: Option<Arc<dyn Observer>>,
     pub(crate) stores: StoreSettings,
+    pub(crate) capture_content: bool,
 }
 
 impl<T> Clone for Settings<T> {
@@ -118,6 +119,7 @@ impl<T> Clone for Settings<T> {
             output_validator: self.output_validator.clone(),
             observer: self.observer.clone(),
             stores: self.stores.clone(),
+            capture_content: self.capture_content,
         }
     }
 }
@@ -163,6 +165,7 @@ impl<T> Settings<T> {
             output_validator: None,
             observer: None,
             stores: StoreSettings::default(),
+            capture_content: false,
         }
     }
 }
@@ -555,6 +558,22 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     #[must_use]
     pub fn observer(mut self, observer: impl Observer + 'static) -> Self {
         self.settings.observer = Some(Arc::new(observer));
+        self
+    }
+
+    /// Records what the model saw and said on the run's spans (default `false`: off).
+    ///
+    /// On, as the OpenTelemetry GenAI conventions' opt-in attributes (JSON text): each
+    /// `chat` span gets `gen_ai.system_instructions`, `gen_ai.input.messages` (the whole
+    /// conversation sent) and `gen_ai.output.messages` (the reply: text and tool calls,
+    /// with its finish reason); each `execute_tool` span `gen_ai.tool.call.arguments` and
+    /// `gen_ai.tool.call.result`. Prompts, tool arguments and tool results can hold
+    /// personal data: whatever a tool returns is recorded as it is. API keys, request
+    /// state (`RunOptions::state`) and providers' opaque tokens (thought signatures) are
+    /// never recorded. Off, none of these fields is ever filled.
+    #[must_use]
+    pub fn capture_content(mut self, on: bool) -> Self {
+        self.settings.capture_content = on;
         self
     }
 }

@@ -37,16 +37,82 @@ const MIN_REDACTED_KEY: usize = 6;
 
 /// What a provider's error body says, in the shapes Anthropic
 /// (`{"type":"error","error":{"type","message"}}`), OpenAI
-/// (`{"error":{"message","type","param","code"}}`), llama.cpp (same, numeric `code`) and
-/// Ollama (`{"error":"text"}`) use.
+/// (`{"error":{"message","type","param","code"}}`), llama.cpp (same, numeric `code`),
+/// Ollama (`{"error":"text"}`) and Google (`{"error":{"code","message","status","details"}}`)
+/// use.
 #[derive(Debug, Default, PartialEq)]
 pub(crate) struct ErrorBody {
-    /// The error's `type`, if any.
+    /// The error's `type` (Google: its `status`, such as `RESOURCE_EXHAUSTED`), if any.
     pub(crate) kind: Option<String>,
     /// The error's `code` as text, if any.
     pub(crate) code: Option<String>,
     /// The error's message, if any.
     pub(crate) message: Option<String>,
+    /// What a Google API error's `details` say, when the body is one (it has a `status`).
+    pub(crate) google: Option<GoogleDetails>,
+}
+
+/// The parts of a Google API error's `details` that decide a retry (the `google.rpc`
+/// error model, <https://cloud.google.com/apis/design/errors#error_details>).
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct GoogleDetails {
+    /// `google.rpc.RetryInfo.retryDelay` (`"37s"`), when given.
+    pub(crate) retry_delay: Option<Duration>,
+    /// The `quotaId` of every `google.rpc.QuotaFailure` violation
+    /// (`GenerateRequestsPerMinutePerProjectPerModel-FreeTier`, ...).
+    pub(crate) quota_ids: Vec<String>,
+}
+
+impl GoogleDetails {
+    fn parse(details: Option<&Value>) -> Self {
+        let mut out = Self::default();
+        let Some(Value::Array(details)) = details else {
+            return out;
+        };
+        for detail in details {
+            let kind = detail.get("@type").and_then(Value::as_str).unwrap_or("");
+            if kind.ends_with("google.rpc.RetryInfo") {
+                out.retry_delay = detail
+                    .get("retryDelay")
+                    .and_then(Value::as_str)
+                    .and_then(proto_duration);
+            } else if kind.ends_with("google.rpc.QuotaFailure")
+                && let Some(Value::Array(violations)) = detail.get("violations")
+            {
+                out.quota_ids.extend(
+                    violations
+                        .iter()
+                        .filter_map(|v| v.get("quotaId").and_then(Value::as_str))
+                        .map(str::to_owned),
+                );
+            }
+        }
+        out
+    }
+
+    /// Whether a quota that retrying within minutes cannot help is exhausted: a daily
+    /// quota (`...PerDay...`).
+    fn daily_quota(&self) -> bool {
+        self.quota_ids.iter().any(|id| id.contains("PerDay"))
+    }
+}
+
+/// A protobuf JSON `Duration` (`"37s"`, `"0.5s"`).
+fn proto_duration(text: &str) -> Option<Duration> {
+    let seconds = text.trim().strip_suffix('s')?.parse::<f64>().ok()?;
+    Duration::try_from_secs_f64(seconds).ok()
+}
+
+/// Whether a Google quota message names a limit of zero (`"..., limit: 0, model: ..."`):
+/// the project has no quota at all for that model (a free tier without the model), which
+/// no wait can fix.
+fn zero_limit(message: &str) -> bool {
+    message.match_indices("limit: 0").any(|(at, m)| {
+        !message[at + m.len()..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit() || c == '.')
+    })
 }
 
 #[derive(Deserialize)]
@@ -73,17 +139,30 @@ impl ErrorBody {
                 message: Some(message),
                 ..Self::default()
             }),
-            Value::Object(map) => Some(Self {
-                kind: text(map.get("type")),
-                code: text(map.get("code")),
-                message: text(map.get("message")),
-            }),
+            Value::Object(map) => {
+                let status = text(map.get("status"));
+                Some(Self {
+                    google: status
+                        .is_some()
+                        .then(|| GoogleDetails::parse(map.get("details"))),
+                    kind: text(map.get("type")).or(status),
+                    code: text(map.get("code")),
+                    message: text(map.get("message")),
+                })
+            }
             _ => None,
         }
     }
 
     /// Whether the body says the quota or credit is exhausted.
+    ///
+    /// A Google error is judged by its details alone: Gemini's per-minute rate limits
+    /// also say "You exceeded your current quota", so only a daily quota or a limit of
+    /// zero counts as exhausted there.
     pub(crate) fn is_exhausted(&self) -> bool {
+        if let Some(google) = &self.google {
+            return google.daily_quota() || self.message.as_deref().is_some_and(zero_limit);
+        }
         let listed = |v: &Option<String>| {
             v.as_deref()
                 .is_some_and(|s| EXHAUSTED_CODES.iter().any(|c| s.eq_ignore_ascii_case(c)))
@@ -221,7 +300,11 @@ pub(crate) fn status_error(
         message.push_str(" (quota or credit exhausted; not retried)");
     }
     let mut error = LlmError::new(kind, redact(message, key)).with_status(status);
-    if let Some(delay) = retry_after(headers) {
+    let google_delay = parsed
+        .as_ref()
+        .and_then(|p| p.google.as_ref())
+        .and_then(|g| g.retry_delay);
+    if let Some(delay) = retry_after(headers).or(google_delay) {
         error = error.with_retry_after(delay);
     }
     if let Some(id) = request_id(headers) {
@@ -408,6 +491,25 @@ mod tests {
         assert!(ErrorBody::parse(b"<html>").is_none());
         let anthropic_billing = ErrorBody::parse(br#"{"type":"error","error":{"type":"invalid_request_error","message":"Your credit balance is too low to access the Anthropic API."}}"#).unwrap();
         assert!(anthropic_billing.is_exhausted());
+    }
+
+    #[test]
+    fn google_errors_are_judged_by_their_details() {
+        let per_minute = r#"{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details.\n* Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, limit: 10, model: gemini-2.5-flash\nPlease retry in 37.4s.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaMetric":"generativelanguage.googleapis.com/generate_content_free_tier_requests","quotaId":"GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}]},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"37s"}]}}"#;
+        let e = classify(429, &[], per_minute);
+        assert!(e.is_transient(), "{e}");
+        assert_eq!(e.retry_after, Some(Duration::from_secs(37)));
+        assert!(e.message.contains("RESOURCE_EXHAUSTED"), "{}", e.message);
+        let per_day = per_minute.replace("PerMinute", "PerDay");
+        assert_eq!(classify(429, &[], &per_day).kind, LlmErrorKind::Permanent);
+        let zero = per_minute.replace("limit: 10,", "limit: 0,");
+        assert_eq!(classify(429, &[], &zero).kind, LlmErrorKind::Permanent);
+        assert!(zero_limit("limit: 0"));
+        assert!(!zero_limit("limit: 0.5, limit: 05"));
+        assert_eq!(proto_duration("0.5s"), Some(Duration::from_millis(500)));
+        assert_eq!(proto_duration("soon"), None);
+        let unavailable = r#"{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}"#;
+        assert!(classify(503, &[], unavailable).is_transient());
     }
 
     #[test]

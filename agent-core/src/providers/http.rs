@@ -129,16 +129,25 @@ impl Transport {
     /// connection lost while reading the body as transient; a body over the cap as
     /// permanent.
     pub(crate) async fn post(&self, body: Vec<u8>) -> Result<Reply, LlmError> {
+        self.post_to(&self.url, body).await
+    }
+
+    /// POSTs `body` to `url` (an endpoint that depends on the request, such as Gemini's
+    /// `.../models/{model}:generateContent`), with this transport's headers and caps.
+    ///
+    /// # Errors
+    /// As [`post`](Self::post).
+    pub(crate) async fn post_to(&self, url: &Url, body: Vec<u8>) -> Result<Reply, LlmError> {
         let sent = self
             .client
-            .post(self.url.clone())
+            .post(url.clone())
             .headers(self.headers.clone())
             .body(body)
             .send()
             .await;
         let mut response = match sent {
             Ok(response) => response,
-            Err(e) => return Err(self.transport_error(e, None)),
+            Err(e) => return Err(self.transport_error(url, e, None)),
         };
         let status = response.status().as_u16();
         let headers = std::mem::take(response.headers_mut());
@@ -179,7 +188,7 @@ impl Transport {
                 Ok(None) => break,
                 // A cut-off error body still has a status to classify by.
                 Err(_) if !success => break,
-                Err(e) => return Err(self.transport_error(e, Some((status, &headers)))),
+                Err(e) => return Err(self.transport_error(url, e, Some((status, &headers)))),
             }
         }
         if success {
@@ -215,6 +224,7 @@ impl Transport {
     /// off mid-read), or permanent when the request could not even be built.
     fn transport_error(
         &self,
+        url: &Url,
         error: reqwest::Error,
         response: Option<(u16, &HeaderMap)>,
     ) -> LlmError {
@@ -234,7 +244,7 @@ impl Transport {
             format!(
                 "{} at {}: {what}: {}",
                 self.provider,
-                self.url_for_messages(),
+                url_for_messages(url),
                 chain(&error)
             ),
             self.key.as_ref(),
@@ -252,15 +262,14 @@ impl Transport {
         }
         out
     }
+}
 
-    /// The URL without user info, query or fragment.
-    fn url_for_messages(&self) -> String {
-        let url = &self.url;
-        let host = url.host_str().unwrap_or("");
-        match url.port() {
-            Some(port) => format!("{}://{host}:{port}{}", url.scheme(), url.path()),
-            None => format!("{}://{host}{}", url.scheme(), url.path()),
-        }
+/// The URL without user info, query or fragment.
+fn url_for_messages(url: &Url) -> String {
+    let host = url.host_str().unwrap_or("");
+    match url.port() {
+        Some(port) => format!("{}://{host}:{port}{}", url.scheme(), url.path()),
+        None => format!("{}://{host}{}", url.scheme(), url.path()),
     }
 }
 

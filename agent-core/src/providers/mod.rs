@@ -4,6 +4,7 @@
 //! |---|---|---|
 //! | `claude-` | Anthropic Messages API ([`AnthropicClient`]) | `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL` optional |
 //! | `gpt-`, `o1`, `o3`, `o4`, `chatgpt-` | OpenAI Chat Completions ([`OpenAiClient::openai`]) | `OPENAI_API_KEY`, `OPENAI_BASE_URL` optional |
+//! | `gemini-` | Google Gemini API ([`GeminiClient`]) | `GEMINI_API_KEY`, `GEMINI_BASE_URL` optional |
 //! | `ollama/NAME` | OpenAI-compatible ([`OpenAiClient::compatible`]) | `OLLAMA_HOST`, default `http://127.0.0.1:11434` |
 //! | `dispatch/NAME` | OpenAI-compatible fleet (vLLM, llama.cpp, TGI behind a load balancer) | `AGENT_DISPATCH_URL` (ends in `/v1`), `AGENT_DISPATCH_API_KEY` optional |
 //! | `test` | the built-in [`TestModel`](crate::testing::TestModel) (no network) | |
@@ -12,7 +13,8 @@
 //! For `ollama/` and `dispatch/`, `NAME` is sent as the request's `model`; the other
 //! names are sent whole. The builder's `api_key` and `base_url` replace the environment
 //! variables; a base URL has the variable's meaning (`OLLAMA_HOST` is a host, the other
-//! URLs are API roots: `https://api.anthropic.com`, `https://api.openai.com/v1`).
+//! URLs are API roots: `https://api.anthropic.com`, `https://api.openai.com/v1`,
+//! `https://generativelanguage.googleapis.com`).
 //!
 //! Every adapter makes exactly one HTTP round trip per
 //! [`complete`](crate::LlmClient::complete) call and never retries: the runner re-sends
@@ -34,6 +36,7 @@ mod anthropic;
 mod classify;
 mod embeddings;
 mod encoded;
+mod gemini;
 mod history;
 pub(crate) mod http;
 mod normalize;
@@ -45,6 +48,7 @@ use std::time::Duration;
 
 pub use anthropic::AnthropicClient;
 pub use embeddings::EmbeddingClient;
+pub use gemini::GeminiClient;
 pub use openai::OpenAiClient;
 pub use routing::PREFIXES;
 pub(crate) use routing::route;

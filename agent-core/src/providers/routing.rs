@@ -5,11 +5,11 @@ use std::sync::Arc;
 use crate::config::ConfigError;
 use crate::llm::LlmClient;
 use crate::providers::http::HttpPool;
-use crate::providers::{AnthropicClient, ApiKey, OpenAiClient, ProviderOptions};
+use crate::providers::{AnthropicClient, ApiKey, GeminiClient, OpenAiClient, ProviderOptions};
 use crate::testing::TestModel;
 
 /// The routable prefixes, for error messages.
-pub const PREFIXES: &str = "claude-, gpt-, o1, o3, o4, chatgpt-, ollama/, dispatch/, test";
+pub const PREFIXES: &str = "claude-, gpt-, o1, o3, o4, chatgpt-, gemini-, ollama/, dispatch/, test";
 
 /// The host Ollama listens on when `OLLAMA_HOST` is not set.
 const OLLAMA_DEFAULT_HOST: &str = "http://127.0.0.1:11434";
@@ -42,6 +42,7 @@ enum Target<'m> {
     Test,
     Anthropic,
     OpenAi,
+    Gemini,
     Ollama(&'m str),
     Dispatch(&'m str),
 }
@@ -58,6 +59,9 @@ fn target(model: &str) -> Option<Target<'_>> {
     }
     if model.starts_with("claude-") {
         return Some(Target::Anthropic);
+    }
+    if model.starts_with("gemini-") {
+        return Some(Target::Gemini);
     }
     let o_series = ["o1", "o3", "o4"].iter().any(|p| {
         model
@@ -122,6 +126,15 @@ pub(crate) fn route_with(
             resolved.base_url = url_or_env("OPENAI_BASE_URL");
             (
                 Arc::new(OpenAiClient::build_openai(&resolved).map_err(invalid)?),
+                model,
+            )
+        }
+        Target::Gemini => {
+            resolved.api_key =
+                Some(key_or_env("GEMINI_API_KEY").ok_or_else(|| missing("GEMINI_API_KEY"))?);
+            resolved.base_url = url_or_env("GEMINI_BASE_URL");
+            (
+                Arc::new(GeminiClient::build(&resolved).map_err(invalid)?),
                 model,
             )
         }
@@ -199,6 +212,7 @@ mod tests {
         let full = [
             ("ANTHROPIC_API_KEY", "sk-ant-xxxxxxxx"),
             ("OPENAI_API_KEY", "sk-xxxxxxxx"),
+            ("GEMINI_API_KEY", "AIza-xxxxxxxx"),
             ("AGENT_DISPATCH_URL", "http://10.0.0.1:8000/v1"),
         ];
         let cases = [
@@ -208,6 +222,8 @@ mod tests {
             ("o3-mini", "openai", "o3-mini"),
             ("o4-mini", "openai", "o4-mini"),
             ("chatgpt-4o-latest", "openai", "chatgpt-4o-latest"),
+            ("gemini-2.5-flash", "gemini", "gemini-2.5-flash"),
+            ("gemini-3-pro-preview", "gemini", "gemini-3-pro-preview"),
             ("ollama/llama3.2", "ollama", "llama3.2"),
             ("dispatch/gemma", "dispatch", "gemma"),
             ("test", "test", "test"),
@@ -221,7 +237,14 @@ mod tests {
 
     #[test]
     fn unknown_names_list_the_prefixes() {
-        for model in ["gemini-2.5-pro", "o1x", "o5", "claude", "llama3"] {
+        for model in [
+            "gemini",
+            "google/gemini-2.5-pro",
+            "o1x",
+            "o5",
+            "claude",
+            "llama3",
+        ] {
             match routed(model, &[]) {
                 Err(ConfigError::UnknownModel { prefixes, .. }) => assert_eq!(prefixes, PREFIXES),
                 other => panic!("{model}: {:?}", other.map(|r| r.wire_model)),
@@ -237,6 +260,7 @@ mod tests {
         };
         assert_eq!(var("claude-haiku-4-5"), "ANTHROPIC_API_KEY");
         assert_eq!(var("gpt-5"), "OPENAI_API_KEY");
+        assert_eq!(var("gemini-2.5-flash"), "GEMINI_API_KEY");
         assert_eq!(var("dispatch/gemma"), "AGENT_DISPATCH_URL");
         // Ollama needs nothing: it has a default host.
         assert!(routed("ollama/qwen3", &[]).is_ok());

@@ -5,6 +5,7 @@
 //! [`AgentError`].
 
 mod answer;
+mod content;
 mod customer;
 mod feedback;
 mod guard;
@@ -42,7 +43,7 @@ use tokio_util::sync::CancellationToken;
 pub(crate) use answer::prompted_system;
 pub(crate) use answer::{Extracted, extract_json};
 use guard::Guard;
-use trace::{Observers, new_trace_id, panic_message};
+use trace::{Observers, panic_message, trace_id_of};
 
 /// Resolves when any of the tokens is cancelled; never, when there is none.
 async fn any_cancelled(tokens: &[CancellationToken]) {
@@ -87,7 +88,6 @@ pub async fn run_agent_with<T: AgentOutput>(
 ) -> AgentResult<T> {
     let cfg: &Compiled<T> = &config.inner;
     let started = Instant::now();
-    let trace_id: Arc<str> = Arc::from(new_trace_id());
     let span = tracing::info_span!(
         "invoke_agent",
         otel.name = %format_args!("invoke_agent {}", cfg.settings.name),
@@ -95,11 +95,15 @@ pub async fn run_agent_with<T: AgentOutput>(
         gen_ai.agent.name = %cfg.settings.name,
         gen_ai.provider.name = %cfg.client.provider(),
         gen_ai.request.model = %cfg.wire_model,
-        trace_id = %trace_id,
+        trace_id = tracing::field::Empty,
         agent.metadata = tracing::field::Empty,
         agent.ending = tracing::field::Empty,
         error.type = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
     );
+    // The OpenTelemetry trace id of this span when an OTel layer exports it, else random.
+    let trace_id: Arc<str> = Arc::from(trace_id_of(&span));
+    span.record("trace_id", &*trace_id);
     if !options.metadata.is_empty() {
         span.record("agent.metadata", tracing::field::debug(&options.metadata));
     }
@@ -129,6 +133,7 @@ pub async fn run_agent_with<T: AgentOutput>(
     span.record("agent.ending", ending.as_str());
     if let Some(category) = result.category() {
         span.record("error.type", category);
+        span.record("otel.status_code", "error");
     }
     run_observers.notify(&RunEvent::RunEnded {
         trace_id: &trace_id,
@@ -555,18 +560,38 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         let span = tracing::info_span!(
             "chat",
             otel.name = %format_args!("chat {}", self.request.model),
+            otel.kind = "client",
             gen_ai.operation.name = "chat",
             gen_ai.provider.name = %cfg.client.provider(),
             gen_ai.request.model = %self.request.model,
-            gen_ai.request.max_tokens = self.request.max_tokens,
+            // Integers as i64: the OpenTelemetry bridge exports a u64 field as a string.
+            gen_ai.request.max_tokens = i64::from(self.request.max_tokens),
             gen_ai.response.id = tracing::field::Empty,
+            gen_ai.response.model = tracing::field::Empty,
             gen_ai.response.finish_reasons = tracing::field::Empty,
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,
+            gen_ai.system_instructions = tracing::field::Empty,
+            gen_ai.input.messages = tracing::field::Empty,
+            gen_ai.output.messages = tracing::field::Empty,
             error.type = tracing::field::Empty,
-            llm_call,
+            otel.status_code = tracing::field::Empty,
+            llm_call = i64::from(llm_call),
             wrap_up,
         );
+        let capture = cfg.settings.capture_content;
+        if capture {
+            if let Some(system) = &self.request.system {
+                span.record(
+                    "gen_ai.system_instructions",
+                    content::system_instructions(system),
+                );
+            }
+            span.record(
+                "gen_ai.input.messages",
+                content::input_messages(&self.request.messages),
+            );
+        }
         let request = &self.request;
         let client = &cfg.client;
         let limit = cfg.settings.llm_timeout;
@@ -584,6 +609,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             ))),
             Err(payload) => {
                 span.record("error.type", "internal_error");
+                span.record("otel.status_code", "error");
                 return Err(AgentError::Internal {
                     message: format!(
                         "the model client panicked: {}",
@@ -597,12 +623,22 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 if let Some(id) = &response.request_id {
                     span.record("gen_ai.response.id", id.as_str());
                 }
+                if let Some(model) = &response.model {
+                    span.record("gen_ai.response.model", model.as_str());
+                }
+                trace::record_finish_reasons(&span, response.stop_reason.as_str());
+                let tokens = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
                 span.record(
-                    "gen_ai.response.finish_reasons",
-                    tracing::field::debug([response.stop_reason.as_str()]),
+                    "gen_ai.usage.input_tokens",
+                    tokens(response.usage.input_tokens),
                 );
-                span.record("gen_ai.usage.input_tokens", response.usage.input_tokens);
-                span.record("gen_ai.usage.output_tokens", response.usage.output_tokens);
+                span.record(
+                    "gen_ai.usage.output_tokens",
+                    tokens(response.usage.output_tokens),
+                );
+                if capture {
+                    span.record("gen_ai.output.messages", content::output_messages(response));
+                }
             }
             Err(error) => {
                 let kind = if error.is_transient() {
@@ -611,6 +647,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                     "llm_permanent_error"
                 };
                 span.record("error.type", kind);
+                span.record("otel.status_code", "error");
                 tracing::warn!(parent: &span, error = %error, "model call failed");
             }
         }
@@ -702,11 +739,13 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             // The output cap cut the turn: its last call was still being written. Even
             // arguments that parse (`{}` for a tool whose parameters are all optional)
             // are not what the model meant to send, so the call is never run.
+            let signature = last.thought_signature.take();
             *last = ToolCall::with_invalid_arguments(
                 std::mem::take(&mut last.id),
                 std::mem::take(&mut last.name),
                 feedback::cut_call(self.request.max_tokens),
             );
+            last.thought_signature = signature;
         }
         if !text.is_empty() {
             self.last_text.clone_from(&text);

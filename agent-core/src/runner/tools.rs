@@ -68,6 +68,7 @@ pub(crate) async fn run_tool_calls<T>(
         .collect();
     let timeout = cfg.settings.tool_timeout;
     let max_bytes = cfg.settings.max_tool_result_bytes;
+    let capture = cfg.settings.capture_content;
     let jobs = calls.iter().zip(plans).map(|(call, plan)| async move {
         let started = Instant::now();
         let executed = match plan {
@@ -76,7 +77,9 @@ pub(crate) async fn run_tool_calls<T>(
                 result,
                 fatal: false,
             },
-            Plan::Run(tool) => execute(tool, call, trace_id, state, timeout, max_bytes).await,
+            Plan::Run(tool) => {
+                execute(tool, call, trace_id, state, (timeout, max_bytes), capture).await
+            }
         };
         observers.notify(&RunEvent::ToolFinished {
             trace_id,
@@ -140,8 +143,8 @@ async fn execute(
     call: &ToolCall,
     trace_id: &Arc<str>,
     state: &Arc<StateMap>,
-    timeout: Duration,
-    max_bytes: usize,
+    (timeout, max_bytes): (Duration, usize),
+    capture: bool,
 ) -> Executed {
     let span = tracing::info_span!(
         "execute_tool",
@@ -149,8 +152,15 @@ async fn execute(
         gen_ai.operation.name = "execute_tool",
         gen_ai.tool.name = %call.name,
         gen_ai.tool.call.id = %call.id,
+        gen_ai.tool.type = "function",
+        gen_ai.tool.call.arguments = tracing::field::Empty,
+        gen_ai.tool.call.result = tracing::field::Empty,
         error.type = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
     );
+    if capture {
+        span.record("gen_ai.tool.call.arguments", call.arguments.to_string());
+    }
     let context = ToolContext::new(
         &call.id,
         &call.name,
@@ -194,8 +204,9 @@ async fn execute(
     };
     if let Some(kind) = error_type {
         span.record("error.type", kind);
+        span.record("otel.status_code", "error");
     }
-    match content {
+    let executed = match content {
         Ok(text) => {
             let text = truncate(text, max_bytes);
             Executed {
@@ -212,7 +223,12 @@ async fn execute(
                 fatal,
             }
         }
+    };
+    if capture {
+        // What the model is shown, after truncation.
+        span.record("gen_ai.tool.call.result", executed.result.content.as_str());
     }
+    executed
 }
 
 /// `text` cut to at most `max_bytes` bytes (at a character boundary) plus a note saying

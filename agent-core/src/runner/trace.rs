@@ -7,6 +7,31 @@ use std::sync::Arc;
 
 use crate::observe::{Observer, RunEvent};
 
+/// The run's trace id: with the `otel` feature and a tracing-opentelemetry layer
+/// exporting `span`, the OpenTelemetry trace id of that span; else a random one.
+pub(crate) fn trace_id_of(span: &tracing::Span) -> String {
+    #[cfg(feature = "otel")]
+    if let Some(id) = crate::otel::trace_id(span) {
+        return id;
+    }
+    let _ = span;
+    new_trace_id()
+}
+
+/// Records `gen_ai.response.finish_reasons` on a `chat` span: a string array on an
+/// exported OpenTelemetry span (as the conventions type it), else the `tracing` field
+/// (`["stop"]`).
+pub(crate) fn record_finish_reasons(span: &tracing::Span, reason: &str) {
+    #[cfg(feature = "otel")]
+    if crate::otel::record_finish_reasons(span, &[reason]) {
+        return;
+    }
+    span.record(
+        "gen_ai.response.finish_reasons",
+        tracing::field::debug([reason]),
+    );
+}
+
 /// A random W3C-style trace id: 32 lowercase hex digits.
 pub(crate) fn new_trace_id() -> String {
     let mut id = String::with_capacity(32);

@@ -1,0 +1,110 @@
+//! Content capture (the config's `capture_content`, off by default): the conversation as
+//! the OpenTelemetry GenAI conventions' opt-in attributes, JSON text in their message
+//! format (`{"role", "parts": [{"type": "text" | "tool_call" | "tool_call_response", ..}]}`,
+//! <https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/>).
+//!
+//! Only what the model sees is written: texts, tool calls (id, name, arguments) and tool
+//! results. Providers' opaque tokens (thought signatures), request state and keys are not
+//! part of it.
+
+use serde_json::{Value, json};
+
+use crate::llm::LlmResponse;
+use crate::message::{Message, ToolCall};
+
+/// `gen_ai.system_instructions`: `[{"type": "text", "content": system}]`.
+pub(crate) fn system_instructions(system: &str) -> String {
+    json!([{"type": "text", "content": system}]).to_string()
+}
+
+/// `gen_ai.input.messages`: every message sent, oldest first.
+pub(crate) fn input_messages(messages: &[Message]) -> String {
+    let out: Vec<Value> = messages
+        .iter()
+        .map(|message| match message {
+            Message::User { content } => json!({
+                "role": "user",
+                "parts": [{"type": "text", "content": content}],
+            }),
+            Message::Assistant { text, tool_calls } => json!({
+                "role": "assistant",
+                "parts": assistant_parts(text, tool_calls),
+            }),
+            Message::Tool { results } => json!({
+                "role": "tool",
+                "parts": results
+                    .iter()
+                    .map(|r| json!({
+                        "type": "tool_call_response",
+                        "id": r.call_id,
+                        "response": r.content,
+                    }))
+                    .collect::<Vec<_>>(),
+            }),
+        })
+        .collect();
+    Value::Array(out).to_string()
+}
+
+/// `gen_ai.output.messages`: the reply, with its finish reason.
+pub(crate) fn output_messages(response: &LlmResponse) -> String {
+    json!([{
+        "role": "assistant",
+        "parts": assistant_parts(&response.text, &response.tool_calls),
+        "finish_reason": response.stop_reason.as_str(),
+    }])
+    .to_string()
+}
+
+fn assistant_parts(text: &str, calls: &[ToolCall]) -> Vec<Value> {
+    let mut parts = Vec::with_capacity(calls.len() + 1);
+    if !text.is_empty() {
+        parts.push(json!({"type": "text", "content": text}));
+    }
+    parts.extend(calls.iter().map(|call| {
+        json!({
+            "type": "tool_call",
+            "id": call.id,
+            "name": call.name,
+            "arguments": call.arguments,
+        })
+    }));
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+    use crate::message::ToolResult;
+
+    #[test]
+    fn messages_follow_the_conventions_format_without_signatures() {
+        let messages = vec![
+            Message::user("hi"),
+            Message::assistant(
+                "",
+                vec![ToolCall::new("c1", "lookup", json!({"id": 1})).with_thought_signature("SIG")],
+            ),
+            Message::tool_results(vec![ToolResult::ok("c1", "lookup", "found")]),
+        ];
+        let text = input_messages(&messages);
+        assert!(!text.contains("SIG"), "{text}");
+        let value: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            value,
+            json!([
+                {"role": "user", "parts": [{"type": "text", "content": "hi"}]},
+                {"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "lookup", "arguments": {"id": 1}}]},
+                {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "found"}]}
+            ])
+        );
+        let out: Value =
+            serde_json::from_str(&output_messages(&LlmResponse::text("done"))).unwrap();
+        assert_eq!(
+            out,
+            json!([{"role": "assistant", "parts": [{"type": "text", "content": "done"}], "finish_reason": "stop"}])
+        );
+    }
+}
