@@ -339,6 +339,7 @@ async fn a_judge_maps_each_criterion_and_reports_its_own_cost() {
     );
     let judge = judge_with(&model);
     let result = answered(answer()).await;
+    let run_usage = result.usage;
     let expected = json!({"queue": "billing"});
     let grade = judge
         .grade_run(&Case::new("I was charged twice", &result).expected(&expected))
@@ -354,8 +355,8 @@ async fn a_judge_maps_each_criterion_and_reports_its_own_cost() {
     assert_eq!(grade.usage.llm_calls, 1);
     assert_eq!(grade.usage.input_tokens, 100);
     assert!((grade.usage.cost_usd.unwrap() - 0.2).abs() < 1e-12);
+    assert_eq!(result.usage, run_usage, "the judged run's usage is its own");
     assert_eq!(result.usage.llm_calls, 1);
-    assert_eq!(result.usage.input_tokens, 0);
     // The judge saw the rubric, the task, the answer and the reference.
     let request = &model.requests()[0];
     let system = request.system.as_deref().unwrap();
