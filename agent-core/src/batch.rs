@@ -12,6 +12,7 @@ use crate::error::{AgentError, Ending};
 use crate::output::AgentOutput;
 use crate::result::AgentResult;
 use crate::runner::run_agent;
+use crate::turns::TurnStats;
 
 /// The results of a batch, in input order, and its receipt.
 #[derive(Debug)]
@@ -56,14 +57,15 @@ where
     let results: Vec<AgentResult<T>> = indexed.into_iter().map(|(_, r)| r).collect();
     // Every record is durable before the batch returns.
     let flush_failures = crate::runner::flush_stores(&config.inner).await;
-    let mut receipt = Receipt::from_results(&results);
+    let mut receipt = Receipt::from_results_with_cap(&results, config.max_llm_calls());
     receipt.store_failures = receipt.store_failures.saturating_add(flush_failures);
     receipt.wall_time = started.elapsed();
     Batch { results, receipt }
 }
 
-/// What a batch did: counts per ending and per category, tokens, cost, and run
-/// durations. Its `Display` is a plain-text table.
+/// What a batch did: counts per ending and per category, tokens, cost, run durations,
+/// and round trips per run ([`TurnStats`]: a histogram per ending and a suggested
+/// `max_llm_calls`). Its `Display` is a plain-text table.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct Receipt {
@@ -95,11 +97,24 @@ pub struct Receipt {
     /// Store calls that failed over all runs (`AgentResult::store_failures`), plus a
     /// failed final flush; none of them changed an outcome.
     pub store_failures: u64,
+    /// Round trips per run: histogram per ending, cap hits, suggested `max_llm_calls`.
+    pub turns: TurnStats,
 }
 
 impl Receipt {
-    /// A receipt over any results.
+    /// A receipt over any results (their cap unknown: `turns.hit_cap` counts the runs
+    /// that ended `max_llm_calls`).
     pub fn from_results<T>(results: &[AgentResult<T>]) -> Self {
+        Self::build(&results.iter().collect::<Vec<_>>(), None)
+    }
+
+    /// A receipt over results that ran with this `max_llm_calls` (`turns.hit_cap` also
+    /// counts the runs that used all of it).
+    pub fn from_results_with_cap<T>(results: &[AgentResult<T>], max_llm_calls: u32) -> Self {
+        Self::build(&results.iter().collect::<Vec<_>>(), Some(max_llm_calls))
+    }
+
+    pub(crate) fn build<T>(results: &[&AgentResult<T>], cap: Option<u32>) -> Self {
         let mut endings: BTreeMap<Ending, usize> = Ending::ALL.iter().map(|e| (*e, 0)).collect();
         let mut categories = BTreeMap::new();
         let mut r = Receipt {
@@ -134,6 +149,7 @@ impl Receipt {
         r.p95 = percentile(&durations, 95);
         r.endings = endings;
         r.categories = categories;
+        r.turns = TurnStats::from_refs(results, cap);
         r
     }
 
@@ -195,7 +211,36 @@ impl fmt::Display for Receipt {
         }
         writeln!(f, "{:<28} {:>16}", "duration p50", ms(self.p50))?;
         writeln!(f, "{:<28} {:>16}", "duration p95", ms(self.p95))?;
-        write!(f, "{:<28} {:>16}", "wall time", ms(self.wall_time))
+        writeln!(f, "{:<28} {:>16}", "wall time", ms(self.wall_time))?;
+        write!(f, "{}", TurnsTable(&self.turns))
+    }
+}
+
+/// The turn rows of a receipt: round trips x runs per ending, the suggestion, cap hits.
+pub(crate) struct TurnsTable<'a>(pub(crate) &'a TurnStats);
+
+impl fmt::Display for TurnsTable<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = self.0;
+        writeln!(f, "{}", "-".repeat(45))?;
+        writeln!(f, "{:<28} {:>16}", "llm calls per run", "(calls x runs)")?;
+        for (ending, line) in t.histogram_lines() {
+            writeln!(f, "  {:<26} {line}", ending.as_str())?;
+        }
+        let suggested = match (t.suggested_max_llm_calls, t.answered_p95) {
+            (Some(s), Some(p)) => format!("{s} (answered p95 {p} + 1)"),
+            _ => "n/a (no answer)".to_owned(),
+        };
+        writeln!(f, "{:<28} {:>16}", "suggested max_llm_calls", suggested)?;
+        let cap = t
+            .max_llm_calls
+            .map_or_else(String::new, |c| format!(" (cap {c})"));
+        write!(
+            f,
+            "{:<28} {:>16}",
+            "runs that hit the cap",
+            format!("{}{cap}", t.hit_cap)
+        )
     }
 }
 

@@ -53,8 +53,10 @@ mod run_options;
 mod runner;
 pub mod schema;
 pub mod store;
+mod sweep;
 pub mod testing;
 mod tool;
+mod turns;
 mod usage;
 mod validate;
 
@@ -65,7 +67,11 @@ pub use config::{
     AgentConfig, AgentConfigBuilder, ConfigError, ESCALATE_TO_HUMAN, OutputValidator,
 };
 pub use error::{AgentError, Attempt, AttemptKind, Budget, Ending, StuckReason};
-pub use grader::{FnGrader, GradeFuture, Grader, Scores};
+pub use grader::{
+    Case, Check, Comparator, Composite, CriterionVerdict, FnGrader, Grade, GradeError, GradeFuture,
+    Grader, GroundTruth, Heuristic, JudgeVerdict, LlmJudge, Match, Rubric, RunGradeFuture,
+    RunGrader, Scores,
+};
 pub use handover::{CallOutcome, CallRecord, Handover, Limits, RunState};
 pub use llm::{
     LlmClient, LlmError, LlmErrorKind, LlmFuture, LlmRequest, LlmResponse, OutputCapabilities,
@@ -83,10 +89,15 @@ pub use runner::{run_agent, run_agent_with};
 /// a user crate needs no serde_json dependency of its own (`agent_core::json!`).
 pub use serde_json::{self, Value, json};
 pub use store::{Embedder, FeedbackStore, Memory, MemoryWindow, Retriever, StoreError, TraceStore};
+pub use sweep::{
+    Comparison, Estimate, GradeFailure, Paired, RunRecord, Sample, Spread, SweepError, SweepEvent,
+    SweepOptions, Variant, VariantSummary, WinLoss, sweep,
+};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     State, StateMap, StateRequirement, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,
 };
+pub use turns::TurnStats;
 pub use usage::Usage;
 pub use validate::{SchemaValidator, ValidationErrors, whole_numbers_as_integers};
 

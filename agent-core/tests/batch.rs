@@ -183,3 +183,60 @@ async fn one_slow_run_does_not_hold_back_the_others() {
     assert_eq!(finished[30], std::time::Duration::from_secs(60));
     assert_eq!(started.elapsed(), std::time::Duration::from_secs(60));
 }
+
+/// Round trips per input: "k" answers on round trip k, "never" keeps looking up. With a
+/// cap of 4: answered runs at 1, 1, 2, 2, 2, 3 and 4 round trips, one run cut off at 4.
+#[tokio::test]
+async fn the_receipt_has_a_turn_histogram_and_suggests_a_cap() {
+    use common::planned::{Planned, Step, answer_at};
+    let lookup = TestTool::new("lookup", Behaviour::Echo);
+    let config = agent_core::AgentConfig::<Triage>::builder("turns")
+        .llm(Planned(|input: &str, turn| match input.parse::<usize>() {
+            Ok(k) => answer_at(k, turn, valid()),
+            Err(_) => Step::Lookup,
+        }))
+        .tool(lookup)
+        .max_llm_calls(4)
+        .build()
+        .unwrap();
+    let inputs = ["1", "1", "2", "2", "2", "3", "4", "never"];
+    let batch = run_batch(&config, inputs, 3).await;
+    let turns = &batch.receipt.turns;
+    assert_eq!(turns.count(Ending::Answered, 1), 2);
+    assert_eq!(turns.count(Ending::Answered, 2), 3);
+    assert_eq!(turns.count(Ending::Answered, 3), 1);
+    assert_eq!(turns.count(Ending::Answered, 4), 1);
+    assert_eq!(turns.count(Ending::Exhausted, 4), 1);
+    assert_eq!(turns.histogram.len(), 2, "{turns:?}");
+    // Answered: [1, 1, 2, 2, 2, 3, 4]; nearest rank ceil(0.95 * 7) = 7 -> 4; plus one.
+    assert_eq!(turns.answered_p95, Some(4));
+    assert_eq!(turns.suggested_max_llm_calls, Some(5));
+    // The run cut off, and the run that answered in the wrap-up turn (4 of 4).
+    assert_eq!(turns.max_llm_calls, Some(4));
+    assert_eq!(turns.hit_cap, 2);
+    // Without the cap known, only the cut-off run counts.
+    let unknown = Receipt::from_results(&batch.results);
+    assert_eq!(unknown.turns.hit_cap, 1);
+    assert_eq!(unknown.turns.max_llm_calls, None);
+
+    let table = batch.receipt.to_string();
+    assert!(
+        table
+            .lines()
+            .any(|l| l.trim_start().starts_with("answered") && l.ends_with("1x2 2x3 3x1 4x1")),
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("suggested max_llm_calls")
+                && l.contains("5 (answered p95 4 + 1)")),
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("runs that hit the cap") && l.ends_with("2 (cap 4)")),
+        "{table}"
+    );
+}

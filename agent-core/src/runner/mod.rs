@@ -41,7 +41,7 @@ use crate::validate::ValidationErrors;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use answer::prompted_system;
-use answer::{Extracted, extract_json};
+pub(crate) use answer::{Extracted, extract_json};
 use guard::Guard;
 use trace::{Observers, panic_message, trace_id_of};
 

@@ -1,0 +1,92 @@
+//! [`TurnStats`]: how many round trips runs took, per ending, and the `max_llm_calls`
+//! the answered runs suggest.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Ending;
+use crate::result::AgentResult;
+use crate::sweep::stats::nearest_rank;
+
+/// Round trips per run: a histogram per ending, the cap hits, and a suggested
+/// `max_llm_calls`.
+///
+/// The suggestion is the rule: **the 95th percentile (nearest rank) of `llm_calls` over
+/// the answered runs, plus one**. The plus one is for the wrap-up turn: the last round
+/// trip a cap allows offers only `submit_output` (docs/loop.md, "Wrap-up turn"), so at a
+/// cap of exactly the p95 the slowest of those runs would answer in the forced turn; one
+/// more lets them finish as they did. It is `None` when no run answered. Answered runs
+/// that used the whole cap were cut short by it, so a suggestion above the current cap
+/// says: raise it and run again (a sweep with the raised cap as a variant shows what it
+/// buys). With fewer than 20 answered runs the p95 is their maximum.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct TurnStats {
+    /// `histogram[ending][llm_calls]` = the runs with that ending and that many round
+    /// trips (only endings and counts that occurred).
+    pub histogram: BTreeMap<Ending, BTreeMap<u32, usize>>,
+    /// The runs' cap (`max_llm_calls`), when known: `run_batch` and `sweep` know it,
+    /// `Receipt::from_results` does not.
+    pub max_llm_calls: Option<u32>,
+    /// Runs that hit the cap: ended with category `max_llm_calls`, or, with the cap
+    /// known, used all of it whatever their ending (an answer in the wrap-up turn).
+    pub hit_cap: usize,
+    /// The 95th percentile (nearest rank) of `llm_calls` over the answered runs.
+    pub answered_p95: Option<u32>,
+    /// The suggested `max_llm_calls`: `answered_p95 + 1` (see the type's docs).
+    pub suggested_max_llm_calls: Option<u32>,
+}
+
+impl TurnStats {
+    /// The turn data of these runs; `cap` is their `max_llm_calls` when known.
+    pub fn from_results<T>(results: &[AgentResult<T>], cap: Option<u32>) -> Self {
+        Self::from_refs(&results.iter().collect::<Vec<_>>(), cap)
+    }
+
+    pub(crate) fn from_refs<T>(results: &[&AgentResult<T>], cap: Option<u32>) -> Self {
+        let mut stats = TurnStats {
+            max_llm_calls: cap,
+            ..TurnStats::default()
+        };
+        let mut answered: Vec<u32> = Vec::new();
+        for r in results {
+            let calls = r.usage.llm_calls;
+            *stats
+                .histogram
+                .entry(r.ending())
+                .or_default()
+                .entry(calls)
+                .or_insert(0) += 1;
+            let capped = r.category() == Some("max_llm_calls") || cap.is_some_and(|c| calls >= c);
+            stats.hit_cap += usize::from(capped);
+            if r.is_ok() {
+                answered.push(calls);
+            }
+        }
+        answered.sort_unstable();
+        stats.answered_p95 = nearest_rank(&answered, 0.95);
+        stats.suggested_max_llm_calls = stats.answered_p95.map(|p| p.saturating_add(1));
+        stats
+    }
+
+    /// The runs with this ending and this many round trips.
+    pub fn count(&self, ending: Ending, llm_calls: u32) -> usize {
+        self.histogram
+            .get(&ending)
+            .and_then(|h| h.get(&llm_calls))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// One line per ending that occurred: `answered   1x3 2x20 3x5` (round trips x runs).
+    pub fn histogram_lines(&self) -> Vec<(Ending, String)> {
+        self.histogram
+            .iter()
+            .map(|(ending, h)| {
+                let cells: Vec<String> = h.iter().map(|(c, n)| format!("{c}x{n}")).collect();
+                (*ending, cells.join(" "))
+            })
+            .collect()
+    }
+}

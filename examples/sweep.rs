@@ -1,0 +1,290 @@
+//! A sweep: the triage config and three `with_` variants of it (another model, another
+//! output mode, a tighter `max_llm_calls`) over the labeled tickets, graded against
+//! `examples/data/labels.json`; one table, a JSON file and an SVG chart.
+//!
+//! ```text
+//! cargo run --release --example sweep                   # the built-in test model
+//! AGENT_DISPATCH_URL=http://127.0.0.1:8080/v1 \
+//!   cargo run --release --example sweep -- --model dispatch/gemma
+//! cargo run --release --example sweep -- --model claude-sonnet-4-5 --alt-model claude-haiku-4-5
+//! ```
+//!
+//! The grader is `GroundTruth`: the queue exact (1 or 0), the severity 1 when exact, 0.5
+//! when one step off, 0 otherwise; the overall score is their mean, and a ticket without
+//! an answer scores 0. The table gives each variant's answered rate and mean score with
+//! 95% bootstrap intervals, paired wins and losses against the base on the same tickets,
+//! tokens, cost, round trips and latency, and a suggested `max_llm_calls` (the p95 of the
+//! answered runs' round trips, plus one).
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use agent_core::testing::TestModel;
+use agent_core::{
+    AgentConfig, GroundTruth, Match, OutputMode, Sample, SweepEvent, SweepOptions, Value, Variant,
+    json, sweep,
+};
+use agent_examples::cli::ModelChoice;
+use agent_examples::labels;
+use agent_examples::triage::{self, Triage, data_dir};
+use indicatif::{ProgressBar, ProgressStyle};
+
+const USAGE: &str = "usage: sweep [FLAGS]
+
+  --model NAME          the base model (default: AGENT_MODEL, else the first provider
+                        key set, else the built-in test model)
+  --alt-model NAME      the model of the model variant (default: claude -> claude-haiku-4-5,
+                        gpt -> gpt-5-nano, a local model -> test, the placeholder model)
+  --alt-mode MODE       the output mode of the mode variant (default: prompted, or tool
+                        when the base is prompted)
+  --tight-calls N       max_llm_calls of the budget variant (default 2)
+  --concurrency N       runs at a time over all variants (default 4)
+  --limit N             only the first N tickets
+  --max-tokens N        output-token cap per round trip
+  --seed N              the bootstrap's seed (default 24301)
+  --out DIR             where comparison.json and comparison.svg go (default target/sweep)
+  -h, --help            this text";
+
+struct Args {
+    model: Option<String>,
+    alt_model: Option<String>,
+    alt_mode: Option<OutputMode>,
+    tight_calls: u32,
+    concurrency: usize,
+    limit: Option<usize>,
+    max_tokens: Option<u32>,
+    seed: u64,
+    out: PathBuf,
+}
+
+fn parse() -> Result<Option<Args>, String> {
+    use lexopt::prelude::*;
+    let mut args = Args {
+        model: None,
+        alt_model: None,
+        alt_mode: None,
+        tight_calls: 2,
+        concurrency: 4,
+        limit: None,
+        max_tokens: None,
+        seed: 0x5eed,
+        out: PathBuf::from("target/sweep"),
+    };
+    let mut parser = lexopt::Parser::from_env();
+    let text = |e: lexopt::Error| e.to_string();
+    while let Some(arg) = parser.next().map_err(text)? {
+        match arg {
+            Long("model") => {
+                args.model = Some(parser.value().map_err(text)?.string().map_err(text)?)
+            }
+            Long("alt-model") => {
+                args.alt_model = Some(parser.value().map_err(text)?.string().map_err(text)?);
+            }
+            Long("alt-mode") => {
+                let value = parser.value().map_err(text)?.string().map_err(text)?;
+                args.alt_mode = Some(value.parse()?);
+            }
+            Long("tight-calls") => {
+                args.tight_calls = parser.value().map_err(text)?.parse().map_err(text)?;
+            }
+            Long("concurrency") => {
+                args.concurrency = parser.value().map_err(text)?.parse().map_err(text)?;
+            }
+            Long("limit") => {
+                args.limit = Some(parser.value().map_err(text)?.parse().map_err(text)?)
+            }
+            Long("max-tokens") => {
+                args.max_tokens = Some(parser.value().map_err(text)?.parse().map_err(text)?);
+            }
+            Long("seed") => args.seed = parser.value().map_err(text)?.parse().map_err(text)?,
+            Long("out") => args.out = parser.value().map_err(text)?.into(),
+            Short('h') | Long("help") => return Ok(None),
+            other => return Err(other.unexpected().to_string()),
+        }
+    }
+    if args.concurrency == 0 {
+        return Err("--concurrency must be at least 1".into());
+    }
+    Ok(Some(args))
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = match parse() {
+        Ok(Some(args)) => args,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("error: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The model variant's model: a cheaper sibling for the hosted providers, the
+/// placeholder test model for a local one (is the model better than a constant answer?).
+fn alt_model(choice: &ModelChoice, flag: Option<String>) -> String {
+    flag.unwrap_or_else(|| match choice {
+        ModelChoice::Named { model, .. } if model.starts_with("claude-") => {
+            "claude-haiku-4-5".into()
+        }
+        ModelChoice::Named { model, .. } if model.starts_with("gpt-") => "gpt-5-nano".into(),
+        _ => "test".into(),
+    })
+}
+
+/// The grader: queue exact; severity 1 when exact, 0.5 when one step off.
+fn grader() -> GroundTruth {
+    GroundTruth::new().field("queue", Match::Exact).field(
+        "severity",
+        Match::custom(
+            |got: &Value, want: &Value| match (got.as_i64(), want.as_i64()) {
+                (Some(g), Some(w)) if g == w => (1.0, format!("{g} as labeled")),
+                (Some(g), Some(w)) if (g - w).abs() == 1 => (0.5, format!("{g}, labeled {w}")),
+                _ => (0.0, format!("{got}, labeled {want}")),
+            },
+        ),
+    )
+}
+
+async fn run(args: Args) -> Result<(), String> {
+    let choice = ModelChoice::resolve(args.model.clone());
+    eprintln!("{}", choice.banner());
+    let base: AgentConfig<Triage> = triage::triage_config(&data_dir(), &choice)?
+        .with_(|b| match args.max_tokens {
+            Some(n) => b.max_tokens(n),
+            None => b,
+        })
+        .map_err(|e| format!("invalid config: {e}"))?;
+    let alt = alt_model(&choice, args.alt_model.clone());
+    if matches!(choice, ModelChoice::Fallback) && alt != "test" {
+        return Err(format!(
+            "--alt-model {alt} needs --model: the base runs on the built-in test model's client"
+        ));
+    }
+    let model_variant = base
+        .with_(|b| {
+            let b = b.model(alt.clone());
+            if alt == "test" {
+                // The plain test model: submits a placeholder at once, no tool calls.
+                b.llm(TestModel::new())
+            } else {
+                b
+            }
+        })
+        .map_err(|e| format!("invalid config for --alt-model {alt}: {e}"))?;
+    let alt_mode = args.alt_mode.unwrap_or(match base.output_mode() {
+        OutputMode::Prompted => OutputMode::Tool,
+        _ => OutputMode::Prompted,
+    });
+    let mode_variant = base
+        .with_(|b| b.output_mode(alt_mode))
+        .map_err(|e| format!("invalid config: {e}"))?;
+    let tight = base
+        .with_(|b| b.max_llm_calls(args.tight_calls))
+        .map_err(|e| format!("invalid config: {e}"))?;
+    let variants = vec![
+        Variant::new(format!("base ({})", base.output_mode()), base.clone()),
+        Variant::new(format!("model {}", model_variant.model()), model_variant),
+        Variant::new(format!("mode {alt_mode}"), mode_variant),
+        Variant::new(format!("max_llm_calls {}", args.tight_calls), tight),
+    ];
+
+    let mut tickets = triage::load_tickets(&data_dir().join("tickets"))?;
+    if let Some(limit) = args.limit {
+        tickets.truncate(limit);
+    }
+    let labels = labels::load(&data_dir().join("labels.json"))?;
+    let samples: Vec<Sample> = tickets
+        .iter()
+        .map(|t| {
+            let sample = Sample::new(t.name.clone(), t.text.clone());
+            match labels.get(&t.name) {
+                Some(l) => sample.expected(json!({"severity": l.severity, "queue": l.queue})),
+                None => sample,
+            }
+        })
+        .collect();
+
+    let bar = ProgressBar::new((variants.len() * samples.len()) as u64);
+    if let Ok(style) = ProgressStyle::with_template(
+        "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs {msg}",
+    ) {
+        bar.set_style(style);
+    }
+    bar.enable_steady_tick(Duration::from_millis(120));
+    let progress = bar.clone();
+    // Without a terminal (a log, CI) the bar is hidden: one line per run instead.
+    let lines = !std::io::stderr().is_terminal();
+    let options = SweepOptions::new()
+        .grader(grader())
+        .concurrency(args.concurrency)
+        .seed(args.seed)
+        .observer(move |event: &SweepEvent<'_, Triage>| {
+            if let SweepEvent::RunFinished {
+                variant,
+                sample,
+                result,
+                grade,
+                done,
+                total,
+                ..
+            } = event
+            {
+                progress.set_message(format!("{variant}: {}", sample.id));
+                progress.inc(1);
+                if lines {
+                    let score = match grade {
+                        Some(Ok(g)) => format!("score {:.2}", g.score),
+                        Some(Err(e)) => format!("grade failed: {e}"),
+                        None => String::new(),
+                    };
+                    eprintln!(
+                        "[{done}/{total}] {variant}: {} {} {score} ({:.1} s)",
+                        sample.id,
+                        result.category().unwrap_or("answered"),
+                        result.duration.as_secs_f64()
+                    );
+                }
+            }
+        });
+    let comparison = sweep(&variants, &samples, &options)
+        .await
+        .map_err(|e| e.to_string())?;
+    bar.finish_and_clear();
+
+    println!("{comparison}\n");
+    for v in &comparison.variants {
+        let t = &v.turns;
+        match (t.answered_p95, t.suggested_max_llm_calls) {
+            (Some(p95), Some(s)) => println!(
+                "{}: 95% of answered runs took at most {p95} round trip(s); suggested max_llm_calls {s} \
+                 (now {}, {} runs hit it)",
+                v.name, v.max_llm_calls, t.hit_cap
+            ),
+            _ => println!("{}: no answered run, no suggestion", v.name),
+        }
+    }
+    std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    let json_path = args.out.join("comparison.json");
+    comparison
+        .write_json(&json_path)
+        .map_err(|e| format!("{}: {e}", json_path.display()))?;
+    let svg_path = args.out.join("comparison.svg");
+    comparison
+        .write_svg(&svg_path)
+        .map_err(|e| format!("{}: {e}", svg_path.display()))?;
+    println!("\nwrote {} and {}", json_path.display(), svg_path.display());
+    Ok(())
+}
