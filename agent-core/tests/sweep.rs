@@ -519,3 +519,79 @@ async fn the_svg_parses_and_names_every_variant() {
     assert!(!texts.contains(&"mean score (95% CI)"));
     assert!(texts.contains(&"answered rate (95% CI)"));
 }
+
+/// A feedback store that keeps run records in memory.
+#[derive(Default)]
+struct Recorded(Mutex<Vec<agent_core::store::RunRecord>>);
+
+impl agent_core::store::FeedbackStore for Recorded {
+    fn record<'a>(
+        &'a self,
+        run: &'a agent_core::store::RunRecord,
+    ) -> agent_core::store::StoreFuture<'a, ()> {
+        self.0.lock().unwrap().push(run.clone());
+        Box::pin(async { Ok(()) })
+    }
+    fn attach_feedback<'a>(
+        &'a self,
+        _trace_id: &'a str,
+        _feedback: &'a agent_core::store::Feedback,
+    ) -> agent_core::store::StoreFuture<'a, ()> {
+        Box::pin(async { Ok(()) })
+    }
+    fn run<'a>(
+        &'a self,
+        _trace_id: &'a str,
+    ) -> agent_core::store::StoreFuture<'a, Option<agent_core::store::RunRecord>> {
+        Box::pin(async { Ok(None) })
+    }
+    fn runs<'a>(
+        &'a self,
+        _query: &'a agent_core::store::RunQuery,
+    ) -> agent_core::store::StoreFuture<'a, Vec<agent_core::store::RunRecord>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    fn eval_set<'a>(
+        &'a self,
+        _filter: &'a agent_core::store::EvalFilter,
+    ) -> agent_core::store::StoreFuture<'a, Vec<agent_core::store::EvalExample>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    fn flush(&self) -> agent_core::store::StoreFuture<'_, u64> {
+        Box::pin(async { Ok(0) })
+    }
+}
+
+#[tokio::test]
+async fn with_a_feedback_store_every_run_is_recorded_with_its_variant_name() {
+    let store = Arc::new(Recorded::default());
+    let a = AgentConfig::<Triage>::builder("a")
+        .model("test")
+        .build()
+        .unwrap();
+    let b = a.with_(|b| b.max_llm_calls(7)).unwrap();
+    let variants = [Variant::new("first", a), Variant::new("second", b)];
+    let samples: Vec<Sample> = (0..3)
+        .map(|i| Sample::new(format!("s{i}"), i.to_string()))
+        .collect();
+    let store_dyn: Arc<dyn agent_core::store::FeedbackStore> = store.clone();
+    let options = SweepOptions::default().feedback_store(store_dyn);
+    let comparison = sweep(&variants, &samples, &options).await.unwrap();
+    assert_eq!(comparison.variants.len(), 2);
+    let records = store.0.lock().unwrap();
+    assert_eq!(records.len(), 6);
+    let mut labels: Vec<&str> = records
+        .iter()
+        .map(|r| r.variant.as_deref().unwrap())
+        .collect();
+    labels.sort_unstable();
+    assert_eq!(
+        labels,
+        ["first", "first", "first", "second", "second", "second"]
+    );
+    assert!(
+        records
+            .iter()
+            .all(|r| r.metadata["sweep.variant"] == r.variant.clone().unwrap())
+    );
+}

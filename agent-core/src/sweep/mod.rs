@@ -131,6 +131,7 @@ pub struct SweepOptions<T> {
     seed: u64,
     grade_timeout: Duration,
     observer: Option<Arc<SweepObserver<T>>>,
+    feedback_store: Option<Arc<dyn crate::store::FeedbackStore>>,
 }
 
 impl<T> Clone for SweepOptions<T> {
@@ -143,6 +144,7 @@ impl<T> Clone for SweepOptions<T> {
             seed: self.seed,
             grade_timeout: self.grade_timeout,
             observer: self.observer.clone(),
+            feedback_store: self.feedback_store.clone(),
         }
     }
 }
@@ -171,6 +173,7 @@ impl<T> Default for SweepOptions<T> {
             seed: 0x5eed,
             grade_timeout: Duration::from_secs(60),
             observer: None,
+            feedback_store: None,
         }
     }
 }
@@ -235,6 +238,17 @@ impl<T> SweepOptions<T> {
         self.observer = Some(Arc::new(observer));
         self
     }
+
+    /// Records every run of the sweep in this feedback store, with its variant's name
+    /// as the run's variant label (each variant's config is derived with
+    /// `feedback_store` and `variant` set), and flushes the store before `sweep`
+    /// returns. A variant whose config already records to a store keeps it, and gets
+    /// its name as the label when it has none.
+    #[must_use]
+    pub fn feedback_store(mut self, store: Arc<dyn crate::store::FeedbackStore>) -> Self {
+        self.feedback_store = Some(store);
+        self
+    }
 }
 
 /// Why a sweep did not start. Checked before any run.
@@ -263,6 +277,15 @@ pub enum SweepError {
         name: String,
         /// The variants' names, comma-separated.
         variants: String,
+    },
+    /// A variant's config could not take its recording settings (`feedback_store`,
+    /// `variant`).
+    #[error("variant {name:?}: {error}")]
+    Config {
+        /// The variant's name.
+        name: String,
+        /// Why.
+        error: crate::config::ConfigError,
     },
 }
 
@@ -297,6 +320,33 @@ where
     T: AgentOutput + Sync,
 {
     let baseline = check(variants, samples, options)?;
+    // Each variant's config with its recording settings: the sweep's store, and the
+    // variant's name as the run label when the config has none.
+    let configs: Vec<AgentConfig<T>> = variants
+        .iter()
+        .map(|v| {
+            let store = options.feedback_store.clone();
+            let label = v.config.variant().is_none().then(|| v.name.clone());
+            if store.is_none() && label.is_none() {
+                return Ok(v.config.clone());
+            }
+            v.config
+                .with_(|mut b| {
+                    if let Some(store) = store {
+                        b = b.feedback_store_arc(store);
+                    }
+                    if let Some(label) = label {
+                        b = b.variant(label);
+                    }
+                    b
+                })
+                .map_err(|error| SweepError::Config {
+                    name: v.name.clone(),
+                    error,
+                })
+        })
+        .collect::<Result<_, _>>()?;
+    let configs = &configs;
     let started = Instant::now();
     let total = variants.len() * samples.len();
     notify(options, &SweepEvent::Started { runs: total });
@@ -311,7 +361,7 @@ where
             let run_options = RunOptions::new()
                 .metadata("sweep.variant", variant.name.clone())
                 .metadata("sweep.sample", sample.id.clone());
-            let result = run_agent_with(&variant.config, sample.input.clone(), run_options).await;
+            let result = run_agent_with(&configs[v], sample.input.clone(), run_options).await;
             let grade = match &options.grader {
                 Some(grader) => {
                     Some(grade(grader.as_ref(), sample, &result, options.grade_timeout).await)
@@ -335,6 +385,10 @@ where
         .buffer_unordered(options.concurrency.max(1))
         .collect()
         .await;
+    // Every recorded run is durable before the comparison is returned.
+    for config in configs {
+        crate::runner::flush_stores(&config.inner).await;
+    }
     Ok(Comparison::build(
         variants,
         samples,
