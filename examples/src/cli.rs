@@ -26,8 +26,8 @@ pub enum ModelChoice {
 
 impl ModelChoice {
     /// `--model`, else `AGENT_MODEL`, else the first configured provider key
-    /// (`ANTHROPIC_API_KEY` → `claude-sonnet-4-5`, `OPENAI_API_KEY` → `gpt-5-mini`), else
-    /// the built-in test model.
+    /// (`ANTHROPIC_API_KEY` → `claude-sonnet-4-5`, `OPENAI_API_KEY` → `gpt-5-mini`,
+    /// `GEMINI_API_KEY` → `gemini-2.5-flash`), else the built-in test model.
     pub fn resolve(flag: Option<String>) -> Self {
         let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         if let Some(model) = flag {
@@ -54,6 +54,12 @@ impl ModelChoice {
                 source: "OPENAI_API_KEY",
             };
         }
+        if env("GEMINI_API_KEY").is_some() {
+            return Self::Named {
+                model: "gemini-2.5-flash".into(),
+                source: "GEMINI_API_KEY",
+            };
+        }
         Self::Fallback
     }
 
@@ -72,8 +78,8 @@ impl ModelChoice {
         match self {
             Self::Named { model, source } => format!("model: {model} (from {source})"),
             Self::Fallback => {
-                "note: no model configured (--model, AGENT_MODEL, ANTHROPIC_API_KEY or \
-                OPENAI_API_KEY); using the built-in test model, which answers with schema-valid \
+                "note: no model configured (--model, AGENT_MODEL, ANTHROPIC_API_KEY, \
+                OPENAI_API_KEY or GEMINI_API_KEY); using the built-in test model, which answers with schema-valid \
                 placeholders, not real triage"
                     .to_owned()
             }
