@@ -1,0 +1,237 @@
+//! Connecting: starting the transport, the MCP handshake, and listing the tools.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_core::{ToolDefinition, ToolRegistry};
+use rmcp::ServiceExt;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use serde_json::Value;
+
+use crate::error::McpError;
+use crate::names::model_name;
+use crate::server::{McpServer, Secret, Transport};
+use crate::tool::McpTool;
+
+/// One live connection, shared by the tools of one server.
+pub(crate) struct Connection {
+    pub(crate) service: RunningService<RoleClient, ()>,
+    pub(crate) label: String,
+    pub(crate) call_timeout: Duration,
+}
+
+/// The tools of one connected MCP server, ready to register beside local tools.
+///
+/// Cheap to clone; the connection lives while any clone or any tool from
+/// [`registry`](Self::registry) lives (a config holds its tools), and a stdio server's
+/// process is killed when the last one is dropped.
+///
+/// ```no_run
+/// # async fn demo(local: agent_core::ToolRegistry) -> Result<(), Box<dyn std::error::Error>> {
+/// use agent_core::AgentConfig;
+/// use agent_mcp::McpServer;
+///
+/// let mcp = McpServer::stdio(tokio::process::Command::new("my-mcp-server"))
+///     .connect()
+///     .await?;
+/// let mut tools = local;
+/// tools.extend(mcp.registry());
+/// let config: AgentConfig<String> = AgentConfig::builder("with-mcp").tools(tools).build()?;
+/// # let _ = config;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct McpTools {
+    connection: Arc<Connection>,
+    tools: Vec<Arc<McpTool>>,
+}
+
+impl McpServer {
+    /// Starts the transport, performs the MCP handshake and lists every tool (following
+    /// `nextCursor` through all pages), mapping each to an agent-core tool: the name made
+    /// provider-legal (see [`McpTools::names`]), the description, and the `inputSchema`
+    /// as the parameters (root `type: object` ensured, `$schema` and root `title`
+    /// dropped, as for `#[tool]` fns).
+    ///
+    /// # Errors
+    /// [`McpError`] if the process cannot start, a header is illegal, the handshake or
+    /// the listing fails, or all of it takes longer than the connect timeout.
+    pub async fn connect(self) -> Result<McpTools, McpError> {
+        let label = self.label();
+        let limit = self.connect_timeout;
+        let after_ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
+        let service = match tokio::time::timeout(limit, start(self.transport, &label)).await {
+            Ok(service) => service?,
+            Err(_) => {
+                return Err(McpError::Timeout {
+                    server: label,
+                    step: "initialize",
+                    after_ms,
+                });
+            }
+        };
+        let listed = match tokio::time::timeout(limit, service.list_all_tools()).await {
+            Ok(Ok(tools)) => tools,
+            Ok(Err(e)) => {
+                return Err(McpError::ListTools {
+                    server: label,
+                    message: e.to_string(),
+                });
+            }
+            Err(_) => {
+                return Err(McpError::Timeout {
+                    server: label,
+                    step: "tools/list",
+                    after_ms,
+                });
+            }
+        };
+        let connection = Arc::new(Connection {
+            service,
+            label,
+            call_timeout: self.call_timeout,
+        });
+        let mut taken = HashSet::new();
+        let tools = listed
+            .into_iter()
+            .map(|tool| {
+                let name = model_name(self.prefix.as_deref(), &tool.name, &taken);
+                taken.insert(name.clone());
+                let description = tool
+                    .description
+                    .as_deref()
+                    .or(tool.title.as_deref())
+                    .unwrap_or_default()
+                    .to_owned();
+                let parameters = parameters(Value::Object((*tool.input_schema).clone()));
+                Arc::new(McpTool {
+                    definition: ToolDefinition::new(name, description, parameters),
+                    mcp_name: tool.name.into_owned(),
+                    connection: Arc::clone(&connection),
+                })
+            })
+            .collect();
+        Ok(McpTools { connection, tools })
+    }
+}
+
+async fn start(
+    transport: Transport,
+    label: &str,
+) -> Result<RunningService<RoleClient, ()>, McpError> {
+    let initialize = |e: &dyn fmt::Display| McpError::Initialize {
+        server: label.to_owned(),
+        message: e.to_string(),
+    };
+    match transport {
+        Transport::Stdio(command) => {
+            let child = TokioChildProcess::new(command).map_err(|source| McpError::Spawn {
+                server: label.to_owned(),
+                source,
+            })?;
+            ().serve(child).await.map_err(|e| initialize(&e))
+        }
+        Transport::Http {
+            url,
+            bearer,
+            headers,
+        } => {
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+            if let Some(Secret(token)) = bearer {
+                config = config.auth_header(token);
+            }
+            let mut map = HashMap::with_capacity(headers.len());
+            for (name, Secret(value)) in headers {
+                let header = http::HeaderName::from_bytes(name.as_bytes()).ok();
+                let value = http::HeaderValue::from_str(&value).ok();
+                let (Some(header), Some(mut value)) = (header, value) else {
+                    return Err(McpError::InvalidHeader {
+                        server: label.to_owned(),
+                        name,
+                    });
+                };
+                value.set_sensitive(true);
+                map.insert(header, value);
+            }
+            let config = config.custom_headers(map);
+            let transport = StreamableHttpClientTransport::from_config(config);
+            ().serve(transport).await.map_err(|e| initialize(&e))
+        }
+    }
+}
+
+/// An MCP `inputSchema` as a tool's parameters: root `type: object` ensured (MCP
+/// requires it; a server that leaves it out still gets a usable schema), then the same
+/// normalisation as generated schemas (no `$schema`, `title` or root `description`, a
+/// `properties` object). A root of another type is kept, and the config's `build()`
+/// rejects it with `ConfigError::InvalidSchema` naming the tool.
+fn parameters(mut schema: Value) -> Value {
+    if let Value::Object(map) = &mut schema {
+        map.entry("type")
+            .or_insert_with(|| Value::String("object".to_owned()));
+    }
+    agent_core::schema::normalize(&mut schema);
+    schema
+}
+
+impl McpTools {
+    /// The tools as a registry, in the server's order; add them to a config with
+    /// `.tools(registry)`, or merge with local tools with `ToolRegistry::extend`.
+    pub fn registry(&self) -> ToolRegistry {
+        let mut registry = ToolRegistry::new();
+        for tool in &self.tools {
+            registry.add_arc(Arc::clone(tool) as Arc<dyn agent_core::Tool>);
+        }
+        registry
+    }
+
+    /// The names the model sees, in the server's order: `prefix_` (if set) and the MCP
+    /// name, with every character outside `[A-Za-z0-9_-]` replaced by `_`, cut to 64
+    /// characters, and made unique with a `_2`, `_3`, .. suffix.
+    pub fn names(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        self.tools.iter().map(|t| t.definition.name.as_str())
+    }
+
+    /// The server's own name of the tool the model knows as `model_name`.
+    pub fn mcp_name(&self, model_name: &str) -> Option<&str> {
+        self.tools
+            .iter()
+            .find(|t| t.definition.name == model_name)
+            .map(|t| t.mcp_name.as_str())
+    }
+
+    /// The number of tools.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether the server offers no tool.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// The server's label (see [`McpServer::label`]).
+    pub fn label(&self) -> &str {
+        &self.connection.label
+    }
+
+    /// Closes the connection now (a stdio server's process is killed). Tools still
+    /// registered in a config then answer every call with a tool error.
+    pub fn close(&self) {
+        self.connection.service.cancellation_token().cancel();
+    }
+}
+
+impl fmt::Debug for McpTools {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpTools")
+            .field("server", &self.connection.label)
+            .field("tools", &self.names().collect::<Vec<_>>())
+            .finish()
+    }
+}

@@ -1,0 +1,45 @@
+//! Tools from MCP servers for agent-core, through the official Rust MCP SDK (`rmcp`).
+//!
+//! [`McpServer::stdio`] (a child process) or [`McpServer::http`] (streamable HTTP)
+//! says where a server is; [`McpServer::connect`] performs the handshake and lists its
+//! tools (all pages) as [`McpTools`], whose [`registry`](McpTools::registry) goes into a
+//! config beside `#[tool]` fns. Each MCP tool becomes an ordinary
+//! [`agent_core::Tool`]: its `inputSchema` is its parameter schema, so the runner
+//! validates the model's arguments against it and each provider adapter sends it
+//! through the same schema transform as local tools' schemas.
+//!
+//! Once connected, nothing an MCP server does ends a run: a result marked `isError`, a
+//! protocol error, a call slower than [`McpServer::call_timeout`], or a server that
+//! exited or closed its connection each come back to the model as a tool error, and the
+//! run goes on to end as usual. See `docs/mcp.md`.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use agent_core::{AgentConfig, ToolRegistry, run_agent};
+//! use agent_mcp::McpServer;
+//!
+//! let files = McpServer::stdio(tokio::process::Command::new("my-mcp-server"))
+//!     .prefix("fs")
+//!     .connect()
+//!     .await?;
+//! let mut tools = ToolRegistry::new(); // or tools![my_local_tool]
+//! tools.extend(files.registry());
+//! let config: AgentConfig<String> = AgentConfig::builder("files")
+//!     .model("claude-sonnet-4-5")
+//!     .tools(tools)
+//!     .build()?;
+//! let result = run_agent(&config, "Summarise README.md").await;
+//! # let _ = result;
+//! # Ok(())
+//! # }
+//! ```
+
+mod connect;
+mod error;
+mod names;
+mod server;
+mod tool;
+
+pub use connect::McpTools;
+pub use error::McpError;
+pub use server::{DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, McpServer};

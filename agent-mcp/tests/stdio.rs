@@ -1,0 +1,266 @@
+//! MCP tools over stdio, against the tests' own MCP server: this test binary, started
+//! again with `AGENT_MCP_TEST_SERVER=stdio`, serves `common::TestServer` on its stdin and
+//! stdout. That is why this target has its own `main` (no libtest harness): libtest
+//! would write to stdout. Pass a substring to run only the matching cases.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::time::Duration;
+
+use agent_core::testing::ScriptedModel;
+use agent_core::{AgentConfig, run_agent};
+use agent_mcp::{McpError, McpServer, McpTools};
+use common::{Answer, TestServer, results_of};
+use rmcp::ServiceExt;
+use serde_json::json;
+
+const SERVE: &str = "AGENT_MCP_TEST_SERVER";
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    if std::env::var(SERVE).as_deref() == Ok("stdio") {
+        runtime.block_on(serve());
+        return;
+    }
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let cases: [(&str, fn() -> std::pin::Pin<Box<dyn Future<Output = ()>>>); 6] = [
+        (
+            "stdio_tools_are_listed_across_pages_with_legal_names",
+            || Box::pin(stdio_tools_are_listed_across_pages_with_legal_names()),
+        ),
+        (
+            "stdio_run_calls_mcp_tools_and_ends_with_a_validated_value",
+            || Box::pin(stdio_run_calls_mcp_tools_and_ends_with_a_validated_value()),
+        ),
+        (
+            "stdio_is_error_and_bad_arguments_come_back_as_tool_errors",
+            || Box::pin(stdio_is_error_and_bad_arguments_come_back_as_tool_errors()),
+        ),
+        (
+            "stdio_server_killed_mid_run_gives_tool_errors_and_a_typed_ending",
+            || Box::pin(stdio_server_killed_mid_run_gives_tool_errors_and_a_typed_ending()),
+        ),
+        ("stdio_slow_call_times_out_as_a_tool_error", || {
+            Box::pin(stdio_slow_call_times_out_as_a_tool_error())
+        }),
+        ("stdio_missing_program_is_a_spawn_error", || {
+            Box::pin(stdio_missing_program_is_a_spawn_error())
+        }),
+    ];
+    let mut ran = 0;
+    for (name, case) in cases {
+        if filter.as_deref().is_some_and(|f| !name.contains(f)) {
+            continue;
+        }
+        println!("test {name} ...");
+        runtime.block_on(case());
+        println!("test {name} ... ok");
+        ran += 1;
+    }
+    println!("test result: ok. {ran} passed");
+}
+
+async fn serve() {
+    let server = TestServer {
+        page_size: 2,
+        exit_tool: true,
+    };
+    let running = server.serve(rmcp::transport::stdio()).await.unwrap();
+    let _ = running.waiting().await;
+}
+
+fn server() -> McpServer {
+    let mut command = tokio::process::Command::new(std::env::current_exe().unwrap());
+    command.env(SERVE, "stdio");
+    McpServer::stdio(command)
+}
+
+async fn connect(prefix: &str) -> McpTools {
+    server().prefix(prefix).connect().await.unwrap()
+}
+
+fn config(model: &ScriptedModel, tools: &McpTools) -> AgentConfig<Answer> {
+    AgentConfig::builder("mcp-stdio")
+        .llm(model.clone())
+        .tools(tools.registry())
+        .build()
+        .unwrap()
+}
+
+async fn stdio_tools_are_listed_across_pages_with_legal_names() {
+    let tools = connect("t").await;
+    // Five tools on three pages of two.
+    assert_eq!(
+        tools.names().collect::<Vec<_>>(),
+        [
+            "t_add",
+            "t_weather_lookup",
+            "t_tags_set",
+            "t_sleep",
+            "t_crash"
+        ]
+    );
+    assert_eq!(tools.mcp_name("t_weather_lookup"), Some("weather.lookup"));
+    assert_eq!(
+        tools.label(),
+        std::env::current_exe()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+    );
+    let registry = tools.registry();
+    let add = registry.definitions().next().unwrap();
+    assert_eq!(add.description, "Adds two integers.");
+    assert_eq!(add.parameters["required"], json!(["a", "b"]));
+    tools.close();
+}
+
+async fn stdio_run_calls_mcp_tools_and_ends_with_a_validated_value() {
+    let tools = connect("t").await;
+    let model = ScriptedModel::new();
+    let calls = vec![
+        model.call("t_add", json!({"a": 2, "b": 3})),
+        model.call("t_weather_lookup", json!({"city": "Oslo"})),
+    ];
+    let model = model
+        .tool_calls(calls)
+        .submit(json!({"summary": "5, sunny"}));
+    let result = run_agent(&config(&model, &tools), "add and look up").await;
+    assert_eq!(result.outcome.as_ref().unwrap().summary, "5, sunny");
+    let requests = model.requests();
+    // The MCP tools were offered with their MCP schemas.
+    let offered: Vec<_> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
+    assert!(offered.contains(&"t_weather_lookup"), "{offered:?}");
+    let results = results_of(&requests, 1);
+    assert_eq!(results.len(), 2);
+    assert_eq!(
+        (
+            results[0].call_id.as_str(),
+            results[0].content.as_str(),
+            results[0].is_error
+        ),
+        ("call_1", r#"{"sum":5}"#, false)
+    );
+    assert_eq!(
+        (
+            results[1].call_id.as_str(),
+            results[1].content.as_str(),
+            results[1].is_error
+        ),
+        ("call_2", "sunny in Oslo", false)
+    );
+    assert_eq!(result.usage.tool_calls, 2);
+    tools.close();
+}
+
+async fn stdio_is_error_and_bad_arguments_come_back_as_tool_errors() {
+    let tools = connect("t").await;
+    let model = ScriptedModel::new();
+    let calls = vec![
+        model.call("t_weather_lookup", json!({"city": "Atlantis"})),
+        // Breaks the MCP schema (minLength 1): the runner rejects it, the server never
+        // sees it.
+        model.call("t_weather_lookup", json!({"city": ""})),
+    ];
+    let model = model
+        .tool_calls(calls)
+        .submit(json!({"summary": "no such city"}));
+    let result = run_agent(&config(&model, &tools), "weather in Atlantis").await;
+    assert_eq!(result.outcome.as_ref().unwrap().summary, "no such city");
+    let results = results_of(&model.requests(), 1);
+    assert_eq!(results.len(), 2);
+    assert!(results[0].is_error);
+    assert_eq!(
+        results[0].content,
+        "t_weather_lookup failed: no such city: Atlantis"
+    );
+    assert!(results[1].is_error);
+    assert!(
+        results[1].content.contains("/city"),
+        "{}",
+        results[1].content
+    );
+    tools.close();
+}
+
+async fn stdio_server_killed_mid_run_gives_tool_errors_and_a_typed_ending() {
+    let tools = connect("t").await;
+    let model = ScriptedModel::new();
+    let crash = vec![
+        model.call("t_crash", json!({})),
+        model.call("t_weather_lookup", json!({"city": "Oslo"})),
+    ];
+    let after = vec![model.call("t_add", json!({"a": 1, "b": 1}))];
+    let model = model
+        .tool_calls(crash)
+        .tool_calls(after)
+        .submit(json!({"summary": "server gone"}));
+    let result = run_agent(&config(&model, &tools), "crash the server").await;
+    assert_eq!(result.outcome.as_ref().unwrap().summary, "server gone");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3);
+    // The crashing call is answered with an error (the process exited under it).
+    let first = results_of(&requests, 1);
+    assert_eq!(
+        first.iter().map(|r| r.call_id.as_str()).collect::<Vec<_>>(),
+        ["call_1", "call_2"]
+    );
+    assert!(first[0].is_error, "{:?}", first[0]);
+    // A call after the death is a tool error naming the cause, not a hang or a crash.
+    let second = results_of(&requests, 2);
+    assert_eq!(second.len(), 1);
+    assert_eq!(second[0].call_id, "call_3");
+    assert!(second[0].is_error);
+    assert!(
+        second[0].content.contains("is not reachable"),
+        "{}",
+        second[0].content
+    );
+}
+
+async fn stdio_slow_call_times_out_as_a_tool_error() {
+    let tools = server()
+        .prefix("t")
+        .call_timeout(Duration::from_millis(100))
+        .connect()
+        .await
+        .unwrap();
+    let model = ScriptedModel::new()
+        .tool_call("t_sleep", json!({"ms": 30_000}))
+        .tool_call("t_add", json!({"a": 20, "b": 22}))
+        .submit(json!({"summary": "42"}));
+    let result = run_agent(&config(&model, &tools), "sleep").await;
+    assert_eq!(result.outcome.as_ref().unwrap().summary, "42");
+    let requests = model.requests();
+    let slow = results_of(&requests, 1);
+    assert!(slow[0].is_error);
+    assert!(
+        slow[0].content.contains("did not answer within 100 ms"),
+        "{}",
+        slow[0].content
+    );
+    // The server is still usable after a timed-out call.
+    let next = results_of(&requests, 2);
+    assert_eq!(
+        (next[0].content.as_str(), next[0].is_error),
+        (r#"{"sum":42}"#, false)
+    );
+    tools.close();
+}
+
+async fn stdio_missing_program_is_a_spawn_error() {
+    let command = tokio::process::Command::new("/nonexistent/agent-mcp-no-such-server");
+    let error = McpServer::stdio(command).connect().await.unwrap_err();
+    assert!(
+        matches!(&error, McpError::Spawn { server, .. } if server == "agent-mcp-no-such-server"),
+        "{error:?}"
+    );
+}
