@@ -191,7 +191,10 @@ async fn http_server_gone_mid_run_gives_tool_errors_and_a_typed_ending() {
             .collect::<Vec<_>>(),
         ["call_1", "call_2"]
     );
-    assert!(results.iter().all(|r| r.is_error), "{results:?}");
+    for r in &results {
+        assert!(r.is_error, "{r:?}");
+        assert!(r.content.contains("is not reachable"), "{}", r.content);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

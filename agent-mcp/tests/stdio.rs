@@ -7,6 +7,7 @@
 
 mod common;
 
+use std::pin::Pin;
 use std::time::Duration;
 
 use agent_core::testing::ScriptedModel;
@@ -17,6 +18,16 @@ use rmcp::ServiceExt;
 use serde_json::json;
 
 const SERVE: &str = "AGENT_MCP_TEST_SERVER";
+
+/// One test case: an async fn with no arguments.
+type Case = fn() -> Pin<Box<dyn Future<Output = ()>>>;
+
+/// `(name, case)` pairs from the case fns' names.
+macro_rules! cases {
+    ($($case:ident),* $(,)?) => {
+        [$((stringify!($case), (|| -> Pin<Box<dyn Future<Output = ()>>> { Box::pin($case()) }) as Case)),*]
+    };
+}
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -29,29 +40,13 @@ fn main() {
         return;
     }
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    let cases: [(&str, fn() -> std::pin::Pin<Box<dyn Future<Output = ()>>>); 6] = [
-        (
-            "stdio_tools_are_listed_across_pages_with_legal_names",
-            || Box::pin(stdio_tools_are_listed_across_pages_with_legal_names()),
-        ),
-        (
-            "stdio_run_calls_mcp_tools_and_ends_with_a_validated_value",
-            || Box::pin(stdio_run_calls_mcp_tools_and_ends_with_a_validated_value()),
-        ),
-        (
-            "stdio_is_error_and_bad_arguments_come_back_as_tool_errors",
-            || Box::pin(stdio_is_error_and_bad_arguments_come_back_as_tool_errors()),
-        ),
-        (
-            "stdio_server_killed_mid_run_gives_tool_errors_and_a_typed_ending",
-            || Box::pin(stdio_server_killed_mid_run_gives_tool_errors_and_a_typed_ending()),
-        ),
-        ("stdio_slow_call_times_out_as_a_tool_error", || {
-            Box::pin(stdio_slow_call_times_out_as_a_tool_error())
-        }),
-        ("stdio_missing_program_is_a_spawn_error", || {
-            Box::pin(stdio_missing_program_is_a_spawn_error())
-        }),
+    let cases: [(&str, Case); 6] = cases![
+        stdio_tools_are_listed_across_pages_with_legal_names,
+        stdio_run_calls_mcp_tools_and_ends_with_a_validated_value,
+        stdio_is_error_and_bad_arguments_come_back_as_tool_errors,
+        stdio_server_killed_mid_run_gives_tool_errors_and_a_typed_ending,
+        stdio_slow_call_times_out_as_a_tool_error,
+        stdio_missing_program_is_a_spawn_error,
     ];
     let mut ran = 0;
     for (name, case) in cases {
@@ -214,6 +209,11 @@ async fn stdio_server_killed_mid_run_gives_tool_errors_and_a_typed_ending() {
         ["call_1", "call_2"]
     );
     assert!(first[0].is_error, "{:?}", first[0]);
+    assert!(
+        first[0].content.contains("is not reachable"),
+        "{}",
+        first[0].content
+    );
     // A call after the death is a tool error naming the cause, not a hang or a crash.
     let second = results_of(&requests, 2);
     assert_eq!(second.len(), 1);
