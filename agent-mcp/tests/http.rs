@@ -6,12 +6,15 @@
 
 mod common;
 
+use agent_core::providers::{AnthropicClient, GeminiClient, OpenAiClient, ProviderOptions};
 use agent_core::schema::{
     anthropic_violations, for_anthropic, for_gemini, for_openai, for_openai_strict,
     gemini_violations, openai_strict_violations, openai_violations,
 };
 use agent_core::testing::ScriptedModel;
-use agent_core::{AgentConfig, run_agent};
+use agent_core::{
+    AgentConfig, LlmClient, LlmRequest, Message, State, ToolDefinition, run_agent, tool, tools,
+};
 use agent_mcp::{McpError, McpServer, McpTools};
 use axum::extract::Request;
 use axum::http::StatusCode;
@@ -20,7 +23,7 @@ use axum::response::Response;
 use common::{Answer, TestServer, results_of};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -168,7 +171,7 @@ async fn http_without_the_token_fails_to_connect_and_no_secret_is_shown() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn http_server_gone_mid_run_gives_tool_errors_and_a_typed_ending() {
+async fn http_server_gone_before_the_run_gives_tool_errors_and_a_typed_ending() {
     let server = start().await;
     let tools = connect(&server).await;
     let model = ScriptedModel::new();
@@ -244,4 +247,114 @@ async fn mcp_schemas_take_the_provider_transforms_and_degrade_from_strict_as_our
     assert_eq!(gemini["properties"]["note"]["type"], "string");
     tools.close();
     server.kill();
+}
+
+/// The request body `client` sends for a request offering `defs` (the mock answers 400;
+/// only the request matters).
+async fn wire_body(
+    client: impl LlmClient,
+    server: &wiremock::MockServer,
+    defs: &[ToolDefinition],
+) -> Value {
+    let request = LlmRequest::new("m")
+        .with_message(Message::user("hi"))
+        .with_tools(defs.to_vec());
+    let _ = client.complete(&request).await;
+    let received = server.received_requests().await.unwrap();
+    serde_json::from_slice(&received.last().unwrap().body).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_schemas_reach_each_provider_wire_through_its_transform() {
+    let server = start().await;
+    let tools = connect(&server).await;
+    let defs: Vec<_> = tools.registry().definitions().cloned().collect();
+    let tags = defs.iter().find(|d| d.name == "web_tags_set").unwrap();
+    let mock = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::any())
+        .respond_with(wiremock::ResponseTemplate::new(400))
+        .mount(&mock)
+        .await;
+    let options = ProviderOptions::default()
+        .with_api_key("test-key")
+        .with_base_url(mock.uri());
+
+    let body = wire_body(AnthropicClient::new(&options).unwrap(), &mock, &defs).await;
+    let sent = body["tools"].as_array().unwrap();
+    assert_eq!(sent.len(), defs.len());
+    let sent = sent.iter().find(|t| t["name"] == "web_tags_set").unwrap();
+    assert_eq!(sent["input_schema"], for_anthropic(&tags.parameters));
+
+    let openai = options.clone().with_base_url(format!("{}/v1", mock.uri()));
+    let body = wire_body(OpenAiClient::openai(&openai).unwrap(), &mock, &defs).await;
+    let sent = body["tools"].as_array().unwrap();
+    let sent = sent
+        .iter()
+        .find(|t| t["function"]["name"] == "web_tags_set")
+        .unwrap();
+    assert_eq!(sent["function"]["parameters"], for_openai(&tags.parameters));
+
+    let body = wire_body(GeminiClient::new(&options).unwrap(), &mock, &defs).await;
+    let declarations = body["tools"][0]["functionDeclarations"].as_array().unwrap();
+    let sent = declarations
+        .iter()
+        .find(|d| d["name"] == "web_tags_set")
+        .unwrap();
+    assert_eq!(sent["parameters"], for_gemini(&tags.parameters));
+    assert_eq!(sent["parameters"]["properties"]["note"]["nullable"], true);
+    tools.close();
+    server.kill();
+}
+
+/// Stops the test server from inside a run.
+struct Killer {
+    cancel: CancellationToken,
+    task: tokio::task::AbortHandle,
+}
+
+/// Stops the MCP server.
+#[tool]
+async fn kill_server(killer: State<Killer>) -> String {
+    killer.cancel.cancel();
+    killer.task.abort();
+    "killed".to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_server_killed_between_turns_beside_a_local_tool_gives_tool_errors() {
+    let server = start().await;
+    let mcp = connect(&server).await;
+    let mut tools = tools![kill_server];
+    tools.extend(mcp.registry());
+    let model = ScriptedModel::new()
+        .tool_call("web_add", json!({"a": 1, "b": 2}))
+        .tool_call("kill_server", json!({}))
+        .tool_call("web_add", json!({"a": 3, "b": 4}))
+        .submit(json!({"summary": "3, then gone"}));
+    let config: AgentConfig<Answer> = AgentConfig::builder("mcp-http-kill")
+        .llm(model.clone())
+        .tools(tools)
+        .state(Killer {
+            cancel: server.cancel.clone(),
+            task: server.task.abort_handle(),
+        })
+        .build()
+        .unwrap();
+    let result = run_agent(&config, "add, kill, add").await;
+    assert_eq!(result.outcome.as_ref().unwrap().summary, "3, then gone");
+    let requests = model.requests();
+    let before = results_of(&requests, 1);
+    assert_eq!(
+        (before[0].content.as_str(), before[0].is_error),
+        (r#"{"sum":3}"#, false)
+    );
+    assert_eq!(results_of(&requests, 2)[0].content, "killed");
+    let after = results_of(&requests, 3);
+    assert_eq!(after.len(), 1);
+    assert!(after[0].is_error);
+    assert!(
+        after[0].content.contains("is not reachable"),
+        "{}",
+        after[0].content
+    );
 }
