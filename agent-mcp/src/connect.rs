@@ -56,7 +56,10 @@ impl McpServer {
     /// `nextCursor` through all pages), mapping each to an agent-core tool: the name made
     /// provider-legal (see [`McpTools::names`]), the description, and the `inputSchema`
     /// as the parameters (root `type: object` ensured, `$schema` and root `title`
-    /// dropped, as for `#[tool]` fns).
+    /// dropped, as for `#[tool]` fns). A tool whose annotations say `destructiveHint:
+    /// true` (and not `readOnlyHint: true`) counts as irreversible, as
+    /// `#[tool(irreversible)]` does: runs list its calls in their hand-over. The
+    /// annotations are the server's hints; tools that give none are not irreversible.
     ///
     /// # Errors
     /// [`McpError`] if the process cannot start, a header is illegal, the handshake or
@@ -109,9 +112,13 @@ impl McpServer {
                     .unwrap_or_default()
                     .to_owned();
                 let parameters = parameters(Value::Object((*tool.input_schema).clone()));
+                let irreversible = tool.annotations.as_ref().is_some_and(|a| {
+                    a.destructive_hint == Some(true) && a.read_only_hint != Some(true)
+                });
                 Arc::new(McpTool {
                     definition: ToolDefinition::new(name, description, parameters),
                     mcp_name: tool.name.into_owned(),
+                    irreversible,
                     connection: Arc::clone(&connection),
                 })
             })

@@ -13,6 +13,7 @@ use crate::connect::Connection;
 pub(crate) struct McpTool {
     pub(crate) definition: ToolDefinition,
     pub(crate) mcp_name: String,
+    pub(crate) irreversible: bool,
     pub(crate) connection: Arc<Connection>,
 }
 
@@ -23,6 +24,10 @@ impl Tool for McpTool {
 
     fn call<'a>(&'a self, arguments: Value, _context: ToolContext) -> ToolFuture<'a> {
         Box::pin(self.call_mcp(arguments))
+    }
+
+    fn irreversible(&self) -> bool {
+        self.irreversible
     }
 }
 

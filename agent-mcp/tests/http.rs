@@ -358,3 +358,25 @@ async fn http_server_killed_between_turns_beside_a_local_tool_gives_tool_errors(
         after[0].content
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_destructive_mcp_tool_is_listed_as_irreversible_in_the_handover() {
+    let server = start().await;
+    let tools = connect(&server).await;
+    // The script ends after two tool turns: the run fails (the scripted model has no
+    // more answers) and hands over.
+    let model = ScriptedModel::new()
+        .tool_call("web_tags_set", json!({"tags": {"vip": "yes"}}))
+        .tool_call("web_add", json!({"a": 1, "b": 1}));
+    let result = run_agent(&config(&model, &tools), "tag the customer").await;
+    assert!(result.outcome.is_err());
+    let handover = result.handover.as_ref().unwrap();
+    let irreversible: Vec<_> = handover
+        .irreversible_actions()
+        .map(|c| c.tool.as_str())
+        .collect();
+    assert_eq!(irreversible, ["web_tags_set"]);
+    assert_eq!(handover.calls.len(), 2);
+    tools.close();
+    server.kill();
+}

@@ -8,7 +8,7 @@ use std::time::Duration;
 use agent_core::{LlmRequest, Message, ToolResult, agent_output};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -37,6 +37,14 @@ fn schema(value: Value) -> Arc<serde_json::Map<String, Value>> {
         Value::Object(map) => Arc::new(map),
         _ => panic!("schemas are objects"),
     }
+}
+
+/// Annotations that say "destructive" (`tags.set` overwrites the tags).
+fn destructive() -> ToolAnnotations {
+    let mut annotations = ToolAnnotations::default();
+    annotations.destructive_hint = Some(true);
+    annotations.read_only_hint = Some(false);
+    annotations
 }
 
 impl TestServer {
@@ -72,7 +80,8 @@ impl TestServer {
                     },
                     "required": ["tags"]
                 })),
-            ),
+            )
+            .with_annotations(destructive()),
             Tool::new(
                 "sleep",
                 "Sleeps for ms milliseconds.",
