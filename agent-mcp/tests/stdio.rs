@@ -39,7 +39,7 @@ fn main() {
         runtime.block_on(serve());
         return;
     }
-    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let (filter, skip) = filters();
     let cases: [(&str, Case); 6] = cases![
         stdio_tools_are_listed_across_pages_with_legal_names,
         stdio_run_calls_mcp_tools_and_ends_with_a_validated_value,
@@ -50,7 +50,10 @@ fn main() {
     ];
     let mut ran = 0;
     for (name, case) in cases {
-        if filter.as_deref().is_some_and(|f| !name.contains(f)) {
+        if filter.as_deref().is_some_and(|f| !name.contains(f))
+            || skip.iter().any(|s| name.contains(s.as_str()))
+        {
+            println!("test {name} ... filtered out");
             continue;
         }
         println!("test {name} ...");
@@ -59,6 +62,26 @@ fn main() {
         ran += 1;
     }
     println!("test result: ok. {ran} passed");
+}
+
+/// The name filter and the `--skip` filters among libtest-style arguments (other flags,
+/// and the values of `--test-threads`, `--color`, `--format` and `--logfile`, are
+/// ignored).
+fn filters() -> (Option<String>, Vec<String>) {
+    let mut filter = None;
+    let mut skip = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--skip" => skip.extend(args.next()),
+            "--test-threads" | "--color" | "--format" | "--logfile" | "-Z" => {
+                let _ = args.next();
+            }
+            flag if flag.starts_with('-') => {}
+            _ => filter = Some(arg),
+        }
+    }
+    (filter, skip)
 }
 
 async fn serve() {
