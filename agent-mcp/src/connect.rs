@@ -68,7 +68,11 @@ impl McpServer {
         let label = self.label();
         let limit = self.connect_timeout;
         let after_ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
-        let service = match tokio::time::timeout(limit, start(self.transport, &label)).await {
+        // Clamped (to about 136 years) so that no timeout overflows the clock.
+        let deadline =
+            tokio::time::Instant::now() + limit.min(Duration::from_secs(u64::from(u32::MAX)));
+        let started = tokio::time::timeout_at(deadline, start(self.transport, &label)).await;
+        let service = match started {
             Ok(service) => service?,
             Err(_) => {
                 return Err(McpError::Timeout {
@@ -78,7 +82,7 @@ impl McpServer {
                 });
             }
         };
-        let listed = match tokio::time::timeout(limit, service.list_all_tools()).await {
+        let listed = match tokio::time::timeout_at(deadline, service.list_all_tools()).await {
             Ok(Ok(tools)) => tools,
             Ok(Err(e)) => {
                 return Err(McpError::ListTools {

@@ -1,7 +1,8 @@
 //! MCP tools over stdio, against the tests' own MCP server: this test binary, started
 //! again with `AGENT_MCP_TEST_SERVER=stdio`, serves `common::TestServer` on its stdin and
 //! stdout. That is why this target has its own `main` (no libtest harness): libtest
-//! would write to stdout. Pass a substring to run only the matching cases.
+//! would write to stdout. Pass a substring to run only the matching cases (and `--skip`
+//! substrings to leave some out).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -35,18 +36,23 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    if std::env::var(SERVE).as_deref() == Ok("stdio") {
-        runtime.block_on(serve());
-        return;
+    match std::env::var(SERVE).as_deref() {
+        Ok("stdio") => return runtime.block_on(serve()),
+        // A server that exits at once, and one that never answers.
+        Ok("exit") => return,
+        Ok("silent") => return std::thread::sleep(Duration::from_secs(30)),
+        _ => {}
     }
     let (filter, skip) = filters();
-    let cases: [(&str, Case); 6] = cases![
+    let cases: [(&str, Case); 8] = cases![
         stdio_tools_are_listed_across_pages_with_legal_names,
         stdio_run_calls_mcp_tools_and_ends_with_a_validated_value,
         stdio_is_error_and_bad_arguments_come_back_as_tool_errors,
         stdio_server_killed_mid_run_gives_tool_errors_and_a_typed_ending,
         stdio_slow_call_times_out_as_a_tool_error,
         stdio_missing_program_is_a_spawn_error,
+        stdio_program_that_exits_is_an_initialize_error,
+        stdio_silent_program_is_a_connect_timeout,
     ];
     let mut ran = 0;
     for (name, case) in cases {
@@ -284,6 +290,34 @@ async fn stdio_missing_program_is_a_spawn_error() {
     let error = McpServer::stdio(command).connect().await.unwrap_err();
     assert!(
         matches!(&error, McpError::Spawn { server, .. } if server == "agent-mcp-no-such-server"),
+        "{error:?}"
+    );
+}
+
+async fn stdio_program_that_exits_is_an_initialize_error() {
+    let mut command = tokio::process::Command::new(std::env::current_exe().unwrap());
+    command.env(SERVE, "exit");
+    let error = McpServer::stdio(command).connect().await.unwrap_err();
+    assert!(matches!(error, McpError::Initialize { .. }), "{error:?}");
+}
+
+async fn stdio_silent_program_is_a_connect_timeout() {
+    let mut command = tokio::process::Command::new(std::env::current_exe().unwrap());
+    command.env(SERVE, "silent");
+    let error = McpServer::stdio(command)
+        .connect_timeout(Duration::from_millis(200))
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            McpError::Timeout {
+                step: "initialize",
+                after_ms: 200,
+                ..
+            }
+        ),
         "{error:?}"
     );
 }
