@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::error::McpError;
 use crate::names::model_name;
-use crate::server::{McpServer, Secret, Transport};
+use crate::server::{McpServer, Secret, Transport, scrub};
 use crate::tool::McpTool;
 
 /// One live connection, shared by the tools of one server.
@@ -22,6 +22,8 @@ pub(crate) struct Connection {
     pub(crate) service: RunningService<RoleClient, ()>,
     pub(crate) label: String,
     pub(crate) call_timeout: Duration,
+    /// Strings no tool error may show (see `McpServer::secrets`).
+    pub(crate) secrets: Vec<String>,
 }
 
 /// The tools of one connected MCP server, ready to register beside local tools.
@@ -66,12 +68,14 @@ impl McpServer {
     /// the listing fails, or all of it takes longer than the connect timeout.
     pub async fn connect(self) -> Result<McpTools, McpError> {
         let label = self.label();
+        let secrets = self.secrets();
         let limit = self.connect_timeout;
         let after_ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
         // Clamped (to about 136 years) so that no timeout overflows the clock.
         let deadline =
             tokio::time::Instant::now() + limit.min(Duration::from_secs(u64::from(u32::MAX)));
-        let started = tokio::time::timeout_at(deadline, start(self.transport, &label)).await;
+        let started =
+            tokio::time::timeout_at(deadline, start(self.transport, &label, &secrets)).await;
         let service = match started {
             Ok(service) => service?,
             Err(_) => {
@@ -87,7 +91,7 @@ impl McpServer {
             Ok(Err(e)) => {
                 return Err(McpError::ListTools {
                     server: label,
-                    message: e.to_string(),
+                    message: scrub(e.to_string(), &secrets),
                 });
             }
             Err(_) => {
@@ -102,6 +106,7 @@ impl McpServer {
             service,
             label,
             call_timeout: self.call_timeout,
+            secrets,
         });
         let mut taken = HashSet::new();
         let tools = listed
@@ -134,10 +139,11 @@ impl McpServer {
 async fn start(
     transport: Transport,
     label: &str,
+    secrets: &[String],
 ) -> Result<RunningService<RoleClient, ()>, McpError> {
     let initialize = |e: &dyn fmt::Display| McpError::Initialize {
         server: label.to_owned(),
-        message: e.to_string(),
+        message: scrub(e.to_string(), secrets),
     };
     match transport {
         Transport::Stdio(command) => {

@@ -6,7 +6,8 @@
 /// dead server, a timeout, a protocol error, a result marked `isError`) is a
 /// [`ToolError`](agent_core::ToolError) that the model sees, never an `McpError`.
 /// Messages name the server by its label (the program's file name, or the URL's host and
-/// path) and never hold header values or tokens.
+/// path); the bearer token, header values and the URL's query and user info are replaced
+/// by `<redacted>` wherever the SDK's own message would show them.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum McpError {

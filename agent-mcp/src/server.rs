@@ -160,6 +160,45 @@ impl McpServer {
     }
 }
 
+impl McpServer {
+    /// The strings no message may show: the bearer token, header values, and the URL's
+    /// query, fragment and user info (empty ones left out).
+    pub(crate) fn secrets(&self) -> Vec<String> {
+        let Transport::Http {
+            url,
+            bearer,
+            headers,
+        } = &self.transport
+        else {
+            return Vec::new();
+        };
+        let rest = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        let user_info = authority.rsplit_once('@').map(|(info, _)| info);
+        let query = rest.split_once(['?', '#']).map(|(_, query)| query);
+        bearer
+            .iter()
+            .chain(headers.iter().map(|(_, value)| value))
+            .map(|secret| secret.0.as_str())
+            .chain(user_info)
+            .chain(query)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// `message` with every one of `secrets` replaced by `<redacted>`.
+pub(crate) fn scrub(message: String, secrets: &[String]) -> String {
+    secrets.iter().fold(message, |message, secret| {
+        if message.contains(secret.as_str()) {
+            message.replace(secret.as_str(), "<redacted>")
+        } else {
+            message
+        }
+    })
+}
+
 /// `https://user:pw@host:8080/mcp?key=x` -> `host:8080/mcp`.
 fn url_label(url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
@@ -209,6 +248,23 @@ mod tests {
         assert!(shown.contains("X-Api-Key"), "{shown}");
         assert!(shown.contains("mcp.example:8443/mcp"), "{shown}");
         assert_eq!(server.label(), "mcp.example:8443/mcp");
+    }
+
+    #[test]
+    fn secrets_cover_token_headers_query_and_user_info_and_are_scrubbed() {
+        let server = McpServer::http("https://u:pw@h/mcp?key=q1#frag")
+            .bearer_token("tok")
+            .header("X-Key", "hv");
+        let secrets = server.secrets();
+        assert_eq!(secrets, ["tok", "hv", "u:pw", "key=q1#frag"]);
+        assert_eq!(
+            scrub(
+                "GET https://u:pw@h/mcp?key=q1#frag with tok".to_owned(),
+                &secrets
+            ),
+            "GET https://<redacted>@h/mcp?<redacted> with <redacted>"
+        );
+        assert!(McpServer::http("http://h/mcp").secrets().is_empty());
     }
 
     #[test]

@@ -8,6 +8,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceC
 use serde_json::Value;
 
 use crate::connect::Connection;
+use crate::server::scrub;
 
 /// One tool of a connected MCP server (built by [`McpServer::connect`](crate::McpServer::connect)).
 pub(crate) struct McpTool {
@@ -41,7 +42,10 @@ impl McpTool {
         let limit = connection.call_timeout;
         match tokio::time::timeout(limit, connection.service.call_tool(params)).await {
             Ok(Ok(result)) => map_result(result),
-            Ok(Err(error)) => Err(ToolError::new(service_error(&connection.label, &error))),
+            Ok(Err(error)) => Err(ToolError::new(scrub(
+                service_error(&connection.label, &error),
+                &connection.secrets,
+            ))),
             Err(_) => Err(ToolError::new(format!(
                 "MCP server {} did not answer within {} ms",
                 connection.label,

@@ -157,6 +157,19 @@ async fn http_without_the_token_fails_to_connect_and_no_secret_is_shown() {
     ] {
         assert!(!shown.contains("s3cr3t"), "{shown}");
     }
+    // Nothing listens on port 1: the SDK's error names the URL, whose query is a secret.
+    let refused = McpServer::http("http://127.0.0.1:1/mcp?key=s3cr3t-query")
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, McpError::Initialize { .. }),
+        "{refused:?}"
+    );
+    assert!(
+        !format!("{refused:?} {refused}").contains("s3cr3t"),
+        "{refused}"
+    );
     let bad = McpServer::http(&server.url)
         .header("X Bad Name", "s3cr3t-value")
         .connect()
