@@ -53,6 +53,7 @@ mod run_options;
 mod runner;
 pub mod schema;
 pub mod store;
+pub mod stream;
 mod sweep;
 pub mod testing;
 mod tool;
@@ -78,6 +79,9 @@ pub use llm::{
     OutputSpec, StopReason, TokenUsage, ToolChoice,
 };
 pub use message::{Message, ToolCall, ToolResult};
+pub use stream::{
+    RunStream, StreamDelta, StreamEvent, StreamSink, run_agent_stream, run_agent_stream_with,
+};
 pub use observe::{Observer, RunEvent};
 pub use output::{AgentOutput, OutputMode, PromptCaching, SUBMIT_OUTPUT};
 pub use pricing::{ModelPrice, Pricing};
