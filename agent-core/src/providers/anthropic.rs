@@ -22,8 +22,11 @@ use crate::providers::encoded::{WireCache, raw};
 use crate::providers::history::{self, Turn};
 use crate::providers::http::{Reply, Transport, traced};
 use crate::providers::normalize::fill_ids;
+use crate::providers::anthropic_stream::EventAssembler;
+use crate::providers::sse;
 use crate::providers::{ApiKey, ProviderOptions};
 use crate::schema;
+use crate::stream::StreamSink;
 
 /// A client of the Anthropic Messages API.
 ///
@@ -105,6 +108,23 @@ impl AnthropicClient {
         })
     }
 
+    async fn streamed_round_trip(
+        &self,
+        request: &LlmRequest,
+        sink: &mut dyn StreamSink,
+    ) -> Result<LlmResponse, LlmError> {
+        let body = encode_body(request, &self.cache, true)?;
+        let streaming = self.transport.post_streaming(body).await?;
+        let reply = sse::read(
+            &self.transport,
+            streaming,
+            EventAssembler::default(),
+            sink,
+        )
+        .await?;
+        decode(&reply, self.transport.key())
+    }
+
     async fn round_trip(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
         let body = encode(request, &self.cache)?;
         let reply = self.transport.post(body).await?;
@@ -115,6 +135,21 @@ impl AnthropicClient {
 impl LlmClient for AnthropicClient {
     fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
         Box::pin(traced(self.transport.provider(), self.round_trip(request)))
+    }
+
+    /// Streams with `stream: true`, reading the message events up to `message_stop`
+    /// (source: Messages API, "Streaming Messages",
+    /// <https://docs.anthropic.com/en/docs/build-with-claude/streaming>). The turn is
+    /// normalized as a non-streamed one.
+    fn complete_streaming<'a>(
+        &'a self,
+        request: &'a LlmRequest,
+        sink: &'a mut dyn StreamSink,
+    ) -> LlmFuture<'a> {
+        Box::pin(traced(
+            self.transport.provider(),
+            self.streamed_round_trip(request, sink),
+        ))
     }
 
     fn provider(&self) -> &str {
@@ -176,6 +211,8 @@ struct Body<'a> {
     temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     output_config: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "is_false")]
+    stream: bool,
 }
 
 #[derive(Serialize)]
@@ -272,6 +309,18 @@ enum WireChoice<'a> {
 /// # Errors
 /// A permanent [`LlmError`] if serialization fails (it does not for these types).
 pub(crate) fn encode(request: &LlmRequest, cache: &WireCache) -> Result<Vec<u8>, LlmError> {
+    encode_body(request, cache, false)
+}
+
+/// [`encode`], with `stream: true` when `stream`.
+///
+/// # Errors
+/// As [`encode`].
+pub(crate) fn encode_body(
+    request: &LlmRequest,
+    cache: &WireCache,
+    stream: bool,
+) -> Result<Vec<u8>, LlmError> {
     let failed = |e: serde_json::Error| {
         LlmError::permanent(format!("cannot serialize the anthropic request: {e}"))
     };
@@ -349,6 +398,7 @@ pub(crate) fn encode(request: &LlmRequest, cache: &WireCache) -> Result<Vec<u8>,
         },
         temperature: request.temperature.map(clamp_temperature),
         output_config: output_config.as_deref(),
+        stream,
     };
     serde_json::to_vec(&body).map_err(failed)
 }

@@ -24,8 +24,11 @@ use crate::providers::encoded::{WireCache, raw};
 use crate::providers::history::{self, Turn};
 use crate::providers::http::{Reply, Transport, traced};
 use crate::providers::normalize::{fill_ids, recover_tool_calls};
+use crate::providers::openai_stream::ChunkAssembler;
+use crate::providers::sse;
 use crate::providers::{ApiKey, ProviderOptions};
 use crate::schema;
+use crate::stream::StreamSink;
 use crate::tool::ToolDefinition;
 
 /// Which server the client talks to; the quirks differ.
@@ -164,6 +167,23 @@ impl OpenAiClient {
         self.transport.url().as_str()
     }
 
+    async fn streamed_round_trip(
+        &self,
+        request: &LlmRequest,
+        sink: &mut dyn StreamSink,
+    ) -> Result<LlmResponse, LlmError> {
+        let compatible = self.flavor == Flavor::Compatible;
+        let body = encode_body(request, compatible, &self.cache, true)?;
+        let streaming = self.transport.post_streaming(body).await?;
+        let reply = sse::read(&self.transport, streaming, ChunkAssembler::default(), sink).await?;
+        decode(
+            &reply,
+            self.transport.provider(),
+            compatible,
+            self.transport.key(),
+        )
+    }
+
     async fn round_trip(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
         let body = encode(request, self.flavor == Flavor::Compatible, &self.cache)?;
         let reply = self.transport.post(body).await?;
@@ -179,6 +199,23 @@ impl OpenAiClient {
 impl LlmClient for OpenAiClient {
     fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
         Box::pin(traced(self.transport.provider(), self.round_trip(request)))
+    }
+
+    /// Streams with `stream: true` and `stream_options: {"include_usage": true}` (the
+    /// usage comes in a last chunk with no choices), reading `chat.completion.chunk`
+    /// events up to `data: [DONE]` (source: Chat Completions API reference,
+    /// "The chat completion chunk object",
+    /// <https://platform.openai.com/docs/api-reference/chat-streaming>). The turn is
+    /// normalized as a non-streamed one.
+    fn complete_streaming<'a>(
+        &'a self,
+        request: &'a LlmRequest,
+        sink: &'a mut dyn StreamSink,
+    ) -> LlmFuture<'a> {
+        Box::pin(traced(
+            self.transport.provider(),
+            self.streamed_round_trip(request, sink),
+        ))
     }
 
     fn provider(&self) -> &str {
@@ -238,6 +275,16 @@ struct Body<'a> {
     temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+/// `stream_options`: the usage of a streamed call comes in a last chunk.
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
 }
 
 #[derive(Serialize)]
@@ -316,6 +363,19 @@ pub(crate) fn encode(
     compatible: bool,
     cache: &WireCache,
 ) -> Result<Vec<u8>, LlmError> {
+    encode_body(request, compatible, cache, false)
+}
+
+/// [`encode`], with `stream: true` and `stream_options.include_usage` when `stream`.
+///
+/// # Errors
+/// As [`encode`].
+pub(crate) fn encode_body(
+    request: &LlmRequest,
+    compatible: bool,
+    cache: &WireCache,
+    stream: bool,
+) -> Result<Vec<u8>, LlmError> {
     let failed = |e: serde_json::Error| {
         LlmError::permanent(format!("cannot serialize the chat request: {e}"))
     };
@@ -349,6 +409,10 @@ pub(crate) fn encode(
             .temperature
             .filter(|_| compatible || accepts_temperature(&request.model)),
         response_format: response_format.as_deref(),
+        stream,
+        stream_options: stream.then_some(StreamOptions {
+            include_usage: true,
+        }),
     };
     serde_json::to_vec(&body).map_err(failed)
 }

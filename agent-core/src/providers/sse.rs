@@ -1,0 +1,120 @@
+//! Streamed replies: the body's server-sent events, parsed by `eventsource-stream`, go
+//! one by one to a provider's [`Assembler`], which hands the turn's pieces to the
+//! caller's sink and builds the JSON body a non-streamed call would have returned, so
+//! the provider's `decode` normalizes both alike.
+
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use crate::llm::LlmError;
+use crate::providers::ApiKey;
+use crate::providers::classify::{request_id, undecodable};
+use crate::providers::http::{Reply, Streaming, Transport};
+use crate::stream::StreamSink;
+
+/// What one event means for the reply.
+pub(crate) enum Step {
+    /// More is to come.
+    More,
+    /// The provider's end marker: the reply is complete.
+    End,
+    /// An error event: the error object, classified as an embedded error.
+    Failed(Value),
+    /// Data that is not the JSON it should be.
+    Undecodable(serde_json::Error),
+}
+
+/// A provider's reading of its event stream.
+pub(crate) trait Assembler {
+    /// Handles one event: `event` is its SSE event name (empty when none), `data` its
+    /// data lines joined.
+    fn on_event(&mut self, event: &str, data: &str, sink: &mut dyn StreamSink) -> Step;
+
+    /// The whole reply, as the provider's non-streamed JSON body.
+    fn finish(self) -> Value;
+}
+
+/// Reads a streamed reply to its end marker and returns the equivalent non-streamed
+/// reply.
+///
+/// # Errors
+/// Transient when the connection fails mid-way, when the stream ends before the end
+/// marker (cut mid-way), or when an event is not valid UTF-8 or JSON; permanent when the
+/// events' data outgrows `max_response_bytes`.
+pub(crate) async fn read<A: Assembler>(
+    transport: &Transport,
+    streaming: Streaming,
+    mut assembler: A,
+    sink: &mut dyn StreamSink,
+) -> Result<Reply, LlmError> {
+    let Streaming {
+        status,
+        headers,
+        response,
+    } = streaming;
+    let chunks = futures::stream::unfold(response, |mut response| async move {
+        match response.chunk().await {
+            Ok(Some(chunk)) => Some((Ok(chunk), response)),
+            Ok(None) => None,
+            Err(e) => Some((Err(e), response)),
+        }
+    });
+    let mut events = std::pin::pin!(chunks.eventsource());
+    let provider = transport.provider();
+    let key: Option<&ApiKey> = transport.key();
+    let cap = transport.max_response_bytes();
+    let mut read = 0usize;
+    while let Some(item) = events.next().await {
+        let event = match item {
+            Ok(event) => event,
+            Err(EventStreamError::Transport(e)) => {
+                return Err(transport.stream_error(e, status, &headers));
+            }
+            Err(e) => {
+                let message = format!("{provider} sent a malformed event stream: {e}");
+                return Err(with_ids(LlmError::transient(message), status, &headers));
+            }
+        };
+        read = read.saturating_add(event.data.len());
+        if read > cap {
+            return Err(transport.body_too_large(status, &headers, read as u64));
+        }
+        match assembler.on_event(&event.event, &event.data, sink) {
+            Step::More => {}
+            Step::End => return Ok(reply(status, headers, &assembler.finish())),
+            Step::Failed(error) => return Ok(reply(status, headers, &json!({ "error": error }))),
+            Step::Undecodable(e) => {
+                return Err(undecodable(
+                    provider,
+                    status,
+                    &headers,
+                    event.data.as_bytes(),
+                    &e,
+                    key,
+                ));
+            }
+        }
+    }
+    let message = format!(
+        "{provider}: the event stream ended before its end marker (cut mid-way, after {read} bytes of data)"
+    );
+    Err(with_ids(LlmError::transient(message), status, &headers))
+}
+
+fn reply(status: u16, headers: reqwest::header::HeaderMap, body: &Value) -> Reply {
+    Reply {
+        status,
+        headers,
+        // A `Value` always serializes.
+        body: serde_json::to_vec(body).unwrap_or_default(),
+    }
+}
+
+fn with_ids(error: LlmError, status: u16, headers: &reqwest::header::HeaderMap) -> LlmError {
+    let error = error.with_status(status);
+    match request_id(headers) {
+        Some(id) => error.with_request_id(id),
+        None => error,
+    }
+}
