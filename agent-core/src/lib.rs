@@ -79,9 +79,6 @@ pub use llm::{
     OutputSpec, StopReason, TokenUsage, ToolChoice,
 };
 pub use message::{Message, ToolCall, ToolResult};
-pub use stream::{
-    RunStream, StreamDelta, StreamEvent, StreamSink, run_agent_stream, run_agent_stream_with,
-};
 pub use observe::{Observer, RunEvent};
 pub use output::{AgentOutput, OutputMode, PromptCaching, SUBMIT_OUTPUT};
 pub use pricing::{ModelPrice, Pricing};
@@ -93,6 +90,9 @@ pub use runner::{run_agent, run_agent_with};
 /// a user crate needs no serde_json dependency of its own (`agent_core::json!`).
 pub use serde_json::{self, Value, json};
 pub use store::{Embedder, FeedbackStore, Memory, MemoryWindow, Retriever, StoreError, TraceStore};
+pub use stream::{
+    RunStream, StreamDelta, StreamEvent, StreamSink, run_agent_stream, run_agent_stream_with,
+};
 pub use sweep::{
     Comparison, Estimate, GradeFailure, Paired, RunRecord, Sample, Spread, SweepError, SweepEvent,
     SweepOptions, Variant, VariantSummary, WinLoss, sweep,

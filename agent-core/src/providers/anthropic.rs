@@ -17,12 +17,12 @@ use crate::llm::{
     TokenUsage, ToolChoice,
 };
 use crate::message::ToolCall;
+use crate::providers::anthropic_stream::EventAssembler;
 use crate::providers::classify::{ErrorBody, embedded_error, request_id, undecodable};
 use crate::providers::encoded::{WireCache, raw};
 use crate::providers::history::{self, Turn};
 use crate::providers::http::{Reply, Transport, traced};
 use crate::providers::normalize::fill_ids;
-use crate::providers::anthropic_stream::EventAssembler;
 use crate::providers::sse;
 use crate::providers::{ApiKey, ProviderOptions};
 use crate::schema;
@@ -115,13 +115,7 @@ impl AnthropicClient {
     ) -> Result<LlmResponse, LlmError> {
         let body = encode_body(request, &self.cache, true)?;
         let streaming = self.transport.post_streaming(body).await?;
-        let reply = sse::read(
-            &self.transport,
-            streaming,
-            EventAssembler::default(),
-            sink,
-        )
-        .await?;
+        let reply = sse::read(&self.transport, streaming, EventAssembler::default(), sink).await?;
         decode(&reply, self.transport.key())
     }
 

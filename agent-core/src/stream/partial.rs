@@ -84,7 +84,11 @@ fn trim_open_escape(s: &mut String) {
         .rposition(|&b| b == b'\\')
         .filter(|&at| bytes.len() - at <= 5);
     let Some(at) = tail_start else { return };
-    let run = bytes[..=at].iter().rev().take_while(|&&b| b == b'\\').count();
+    let run = bytes[..=at]
+        .iter()
+        .rev()
+        .take_while(|&&b| b == b'\\')
+        .count();
     if run % 2 == 0 {
         return;
     }
@@ -120,7 +124,10 @@ mod tests {
         assert_eq!(parse_partial(r#"{"a": 1,"#), Some(json!({"a": 1})));
         assert_eq!(parse_partial(r#"{"a": "#), Some(json!({})));
         assert_eq!(parse_partial(r#"{"a": tr"#), Some(json!({})));
-        assert_eq!(parse_partial(r#"{"a": [true, fa"#), Some(json!({"a": [true]})));
+        assert_eq!(
+            parse_partial(r#"{"a": [true, fa"#),
+            Some(json!({"a": [true]}))
+        );
         assert_eq!(parse_partial("{"), Some(json!({})));
     }
 
