@@ -28,6 +28,10 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! [`run_agent_stream`] is the same run with its events as they happen ([`StreamEvent`]:
+//! text deltas, tool calls, tool results, the structured answer as it arrives) and the
+//! [`AgentResult`] last; see the [`stream`] module.
 
 // Lets the macros' `::agent_core::..` paths resolve inside this crate's own tests.
 extern crate self as agent_core;
