@@ -78,7 +78,7 @@ async fn collect<T>(mut stream: RunStream<'_, T>) -> (Vec<StreamEvent<T>>, Agent
         match event {
             StreamEvent::Finished(r) => {
                 assert!(result.is_none(), "one Finished event");
-                result = Some(r);
+                result = Some(*r);
             }
             other => {
                 assert!(result.is_none(), "Finished is the last event");

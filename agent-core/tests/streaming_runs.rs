@@ -24,7 +24,7 @@ async fn collect<T>(mut stream: RunStream<'_, T>) -> (Vec<StreamEvent<T>>, Agent
         match event {
             StreamEvent::Finished(result) => {
                 assert!(stream.next().await.is_none(), "Finished is the last event");
-                return (events, result);
+                return (events, *result);
             }
             other => events.push(other),
         }
@@ -78,7 +78,8 @@ async fn a_client_without_streaming_answers_each_turn_in_one_piece() {
 async fn streamed_runs_are_the_runs_of_run_agent() {
     // Scripts covering the transitions: tools, malformed answers, transient failures,
     // the call cap, a permanent failure.
-    let scripts: Vec<(&str, fn() -> ScriptedModel, u32)> = vec![
+    type Script = fn() -> ScriptedModel;
+    let scripts: Vec<(&str, Script, u32)> = vec![
         (
             "tool then answer",
             || {

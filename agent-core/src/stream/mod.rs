@@ -150,8 +150,9 @@ pub enum StreamEvent<T> {
         /// The failure, as text.
         error: String,
     },
-    /// The run ended: always the last event.
-    Finished(AgentResult<T>),
+    /// The run ended: always the last event. Boxed: the result is large, and every
+    /// other event is small.
+    Finished(Box<AgentResult<T>>),
 }
 
 /// The sending side the runner holds for a streamed run.
@@ -195,7 +196,7 @@ impl<T> Stream for RunStream<'_, T> {
                 return Poll::Ready(Some(event));
             }
             if let Some(result) = this.result.take() {
-                return Poll::Ready(Some(StreamEvent::Finished(result)));
+                return Poll::Ready(Some(StreamEvent::Finished(Box::new(result))));
             }
             let Some(run) = this.run.as_mut() else {
                 return Poll::Ready(None);

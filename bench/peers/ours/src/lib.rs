@@ -120,7 +120,7 @@ async fn one_run(config: &AgentConfig<Output>, stream: bool) -> Result<(), Strin
         let mut last = None;
         while let Some(event) = events.next().await {
             if let StreamEvent::Finished(result) = event {
-                last = Some(result);
+                last = Some(*result);
             }
         }
         last.ok_or("the stream ended without a result")?
