@@ -115,7 +115,12 @@ impl AnthropicClient {
     ) -> Result<LlmResponse, LlmError> {
         let body = encode_body(request, &self.cache, true)?;
         let streaming = self.transport.post_streaming(body).await?;
-        let reply = sse::read(&self.transport, streaming, EventAssembler::default(), sink).await?;
+        let (status, headers) = (streaming.status, streaming.headers.clone());
+        let assembler = EventAssembler::default();
+        let reply = match sse::read(&self.transport, streaming, assembler, sink).await? {
+            sse::Streamed::Done(body) => sse::reply(status, headers, &body),
+            sse::Streamed::Failed(reply) => reply,
+        };
         decode(&reply, self.transport.key())
     }
 

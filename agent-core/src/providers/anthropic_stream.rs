@@ -146,6 +146,8 @@ impl EventAssembler {
 }
 
 impl Assembler for EventAssembler {
+    type Output = Value;
+
     fn on_event(&mut self, _event: &str, data: &str, sink: &mut dyn StreamSink) -> Step {
         if data.trim().is_empty() {
             return Step::More;

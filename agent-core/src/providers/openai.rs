@@ -175,13 +175,20 @@ impl OpenAiClient {
         let compatible = self.flavor == Flavor::Compatible;
         let body = encode_body(request, compatible, &self.cache, true)?;
         let streaming = self.transport.post_streaming(body).await?;
-        let reply = sse::read(&self.transport, streaming, ChunkAssembler::default(), sink).await?;
-        decode(
-            &reply,
-            self.transport.provider(),
-            compatible,
-            self.transport.key(),
-        )
+        let (status, headers) = (streaming.status, streaming.headers.clone());
+        let provider = self.transport.provider();
+        let key = self.transport.key();
+        match sse::read(&self.transport, streaming, ChunkAssembler::default(), sink).await? {
+            sse::Streamed::Done(wire) => {
+                let reply = Reply {
+                    status,
+                    headers,
+                    body: Vec::new(),
+                };
+                decode_wire(wire, &reply, provider, compatible, key)
+            }
+            sse::Streamed::Failed(reply) => decode(&reply, provider, compatible, key),
+        }
     }
 
     async fn round_trip(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
@@ -558,53 +565,53 @@ fn wire_call(call: &ToolCall) -> WireCall<'_> {
 // ---- response ----
 
 #[derive(Deserialize)]
-struct WireResponse {
-    id: Option<Value>,
-    model: Option<String>,
-    choices: Option<Vec<WireChoiceOut>>,
-    usage: Option<WireUsage>,
-    error: Option<Value>,
+pub(crate) struct WireResponse {
+    pub(super) id: Option<Value>,
+    pub(super) model: Option<String>,
+    pub(super) choices: Option<Vec<WireChoiceOut>>,
+    pub(super) usage: Option<WireUsage>,
+    pub(super) error: Option<Value>,
 }
 
 #[derive(Deserialize)]
-struct WireChoiceOut {
-    message: Option<WireMessageOut>,
-    finish_reason: Option<String>,
+pub(crate) struct WireChoiceOut {
+    pub(super) message: Option<WireMessageOut>,
+    pub(super) finish_reason: Option<String>,
 }
 
 #[derive(Deserialize)]
-struct WireMessageOut {
-    content: Option<Value>,
-    refusal: Option<String>,
-    tool_calls: Option<Vec<WireCallOut>>,
+pub(crate) struct WireMessageOut {
+    pub(super) content: Option<Value>,
+    pub(super) refusal: Option<String>,
+    pub(super) tool_calls: Option<Vec<WireCallOut>>,
     /// vLLM's and LM Studio's reasoning parsers.
-    reasoning_content: Option<Value>,
+    pub(super) reasoning_content: Option<Value>,
     /// Ollama's.
-    reasoning: Option<Value>,
+    pub(super) reasoning: Option<Value>,
 }
 
 #[derive(Deserialize)]
-struct WireCallOut {
-    id: Option<Value>,
-    function: Option<WireFunctionOut>,
+pub(crate) struct WireCallOut {
+    pub(super) id: Option<Value>,
+    pub(super) function: Option<WireFunctionOut>,
 }
 
 #[derive(Deserialize)]
-struct WireFunctionOut {
-    name: Option<String>,
-    arguments: Option<Value>,
+pub(crate) struct WireFunctionOut {
+    pub(super) name: Option<String>,
+    pub(super) arguments: Option<Value>,
 }
 
 #[derive(Deserialize)]
-struct WireUsage {
-    prompt_tokens: Option<u64>,
-    completion_tokens: Option<u64>,
-    prompt_tokens_details: Option<PromptDetails>,
+pub(crate) struct WireUsage {
+    pub(super) prompt_tokens: Option<u64>,
+    pub(super) completion_tokens: Option<u64>,
+    pub(super) prompt_tokens_details: Option<PromptDetails>,
 }
 
 #[derive(Deserialize)]
-struct PromptDetails {
-    cached_tokens: Option<u64>,
+pub(crate) struct PromptDetails {
+    pub(super) cached_tokens: Option<u64>,
 }
 
 /// A string, or a number written as text (some servers send numeric ids).
@@ -641,6 +648,21 @@ pub(crate) fn decode(
 ) -> Result<LlmResponse, LlmError> {
     let wire: WireResponse = serde_json::from_slice(&reply.body)
         .map_err(|e| undecodable(provider, reply.status, &reply.headers, &reply.body, &e, key))?;
+    decode_wire(wire, reply, provider, compatible, key)
+}
+
+/// Normalizes a reply already read into its wire form (a streamed reply is assembled
+/// into one; `reply` then has an empty body).
+///
+/// # Errors
+/// As [`decode`].
+pub(super) fn decode_wire(
+    wire: WireResponse,
+    reply: &Reply,
+    provider: &str,
+    compatible: bool,
+    key: Option<&ApiKey>,
+) -> Result<LlmResponse, LlmError> {
     let choice = wire.choices.and_then(|c| c.into_iter().next());
     let Some((message, finish_reason)) = choice.and_then(|c| Some((c.message?, c.finish_reason)))
     else {

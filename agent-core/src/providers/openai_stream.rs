@@ -10,48 +10,85 @@
 //! error mid-stream. Source: Chat Completions API reference, "The chat completion chunk
 //! object" (<https://platform.openai.com/docs/api-reference/chat-streaming>).
 
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::providers::openai::{
+    WireCallOut, WireChoiceOut, WireFunctionOut, WireMessageOut, WireResponse, WireUsage,
+};
 use crate::providers::sse::{Assembler, Step};
 use crate::stream::{StreamDelta, StreamSink};
 
+// Borrowed from the event's data where the text has no escapes: a chunk is read once.
+
 #[derive(Deserialize)]
-struct Chunk {
-    id: Option<Value>,
-    model: Option<String>,
-    #[serde(default)]
-    choices: Vec<ChunkChoice>,
-    usage: Option<Value>,
+struct Chunk<'a> {
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    model: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    choices: Vec<ChunkChoice<'a>>,
+    usage: Option<WireUsage>,
     error: Option<Value>,
 }
 
 #[derive(Deserialize)]
-struct ChunkChoice {
-    delta: Option<Delta>,
-    finish_reason: Option<String>,
+struct ChunkChoice<'a> {
+    #[serde(borrow)]
+    delta: Option<Delta<'a>>,
+    #[serde(borrow)]
+    finish_reason: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
-struct Delta {
-    content: Option<Value>,
-    refusal: Option<String>,
-    reasoning_content: Option<Value>,
-    reasoning: Option<Value>,
-    tool_calls: Option<Vec<CallDelta>>,
+struct Delta<'a> {
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(borrow)]
+    refusal: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    reasoning_content: Option<&'a RawValue>,
+    #[serde(borrow)]
+    reasoning: Option<&'a RawValue>,
+    #[serde(borrow)]
+    tool_calls: Option<Vec<CallDelta<'a>>>,
 }
 
 #[derive(Deserialize)]
-struct CallDelta {
+struct CallDelta<'a> {
     index: Option<usize>,
-    id: Option<Value>,
-    function: Option<FunctionDelta>,
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    function: Option<FunctionDelta<'a>>,
 }
 
 #[derive(Deserialize)]
-struct FunctionDelta {
-    name: Option<String>,
-    arguments: Option<Value>,
+struct FunctionDelta<'a> {
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    arguments: Option<&'a RawValue>,
+}
+
+/// A JSON string's text; `None` for anything else (`null`, arrays, ...).
+fn string_of(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
+    let raw = raw?;
+    if !raw.get().starts_with('"') {
+        return None;
+    }
+    serde_json::from_str::<Cow<'_, str>>(raw.get()).ok()
+}
+
+/// An id as a value: a string, or a number (some servers send numeric ids).
+fn id_of(raw: &RawValue) -> Option<Value> {
+    serde_json::from_str::<Value>(raw.get())
+        .ok()
+        .filter(|v| !v.is_null())
 }
 
 /// A tool call being assembled.
@@ -73,19 +110,11 @@ pub(crate) struct ChunkAssembler {
     reasoning: String,
     calls: Vec<Call>,
     finish_reason: Option<String>,
-    usage: Option<Value>,
-}
-
-/// Delta text: a string (anything else carries no text).
-fn text_of(value: &Value) -> Option<&str> {
-    match value {
-        Value::String(s) => Some(s),
-        _ => None,
-    }
+    usage: Option<WireUsage>,
 }
 
 impl ChunkAssembler {
-    fn on_call(&mut self, position: usize, delta: CallDelta, sink: &mut dyn StreamSink) {
+    fn on_call(&mut self, position: usize, delta: CallDelta<'_>, sink: &mut dyn StreamSink) {
         let wire_index = delta.index.unwrap_or(position);
         let (name, arguments) = delta
             .function
@@ -94,41 +123,42 @@ impl ChunkAssembler {
         let at = match self.calls.iter().position(|c| c.wire_index == wire_index) {
             Some(at) => at,
             None => {
-                self.calls.push(Call {
-                    wire_index,
-                    id: delta.id.clone(),
-                    name: name.clone().unwrap_or_default(),
-                    arguments: String::new(),
-                });
-                let at = self.calls.len() - 1;
-                let call = &self.calls[at];
-                let id = match &call.id {
+                let id = delta.id.and_then(id_of);
+                let shown = match &id {
                     Some(Value::String(s)) => s.clone(),
                     Some(Value::Number(n)) => n.to_string(),
                     _ => String::new(),
                 };
+                let name = name.clone().unwrap_or_default().into_owned();
                 sink.on_delta(StreamDelta::ToolCallStarted {
-                    index: at,
-                    id: &id,
-                    name: &call.name,
+                    index: self.calls.len(),
+                    id: &shown,
+                    name: &name,
                 });
-                at
+                self.calls.push(Call {
+                    wire_index,
+                    id,
+                    name,
+                    arguments: String::new(),
+                });
+                self.calls.len() - 1
             }
         };
         let call = &mut self.calls[at];
         if call.id.is_none() {
-            call.id = delta.id;
+            call.id = delta.id.and_then(id_of);
         }
         if call.name.is_empty()
             && let Some(name) = name
         {
-            call.name = name;
+            call.name = name.into_owned();
         }
-        let fragment = match arguments {
-            Some(Value::String(s)) => s,
+        let Some(raw) = arguments else { return };
+        let fragment: Cow<'_, str> = match string_of(Some(raw)) {
+            Some(text) => text,
             // Some servers send the arguments as an object, whole.
-            Some(Value::Object(map)) => Value::Object(map).to_string(),
-            _ => return,
+            None if raw.get().starts_with('{') => Cow::Borrowed(raw.get()),
+            None => return,
         };
         if !fragment.is_empty() {
             call.arguments.push_str(&fragment);
@@ -141,6 +171,8 @@ impl ChunkAssembler {
 }
 
 impl Assembler for ChunkAssembler {
+    type Output = WireResponse;
+
     fn on_event(&mut self, _event: &str, data: &str, sink: &mut dyn StreamSink) -> Step {
         let data = data.trim();
         if data == "[DONE]" {
@@ -149,7 +181,7 @@ impl Assembler for ChunkAssembler {
         if data.is_empty() {
             return Step::More;
         }
-        let chunk: Chunk = match serde_json::from_str(data) {
+        let chunk: Chunk<'_> = match serde_json::from_str(data) {
             Ok(chunk) => chunk,
             Err(e) => return Step::Undecodable(e),
         };
@@ -157,73 +189,70 @@ impl Assembler for ChunkAssembler {
             return Step::Failed(error);
         }
         if self.id.is_none() {
-            self.id = chunk.id;
+            self.id = chunk.id.and_then(id_of);
         }
         if self.model.is_none() {
-            self.model = chunk.model;
+            self.model = chunk.model.map(Cow::into_owned);
         }
-        if chunk.usage.as_ref().is_some_and(Value::is_object) {
+        if chunk.usage.is_some() {
             self.usage = chunk.usage;
         }
         // One choice is asked for (no `n`): the first is the turn.
         if let Some(choice) = chunk.choices.into_iter().next() {
             if let Some(delta) = choice.delta {
-                if let Some(text) = delta.content.as_ref().and_then(text_of)
+                if let Some(text) = string_of(delta.content)
                     && !text.is_empty()
                 {
-                    self.text.push_str(text);
-                    sink.on_delta(StreamDelta::Text(text));
+                    self.text.push_str(&text);
+                    sink.on_delta(StreamDelta::Text(&text));
                 }
                 if let Some(refusal) = delta.refusal {
                     self.refusal.push_str(&refusal);
                 }
-                if let Some(reasoning) = delta
-                    .reasoning_content
-                    .as_ref()
-                    .or(delta.reasoning.as_ref())
-                    .and_then(text_of)
-                {
-                    self.reasoning.push_str(reasoning);
+                if let Some(reasoning) = string_of(delta.reasoning_content.or(delta.reasoning)) {
+                    self.reasoning.push_str(&reasoning);
                 }
                 for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
                     self.on_call(position, call, sink);
                 }
             }
-            if choice.finish_reason.is_some() {
-                self.finish_reason = choice.finish_reason;
+            if let Some(reason) = choice.finish_reason {
+                self.finish_reason = Some(reason.into_owned());
             }
         }
         Step::More
     }
 
-    fn finish(self) -> Value {
-        let mut message = Map::new();
-        message.insert("content".into(), Value::String(self.text));
-        if !self.refusal.is_empty() {
-            message.insert("refusal".into(), Value::String(self.refusal));
-        }
-        if !self.reasoning.is_empty() {
-            message.insert("reasoning_content".into(), Value::String(self.reasoning));
-        }
-        if !self.calls.is_empty() {
-            let calls: Vec<Value> = self
-                .calls
+    fn finish(self) -> WireResponse {
+        let tool_calls = (!self.calls.is_empty()).then(|| {
+            self.calls
                 .into_iter()
-                .map(|c| {
-                    json!({
-                        "id": c.id,
-                        "type": "function",
-                        "function": {"name": c.name, "arguments": c.arguments},
-                    })
+                .map(|c| WireCallOut {
+                    id: c.id,
+                    function: Some(WireFunctionOut {
+                        name: Some(c.name),
+                        arguments: Some(Value::String(c.arguments)),
+                    }),
                 })
-                .collect();
-            message.insert("tool_calls".into(), Value::Array(calls));
+                .collect()
+        });
+        let message = WireMessageOut {
+            content: Some(Value::String(self.text)),
+            refusal: (!self.refusal.is_empty()).then_some(self.refusal),
+            tool_calls,
+            reasoning_content: (!self.reasoning.is_empty())
+                .then_some(Value::String(self.reasoning)),
+            reasoning: None,
+        };
+        WireResponse {
+            id: self.id,
+            model: self.model,
+            choices: Some(vec![WireChoiceOut {
+                message: Some(message),
+                finish_reason: self.finish_reason,
+            }]),
+            usage: self.usage,
+            error: None,
         }
-        json!({
-            "id": self.id,
-            "model": self.model,
-            "choices": [{"message": message, "finish_reason": self.finish_reason}],
-            "usage": self.usage,
-        })
     }
 }

@@ -4,7 +4,7 @@
 //! the provider's `decode` normalizes both alike.
 
 use eventsource_stream::{EventStreamError, Eventsource};
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use serde_json::{Value, json};
 
 use crate::llm::LlmError;
@@ -12,6 +12,10 @@ use crate::providers::ApiKey;
 use crate::providers::classify::{request_id, undecodable};
 use crate::providers::http::{Reply, Streaming, Transport};
 use crate::stream::StreamSink;
+
+/// How many events after the end marker are read (without waiting) before the body is
+/// dropped.
+const DRAIN_EVENTS: usize = 4;
 
 /// What one event means for the reply.
 pub(crate) enum Step {
@@ -27,16 +31,27 @@ pub(crate) enum Step {
 
 /// A provider's reading of its event stream.
 pub(crate) trait Assembler {
+    /// The whole reply.
+    type Output;
+
     /// Handles one event: `event` is its SSE event name (empty when none), `data` its
     /// data lines joined.
     fn on_event(&mut self, event: &str, data: &str, sink: &mut dyn StreamSink) -> Step;
 
-    /// The whole reply, as the provider's non-streamed JSON body.
-    fn finish(self) -> Value;
+    /// The whole reply (for example the provider's non-streamed body).
+    fn finish(self) -> Self::Output;
 }
 
-/// Reads a streamed reply to its end marker and returns the equivalent non-streamed
-/// reply.
+/// How a stream ended.
+pub(crate) enum Streamed<O> {
+    /// At its end marker, with the reply.
+    Done(O),
+    /// With an error event: a reply whose body is `{"error": ..}`, for the provider's
+    /// `decode` to classify as an error in a 2xx body.
+    Failed(Reply),
+}
+
+/// Reads a streamed reply to its end marker and returns the assembled reply.
 ///
 /// # Errors
 /// Transient when the connection fails mid-way, when the stream ends before the end
@@ -47,7 +62,7 @@ pub(crate) async fn read<A: Assembler>(
     streaming: Streaming,
     mut assembler: A,
     sink: &mut dyn StreamSink,
-) -> Result<Reply, LlmError> {
+) -> Result<Streamed<A::Output>, LlmError> {
     let Streaming {
         status,
         headers,
@@ -82,8 +97,26 @@ pub(crate) async fn read<A: Assembler>(
         }
         match assembler.on_event(&event.event, &event.data, sink) {
             Step::More => {}
-            Step::End => return Ok(reply(status, headers, &assembler.finish())),
-            Step::Failed(error) => return Ok(reply(status, headers, &json!({ "error": error }))),
+            Step::End => {
+                // What the server already sent after the end marker (usually nothing
+                // but the body's own end) is read without waiting, so that HTTP/1.1
+                // sees the body complete and keeps the connection for the next
+                // request; a server that keeps the stream open is not waited for.
+                for _ in 0..DRAIN_EVENTS {
+                    match events.next().now_or_never() {
+                        Some(Some(Ok(_))) => {}
+                        _ => break,
+                    }
+                }
+                return Ok(Streamed::Done(assembler.finish()));
+            }
+            Step::Failed(error) => {
+                return Ok(Streamed::Failed(reply(
+                    status,
+                    headers,
+                    &json!({ "error": error }),
+                )));
+            }
             Step::Undecodable(e) => {
                 return Err(undecodable(
                     provider,
@@ -102,7 +135,8 @@ pub(crate) async fn read<A: Assembler>(
     Err(with_ids(LlmError::transient(message), status, &headers))
 }
 
-fn reply(status: u16, headers: reqwest::header::HeaderMap, body: &Value) -> Reply {
+/// A reply with `body` as its JSON body.
+pub(crate) fn reply(status: u16, headers: reqwest::header::HeaderMap, body: &Value) -> Reply {
     Reply {
         status,
         headers,

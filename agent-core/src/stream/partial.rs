@@ -15,9 +15,6 @@ pub fn parse_partial(text: &str) -> Option<Value> {
     if text.is_empty() {
         return None;
     }
-    if let Ok(value) = serde_json::from_str::<Value>(text) {
-        return Some(value);
-    }
     let bytes = text.as_bytes();
     // The closers of the open containers, innermost last.
     let mut stack: Vec<u8> = Vec::new();
@@ -55,6 +52,10 @@ pub fn parse_partial(text: &str) -> Option<Value> {
             b',' => safe = Some((i, stack.clone())),
             _ => {}
         }
+    }
+    if !in_string && stack.is_empty() {
+        // Nothing open: a whole document, or not JSON.
+        return serde_json::from_str::<Value>(text).ok();
     }
     // First try: close what is open where the text stops.
     let mut closed = String::with_capacity(text.len() + stack.len() + 1);
