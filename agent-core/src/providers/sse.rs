@@ -1,10 +1,10 @@
-//! Streamed replies: the body's server-sent events, parsed by `eventsource-stream`, go
+//! Streamed replies: the body's server-sent events, parsed by `sse-stream`, go
 //! one by one to a provider's [`Assembler`], which hands the turn's pieces to the
 //! caller's sink and builds the JSON body a non-streamed call would have returned, so
 //! the provider's `decode` normalizes both alike.
 
-use eventsource_stream::{EventStreamError, Eventsource};
 use futures::{FutureExt, StreamExt};
+use sse_stream::SseByteStream;
 use serde_json::{Value, json};
 
 use crate::llm::LlmError;
@@ -75,7 +75,7 @@ pub(crate) async fn read<A: Assembler>(
             Err(e) => Some((Err(e), response)),
         }
     });
-    let mut events = std::pin::pin!(chunks.eventsource());
+    let mut events = std::pin::pin!(SseByteStream::new(chunks));
     let provider = transport.provider();
     let key: Option<&ApiKey> = transport.key();
     let cap = transport.max_response_bytes();
@@ -83,19 +83,26 @@ pub(crate) async fn read<A: Assembler>(
     while let Some(item) = events.next().await {
         let event = match item {
             Ok(event) => event,
-            Err(EventStreamError::Transport(e)) => {
-                return Err(transport.stream_error(e, status, &headers));
+            Err(sse_stream::Error::Body(e)) if e.is::<reqwest::Error>() => {
+                match e.downcast::<reqwest::Error>() {
+                    Ok(e) => return Err(transport.stream_error(*e, status, &headers)),
+                    Err(e) => {
+                        let message = format!("{provider}: reading the event stream failed: {e}");
+                        return Err(with_ids(LlmError::transient(message), status, &headers));
+                    }
+                }
             }
             Err(e) => {
                 let message = format!("{provider} sent a malformed event stream: {e}");
                 return Err(with_ids(LlmError::transient(message), status, &headers));
             }
         };
-        read = read.saturating_add(event.data.len());
+        let data = event.data.as_deref().unwrap_or_default();
+        read = read.saturating_add(data.len());
         if read > cap {
             return Err(transport.body_too_large(status, &headers, read as u64));
         }
-        match assembler.on_event(&event.event, &event.data, sink) {
+        match assembler.on_event(event.event.as_deref().unwrap_or_default(), data, sink) {
             Step::More => {}
             Step::End => {
                 // What the server already sent after the end marker (usually nothing
@@ -122,7 +129,7 @@ pub(crate) async fn read<A: Assembler>(
                     provider,
                     status,
                     &headers,
-                    event.data.as_bytes(),
+                    data.as_bytes(),
                     &e,
                     key,
                 ));
