@@ -4,8 +4,8 @@
 //! the provider's `decode` normalizes both alike.
 
 use futures::{FutureExt, StreamExt};
-use sse_stream::SseByteStream;
 use serde_json::{Value, json};
+use sse_stream::SseByteStream;
 
 use crate::llm::LlmError;
 use crate::providers::ApiKey;

@@ -18,13 +18,12 @@ use std::sync::Arc;
 
 use agent_core::{
     AgentConfig, LlmClient, LlmFuture, LlmRequest, LlmResponse, Message, OutputMode, SUBMIT_OUTPUT,
-    StreamEvent, TokenUsage, ToolCall, agent_output, agent_type, run_agent, run_agent_stream,
-    tool, tools,
+    StreamEvent, TokenUsage, ToolCall, agent_output, agent_type, run_agent, run_agent_stream, tool,
+    tools,
 };
 use futures::StreamExt;
 use peers_common::{
-    INPUT, OUTPUT_ARGS, SYSTEM_PROMPT, TOOL_ARGS, TOOL_NAME, check_triage, parse_cli,
-    run_scenario,
+    INPUT, OUTPUT_ARGS, SYSTEM_PROMPT, TOOL_ARGS, TOOL_NAME, check_triage, parse_cli, run_scenario,
 };
 use serde_json::Value;
 
@@ -146,8 +145,12 @@ pub fn main_for(stream: bool) -> Result<(), Box<dyn std::error::Error>> {
         .system_prompt(SYSTEM_PROMPT)
         .tools(tools![lookup_order])
         .build()?;
-    run_scenario(name, &scenario, Some(|| one_run(&inproc_config, stream)), |url| {
-        let config = AgentConfig::<Output>::builder("triage")
+    run_scenario(
+        name,
+        &scenario,
+        Some(|| one_run(&inproc_config, stream)),
+        |url| {
+            let config = AgentConfig::<Output>::builder("triage")
                 .model("dispatch/mock")
                 // The scenario is the output tool; `dispatch/` would pick native output.
                 .output_mode(OutputMode::Tool)
@@ -156,11 +159,12 @@ pub fn main_for(stream: bool) -> Result<(), Box<dyn std::error::Error>> {
                 .tools(tools![lookup_order])
                 .build()
                 .map_err(|e| format!("agent-core config: {e}"))?;
-        let config = Arc::new(config);
-        Ok(move || {
-            let config = Arc::clone(&config);
-            async move { one_run(&config, stream).await }
-        })
-    })?;
+            let config = Arc::new(config);
+            Ok(move || {
+                let config = Arc::clone(&config);
+                async move { one_run(&config, stream).await }
+            })
+        },
+    )?;
     Ok(())
 }
