@@ -168,7 +168,7 @@ impl<C: LlmClient + ?Sized> LlmClient for Arc<C> {
 
 /// Hands a whole turn to `sink`: its text, then each tool call (start, then its
 /// arguments as JSON text).
-fn replay(response: &LlmResponse, sink: &mut dyn StreamSink) {
+pub(crate) fn replay(response: &LlmResponse, sink: &mut dyn StreamSink) {
     if !response.text.is_empty() {
         sink.on_delta(StreamDelta::Text(&response.text));
     }

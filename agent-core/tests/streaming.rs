@@ -175,6 +175,26 @@ async fn openai_text_streams_in_deltas_with_cached_usage() {
 }
 
 #[tokio::test]
+async fn a_server_that_ignores_stream_true_is_read_as_one_json_body() {
+    let server = MockServer::start().await;
+    mount_openai(&server, json_fixture(200, "openai/tool_call.json"), None).await;
+    let (response, deltas) = stream_once(&openai(&server), OPENAI).await;
+    let response = response.unwrap();
+    assert_eq!(
+        response.tool_calls[0].arguments,
+        json!({"order_id": "A-1001"})
+    );
+    assert_eq!(response.usage.input_tokens, 82);
+    assert_eq!(
+        deltas,
+        [
+            "start 0 call_Xh0N8aWZm4ZJWeV1J4V9PnaQ lookup_order",
+            "args 0 {\"order_id\":\"A-1001\"}",
+        ]
+    );
+}
+
+#[tokio::test]
 async fn openai_stream_cut_before_done_is_transient() {
     let server = MockServer::start().await;
     mount_openai(&server, sse("openai/cut.sse"), None).await;

@@ -117,11 +117,17 @@ impl AnthropicClient {
         let streaming = self.transport.post_streaming(body).await?;
         let (status, headers) = (streaming.status, streaming.headers.clone());
         let assembler = EventAssembler::default();
-        let reply = match sse::read(&self.transport, streaming, assembler, sink).await? {
-            sse::Streamed::Done(body) => sse::reply(status, headers, &body),
-            sse::Streamed::Failed(reply) => reply,
-        };
-        decode(&reply, self.transport.key())
+        match sse::read(&self.transport, streaming, assembler, sink).await? {
+            sse::Streamed::Done(body) => {
+                decode(&sse::reply(status, headers, &body), self.transport.key())
+            }
+            sse::Streamed::Failed(reply) => decode(&reply, self.transport.key()),
+            sse::Streamed::Whole(reply) => {
+                let response = decode(&reply, self.transport.key())?;
+                crate::llm::replay(&response, sink);
+                Ok(response)
+            }
+        }
     }
 
     async fn round_trip(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {

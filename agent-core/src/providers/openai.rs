@@ -188,6 +188,11 @@ impl OpenAiClient {
                 decode_wire(wire, &reply, provider, compatible, key)
             }
             sse::Streamed::Failed(reply) => decode(&reply, provider, compatible, key),
+            sse::Streamed::Whole(reply) => {
+                let response = decode(&reply, provider, compatible, key)?;
+                crate::llm::replay(&response, sink);
+                Ok(response)
+            }
         }
     }
 

@@ -49,6 +49,9 @@ pub(crate) enum Streamed<O> {
     /// With an error event: a reply whose body is `{"error": ..}`, for the provider's
     /// `decode` to classify as an error in a 2xx body.
     Failed(Reply),
+    /// Not streamed: the server ignored `stream: true` and sent one JSON body, read
+    /// whole (as a non-streamed reply, under the same cap), for the provider's `decode`.
+    Whole(Reply),
 }
 
 /// Reads a streamed reply to its end marker and returns the assembled reply.
@@ -66,8 +69,30 @@ pub(crate) async fn read<A: Assembler>(
     let Streaming {
         status,
         headers,
-        response,
+        mut response,
     } = streaming;
+    if is_json(&headers) {
+        let cap = transport.max_response_bytes();
+        let mut body = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    if body.len() + chunk.len() > cap {
+                        let length = (body.len() + chunk.len()) as u64;
+                        return Err(transport.body_too_large(status, &headers, length));
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(e) => return Err(transport.stream_error(e, status, &headers)),
+            }
+        }
+        return Ok(Streamed::Whole(Reply {
+            status,
+            headers,
+            body,
+        }));
+    }
     let chunks = futures::stream::unfold(response, |mut response| async move {
         match response.chunk().await {
             Ok(Some(chunk)) => Some((Ok(chunk), response)),
@@ -140,6 +165,18 @@ pub(crate) async fn read<A: Assembler>(
         "{provider}: the event stream ended before its end marker (cut mid-way, after {read} bytes of data)"
     );
     Err(with_ids(LlmError::transient(message), status, &headers))
+}
+
+/// Whether the reply is one JSON body rather than an event stream.
+fn is_json(headers: &reqwest::header::HeaderMap) -> bool {
+    headers
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("application/json")
+        })
 }
 
 /// A reply with `body` as its JSON body.
