@@ -28,6 +28,10 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! [`run_agent_stream`] is the same run with its events as they happen ([`StreamEvent`]:
+//! text deltas, tool calls, tool results, the structured answer as it arrives) and the
+//! [`AgentResult`] last; see the [`stream`] module.
 
 // Lets the macros' `::agent_core::..` paths resolve inside this crate's own tests.
 extern crate self as agent_core;
@@ -53,6 +57,7 @@ mod run_options;
 mod runner;
 pub mod schema;
 pub mod store;
+pub mod stream;
 mod sweep;
 pub mod testing;
 mod tool;
@@ -89,6 +94,9 @@ pub use runner::{run_agent, run_agent_with};
 /// a user crate needs no serde_json dependency of its own (`agent_core::json!`).
 pub use serde_json::{self, Value, json};
 pub use store::{Embedder, FeedbackStore, Memory, MemoryWindow, Retriever, StoreError, TraceStore};
+pub use stream::{
+    RunStream, StreamDelta, StreamEvent, StreamSink, run_agent_stream, run_agent_stream_with,
+};
 pub use sweep::{
     Comparison, Estimate, GradeFailure, Paired, RunRecord, Sample, Spread, SweepError, SweepEvent,
     SweepOptions, Variant, VariantSummary, WinLoss, sweep,

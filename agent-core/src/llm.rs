@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::message::{Message, ToolCall};
 use crate::output::OutputMode;
+use crate::stream::{StreamDelta, StreamSink};
 use crate::tool::ToolDefinition;
 
 /// The future an [`LlmClient`] returns.
@@ -30,6 +31,31 @@ pub trait LlmClient: Send + Sync {
     /// An [`LlmError`]: [`LlmErrorKind::Transient`] when the same request may succeed if
     /// sent again (timeouts, 429 rate limits, 5xx), [`LlmErrorKind::Permanent`] otherwise.
     fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a>;
+
+    /// Sends one request as a streamed round trip: each piece of the turn goes to
+    /// `sink` as it arrives, and the whole turn is returned at the end, as
+    /// [`complete`](Self::complete) returns it. The runner calls it for streamed runs
+    /// ([`run_agent_stream`](crate::run_agent_stream)).
+    ///
+    /// The default calls [`complete`](Self::complete) and hands the turn to `sink` in
+    /// one piece (its text, then each tool call), so every client works with a
+    /// streamed run. The provider adapters stream over SSE.
+    ///
+    /// # Errors
+    /// As [`complete`](Self::complete). A stream that ends before the provider's end
+    /// marker (cut mid-way) is [`LlmErrorKind::Transient`]: the runner retries the
+    /// whole round trip under its usual rules.
+    fn complete_streaming<'a>(
+        &'a self,
+        request: &'a LlmRequest,
+        sink: &'a mut dyn StreamSink,
+    ) -> LlmFuture<'a> {
+        Box::pin(async move {
+            let response = self.complete(request).await?;
+            replay(&response, sink);
+            Ok(response)
+        })
+    }
 
     /// The provider's name as in the OpenTelemetry GenAI conventions (`gen_ai.provider.name`),
     /// for example `"anthropic"`, `"openai"`; `"custom"` by default.
@@ -122,6 +148,13 @@ impl<C: LlmClient + ?Sized> LlmClient for Arc<C> {
     fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
         (**self).complete(request)
     }
+    fn complete_streaming<'a>(
+        &'a self,
+        request: &'a LlmRequest,
+        sink: &'a mut dyn StreamSink,
+    ) -> LlmFuture<'a> {
+        (**self).complete_streaming(request, sink)
+    }
     fn provider(&self) -> &str {
         (**self).provider()
     }
@@ -130,6 +163,23 @@ impl<C: LlmClient + ?Sized> LlmClient for Arc<C> {
     }
     fn effective_temperature(&self, model: &str, requested: f32) -> Option<f32> {
         (**self).effective_temperature(model, requested)
+    }
+}
+
+/// Hands a whole turn to `sink`: its text, then each tool call (start, then its
+/// arguments as JSON text).
+pub(crate) fn replay(response: &LlmResponse, sink: &mut dyn StreamSink) {
+    if !response.text.is_empty() {
+        sink.on_delta(StreamDelta::Text(&response.text));
+    }
+    for (index, call) in response.tool_calls.iter().enumerate() {
+        sink.on_delta(StreamDelta::ToolCallStarted {
+            index,
+            id: &call.id,
+            name: &call.name,
+        });
+        let json = call.arguments.to_string();
+        sink.on_delta(StreamDelta::ToolCallArguments { index, json: &json });
     }
 }
 

@@ -3,8 +3,8 @@
 #
 #   bench/peers/run.sh            full run (about 7 minutes on 2 cores)
 #   bench/peers/run.sh --quick    short run for iteration (about 2 minutes)
-#   ONLY="ours bare" bench/peers/run.sh   only these frameworks (names: ours rig
-#                                         pydantic-ai bare openai-py)
+#   ONLY="ours bare" bench/peers/run.sh   only these frameworks (names: ours
+#                                         ours-stream rig pydantic-ai bare openai-py)
 #
 # Builds every Rust crate of bench/peers (release), makes the Python venv
 # (bench/peers/.venv, pinned by pydantic/requirements.txt) if missing, starts two
@@ -51,13 +51,13 @@ mkdir -p "$RESULTS"
 RAW="$RESULTS/raw.jsonl"
 : > "$RAW"
 
-ONLY=${ONLY:-ours rig pydantic-ai bare openai-py}
+ONLY=${ONLY:-ours ours-stream rig pydantic-ai bare openai-py}
 
 echo "== build (release)" >&2
 PKGS=(-p mock-server)
 for fw in $ONLY; do
     case $fw in
-        ours) PKGS+=(-p ours) ;;
+        ours|ours-stream) PKGS+=(-p ours) ;;
         rig) PKGS+=(-p rig-bench) ;;
         bare) PKGS+=(-p bare) ;;
         pydantic-ai|openai-py) NEED_PY=1 ;;
@@ -113,7 +113,7 @@ bench() {
     [[ " $ONLY " == *" $fw "* ]] || return 0
     local line
     case $fw in
-        ours|rig|bare) line=$("$BIN/$fw-bench" "$@") || line="{\"framework\":\"$fw\",\"scenario\":\"$1\",\"failed\":true}" ;;
+        ours|ours-stream|rig|bare) line=$("$BIN/$fw-bench" "$@") || line="{\"framework\":\"$fw\",\"scenario\":\"$1\",\"failed\":true}" ;;
         pydantic-ai|openai-py) line=$("${PY[@]}" "$fw" "$@") || line="{\"framework\":\"$fw\",\"scenario\":\"$1\",\"failed\":true}" ;;
     esac
     echo "$line" >> "$RAW"
@@ -123,6 +123,7 @@ bench() {
 echo "== in-process ($REPS reps)" >&2
 for rep in $(seq "$REPS"); do
     bench ours inproc --runs "$INPROC_OURS"
+    bench ours-stream inproc --runs "$INPROC_OURS"
     bench rig inproc --runs "$INPROC_RIG"
     bench pydantic-ai inproc --runs "$INPROC_PY"
 done
@@ -130,7 +131,7 @@ done
 for c in 1 64; do
     echo "== http, concurrency $c ($REPS reps)" >&2
     for rep in $(seq "$REPS"); do
-        for fw in bare ours rig openai-py pydantic-ai; do
+        for fw in bare ours ours-stream rig openai-py pydantic-ai; do
             bench "$fw" http --url "$FAST" --concurrency "$c" \
                 --seconds "$HTTP_SECONDS" --warmup-seconds "$HTTP_WARMUP"
         done

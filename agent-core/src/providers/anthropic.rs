@@ -17,13 +17,16 @@ use crate::llm::{
     TokenUsage, ToolChoice,
 };
 use crate::message::ToolCall;
+use crate::providers::anthropic_stream::EventAssembler;
 use crate::providers::classify::{ErrorBody, embedded_error, request_id, undecodable};
 use crate::providers::encoded::{WireCache, raw};
 use crate::providers::history::{self, Turn};
 use crate::providers::http::{Reply, Transport, traced};
 use crate::providers::normalize::fill_ids;
+use crate::providers::sse;
 use crate::providers::{ApiKey, ProviderOptions};
 use crate::schema;
+use crate::stream::StreamSink;
 
 /// A client of the Anthropic Messages API.
 ///
@@ -105,6 +108,28 @@ impl AnthropicClient {
         })
     }
 
+    async fn streamed_round_trip(
+        &self,
+        request: &LlmRequest,
+        sink: &mut dyn StreamSink,
+    ) -> Result<LlmResponse, LlmError> {
+        let body = encode_body(request, &self.cache, true)?;
+        let streaming = self.transport.post_streaming(body).await?;
+        let (status, headers) = (streaming.status, streaming.headers.clone());
+        let assembler = EventAssembler::default();
+        match sse::read(&self.transport, streaming, assembler, sink).await? {
+            sse::Streamed::Done(body) => {
+                decode(&sse::reply(status, headers, &body), self.transport.key())
+            }
+            sse::Streamed::Failed(reply) => decode(&reply, self.transport.key()),
+            sse::Streamed::Whole(reply) => {
+                let response = decode(&reply, self.transport.key())?;
+                crate::llm::replay(&response, sink);
+                Ok(response)
+            }
+        }
+    }
+
     async fn round_trip(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
         let body = encode(request, &self.cache)?;
         let reply = self.transport.post(body).await?;
@@ -115,6 +140,21 @@ impl AnthropicClient {
 impl LlmClient for AnthropicClient {
     fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
         Box::pin(traced(self.transport.provider(), self.round_trip(request)))
+    }
+
+    /// Streams with `stream: true`, reading the message events up to `message_stop`
+    /// (source: Messages API, "Streaming Messages",
+    /// <https://docs.anthropic.com/en/docs/build-with-claude/streaming>). The turn is
+    /// normalized as a non-streamed one.
+    fn complete_streaming<'a>(
+        &'a self,
+        request: &'a LlmRequest,
+        sink: &'a mut dyn StreamSink,
+    ) -> LlmFuture<'a> {
+        Box::pin(traced(
+            self.transport.provider(),
+            self.streamed_round_trip(request, sink),
+        ))
     }
 
     fn provider(&self) -> &str {
@@ -176,6 +216,8 @@ struct Body<'a> {
     temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     output_config: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "is_false")]
+    stream: bool,
 }
 
 #[derive(Serialize)]
@@ -272,6 +314,18 @@ enum WireChoice<'a> {
 /// # Errors
 /// A permanent [`LlmError`] if serialization fails (it does not for these types).
 pub(crate) fn encode(request: &LlmRequest, cache: &WireCache) -> Result<Vec<u8>, LlmError> {
+    encode_body(request, cache, false)
+}
+
+/// [`encode`], with `stream: true` when `stream`.
+///
+/// # Errors
+/// As [`encode`].
+pub(crate) fn encode_body(
+    request: &LlmRequest,
+    cache: &WireCache,
+    stream: bool,
+) -> Result<Vec<u8>, LlmError> {
     let failed = |e: serde_json::Error| {
         LlmError::permanent(format!("cannot serialize the anthropic request: {e}"))
     };
@@ -349,6 +403,7 @@ pub(crate) fn encode(request: &LlmRequest, cache: &WireCache) -> Result<Vec<u8>,
         },
         temperature: request.temperature.map(clamp_temperature),
         output_config: output_config.as_deref(),
+        stream,
     };
     serde_json::to_vec(&body).map_err(failed)
 }

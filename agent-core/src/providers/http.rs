@@ -5,7 +5,7 @@ use std::error::Error as _;
 use std::fmt;
 use std::time::Duration;
 
-use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Client, Url};
 
 use crate::llm::LlmError;
@@ -24,6 +24,16 @@ pub(crate) struct Reply {
     pub(crate) headers: HeaderMap,
     /// The body.
     pub(crate) body: Vec<u8>,
+}
+
+/// A 2xx response whose body (server-sent events) is still to be read.
+pub(crate) struct Streaming {
+    /// The status (200..=299).
+    pub(crate) status: u16,
+    /// The response headers.
+    pub(crate) headers: HeaderMap,
+    /// The response, its body unread.
+    pub(crate) response: reqwest::Response,
 }
 
 /// A configured endpoint: the reqwest client, the URL, the headers of every request
@@ -206,6 +216,74 @@ impl Transport {
                 self.key.as_ref(),
             ))
         }
+    }
+
+    /// POSTs `body` for a streamed reply: a 2xx response whose body is still to be
+    /// read (server-sent events), or the classified error of any other status.
+    ///
+    /// # Errors
+    /// As [`post`](Self::post), for everything before the body.
+    pub(crate) async fn post_streaming(&self, body: Vec<u8>) -> Result<Streaming, LlmError> {
+        let url = &self.url;
+        let sent = self
+            .client
+            .post(url.clone())
+            .headers(self.headers.clone())
+            .header(ACCEPT, HeaderValue::from_static("text/event-stream"))
+            .body(body)
+            .send()
+            .await;
+        let mut response = match sent {
+            Ok(response) => response,
+            Err(e) => return Err(self.transport_error(url, e, None)),
+        };
+        let status = response.status().as_u16();
+        let headers = std::mem::take(response.headers_mut());
+        if (200..300).contains(&status) {
+            return Ok(Streaming {
+                status,
+                headers,
+                response,
+            });
+        }
+        let cap = ERROR_BODY_BYTES.min(self.max_response_bytes);
+        let mut text = Vec::new();
+        // A cut-off error body still has a status to classify by.
+        while let Ok(Some(chunk)) = response.chunk().await {
+            let room = cap - text.len();
+            if chunk.len() >= room {
+                text.extend_from_slice(&chunk[..room]);
+                break;
+            }
+            text.extend_from_slice(&chunk);
+        }
+        Err(status_error(
+            &self.provider,
+            status,
+            &headers,
+            &text,
+            self.key.as_ref(),
+        ))
+    }
+
+    /// The failure of reading a streamed body: transient (the connection was lost).
+    pub(crate) fn stream_error(
+        &self,
+        error: reqwest::Error,
+        status: u16,
+        headers: &HeaderMap,
+    ) -> LlmError {
+        self.transport_error(&self.url, error, Some((status, headers)))
+    }
+
+    /// The cap on a response body (bytes): `ProviderOptions::max_response_bytes`.
+    pub(crate) fn max_response_bytes(&self) -> usize {
+        self.max_response_bytes
+    }
+
+    /// A body over the cap: permanent (see [`post`](Self::post)).
+    pub(crate) fn body_too_large(&self, status: u16, headers: &HeaderMap, length: u64) -> LlmError {
+        self.too_large(status, headers, length)
     }
 
     fn too_large(&self, status: u16, headers: &HeaderMap, length: u64) -> LlmError {

@@ -33,6 +33,7 @@
 //! unaffected.
 
 mod anthropic;
+mod anthropic_stream;
 mod classify;
 mod embeddings;
 mod encoded;
@@ -41,7 +42,9 @@ mod history;
 pub(crate) mod http;
 mod normalize;
 mod openai;
+mod openai_stream;
 mod routing;
+mod sse;
 
 use std::fmt;
 use std::time::Duration;

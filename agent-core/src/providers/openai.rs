@@ -24,8 +24,11 @@ use crate::providers::encoded::{WireCache, raw};
 use crate::providers::history::{self, Turn};
 use crate::providers::http::{Reply, Transport, traced};
 use crate::providers::normalize::{fill_ids, recover_tool_calls};
+use crate::providers::openai_stream::ChunkAssembler;
+use crate::providers::sse;
 use crate::providers::{ApiKey, ProviderOptions};
 use crate::schema;
+use crate::stream::StreamSink;
 use crate::tool::ToolDefinition;
 
 /// Which server the client talks to; the quirks differ.
@@ -164,6 +167,35 @@ impl OpenAiClient {
         self.transport.url().as_str()
     }
 
+    async fn streamed_round_trip(
+        &self,
+        request: &LlmRequest,
+        sink: &mut dyn StreamSink,
+    ) -> Result<LlmResponse, LlmError> {
+        let compatible = self.flavor == Flavor::Compatible;
+        let body = encode_body(request, compatible, &self.cache, true)?;
+        let streaming = self.transport.post_streaming(body).await?;
+        let (status, headers) = (streaming.status, streaming.headers.clone());
+        let provider = self.transport.provider();
+        let key = self.transport.key();
+        match sse::read(&self.transport, streaming, ChunkAssembler::default(), sink).await? {
+            sse::Streamed::Done(wire) => {
+                let reply = Reply {
+                    status,
+                    headers,
+                    body: Vec::new(),
+                };
+                decode_wire(wire, &reply, provider, compatible, key)
+            }
+            sse::Streamed::Failed(reply) => decode(&reply, provider, compatible, key),
+            sse::Streamed::Whole(reply) => {
+                let response = decode(&reply, provider, compatible, key)?;
+                crate::llm::replay(&response, sink);
+                Ok(response)
+            }
+        }
+    }
+
     async fn round_trip(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
         let body = encode(request, self.flavor == Flavor::Compatible, &self.cache)?;
         let reply = self.transport.post(body).await?;
@@ -179,6 +211,23 @@ impl OpenAiClient {
 impl LlmClient for OpenAiClient {
     fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
         Box::pin(traced(self.transport.provider(), self.round_trip(request)))
+    }
+
+    /// Streams with `stream: true` and `stream_options: {"include_usage": true}` (the
+    /// usage comes in a last chunk with no choices), reading `chat.completion.chunk`
+    /// events up to `data: [DONE]` (source: Chat Completions API reference,
+    /// "The chat completion chunk object",
+    /// <https://platform.openai.com/docs/api-reference/chat-streaming>). The turn is
+    /// normalized as a non-streamed one.
+    fn complete_streaming<'a>(
+        &'a self,
+        request: &'a LlmRequest,
+        sink: &'a mut dyn StreamSink,
+    ) -> LlmFuture<'a> {
+        Box::pin(traced(
+            self.transport.provider(),
+            self.streamed_round_trip(request, sink),
+        ))
     }
 
     fn provider(&self) -> &str {
@@ -238,6 +287,16 @@ struct Body<'a> {
     temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+/// `stream_options`: the usage of a streamed call comes in a last chunk.
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
 }
 
 #[derive(Serialize)]
@@ -316,6 +375,19 @@ pub(crate) fn encode(
     compatible: bool,
     cache: &WireCache,
 ) -> Result<Vec<u8>, LlmError> {
+    encode_body(request, compatible, cache, false)
+}
+
+/// [`encode`], with `stream: true` and `stream_options.include_usage` when `stream`.
+///
+/// # Errors
+/// As [`encode`].
+pub(crate) fn encode_body(
+    request: &LlmRequest,
+    compatible: bool,
+    cache: &WireCache,
+    stream: bool,
+) -> Result<Vec<u8>, LlmError> {
     let failed = |e: serde_json::Error| {
         LlmError::permanent(format!("cannot serialize the chat request: {e}"))
     };
@@ -349,6 +421,10 @@ pub(crate) fn encode(
             .temperature
             .filter(|_| compatible || accepts_temperature(&request.model)),
         response_format: response_format.as_deref(),
+        stream,
+        stream_options: stream.then_some(StreamOptions {
+            include_usage: true,
+        }),
     };
     serde_json::to_vec(&body).map_err(failed)
 }
@@ -494,53 +570,53 @@ fn wire_call(call: &ToolCall) -> WireCall<'_> {
 // ---- response ----
 
 #[derive(Deserialize)]
-struct WireResponse {
-    id: Option<Value>,
-    model: Option<String>,
-    choices: Option<Vec<WireChoiceOut>>,
-    usage: Option<WireUsage>,
-    error: Option<Value>,
+pub(crate) struct WireResponse {
+    pub(super) id: Option<Value>,
+    pub(super) model: Option<String>,
+    pub(super) choices: Option<Vec<WireChoiceOut>>,
+    pub(super) usage: Option<WireUsage>,
+    pub(super) error: Option<Value>,
 }
 
 #[derive(Deserialize)]
-struct WireChoiceOut {
-    message: Option<WireMessageOut>,
-    finish_reason: Option<String>,
+pub(crate) struct WireChoiceOut {
+    pub(super) message: Option<WireMessageOut>,
+    pub(super) finish_reason: Option<String>,
 }
 
 #[derive(Deserialize)]
-struct WireMessageOut {
-    content: Option<Value>,
-    refusal: Option<String>,
-    tool_calls: Option<Vec<WireCallOut>>,
+pub(crate) struct WireMessageOut {
+    pub(super) content: Option<Value>,
+    pub(super) refusal: Option<String>,
+    pub(super) tool_calls: Option<Vec<WireCallOut>>,
     /// vLLM's and LM Studio's reasoning parsers.
-    reasoning_content: Option<Value>,
+    pub(super) reasoning_content: Option<Value>,
     /// Ollama's.
-    reasoning: Option<Value>,
+    pub(super) reasoning: Option<Value>,
 }
 
 #[derive(Deserialize)]
-struct WireCallOut {
-    id: Option<Value>,
-    function: Option<WireFunctionOut>,
+pub(crate) struct WireCallOut {
+    pub(super) id: Option<Value>,
+    pub(super) function: Option<WireFunctionOut>,
 }
 
 #[derive(Deserialize)]
-struct WireFunctionOut {
-    name: Option<String>,
-    arguments: Option<Value>,
+pub(crate) struct WireFunctionOut {
+    pub(super) name: Option<String>,
+    pub(super) arguments: Option<Value>,
 }
 
 #[derive(Deserialize)]
-struct WireUsage {
-    prompt_tokens: Option<u64>,
-    completion_tokens: Option<u64>,
-    prompt_tokens_details: Option<PromptDetails>,
+pub(crate) struct WireUsage {
+    pub(super) prompt_tokens: Option<u64>,
+    pub(super) completion_tokens: Option<u64>,
+    pub(super) prompt_tokens_details: Option<PromptDetails>,
 }
 
 #[derive(Deserialize)]
-struct PromptDetails {
-    cached_tokens: Option<u64>,
+pub(crate) struct PromptDetails {
+    pub(super) cached_tokens: Option<u64>,
 }
 
 /// A string, or a number written as text (some servers send numeric ids).
@@ -577,6 +653,21 @@ pub(crate) fn decode(
 ) -> Result<LlmResponse, LlmError> {
     let wire: WireResponse = serde_json::from_slice(&reply.body)
         .map_err(|e| undecodable(provider, reply.status, &reply.headers, &reply.body, &e, key))?;
+    decode_wire(wire, reply, provider, compatible, key)
+}
+
+/// Normalizes a reply already read into its wire form (a streamed reply is assembled
+/// into one; `reply` then has an empty body).
+///
+/// # Errors
+/// As [`decode`].
+pub(super) fn decode_wire(
+    wire: WireResponse,
+    reply: &Reply,
+    provider: &str,
+    compatible: bool,
+    key: Option<&ApiKey>,
+) -> Result<LlmResponse, LlmError> {
     let choice = wire.choices.and_then(|c| c.into_iter().next());
     let Some((message, finish_reason)) = choice.and_then(|c| Some((c.message?, c.finish_reason)))
     else {

@@ -35,6 +35,7 @@ use crate::observe::RunEvent;
 use crate::output::{AgentOutput, SUBMIT_OUTPUT};
 use crate::result::AgentResult;
 use crate::run_options::RunOptions;
+use crate::stream::{EventSender, PartialKind, StreamEvent, TurnSink};
 use crate::tool::{StateMap, ToolDefinition};
 use crate::usage::Usage;
 use crate::validate::ValidationErrors;
@@ -84,7 +85,28 @@ pub async fn run_agent<T: AgentOutput>(
 pub async fn run_agent_with<T: AgentOutput>(
     config: &AgentConfig<T>,
     input: impl Into<String>,
+    options: RunOptions,
+) -> AgentResult<T> {
+    run(config, input.into(), options, None).await
+}
+
+/// The run behind [`crate::run_agent_stream`]: [`run_agent_with`], with the model calls
+/// streamed and the run's events sent to `events`.
+pub(crate) async fn run_streamed<T: AgentOutput>(
+    config: &AgentConfig<T>,
+    input: String,
+    options: RunOptions,
+    events: EventSender<T>,
+) -> AgentResult<T> {
+    run(config, input, options, Some(events)).await
+}
+
+/// One run; `events` is set for a streamed run.
+async fn run<T: AgentOutput>(
+    config: &AgentConfig<T>,
+    input: String,
     mut options: RunOptions,
+    events: Option<EventSender<T>>,
 ) -> AgentResult<T> {
     let cfg: &Compiled<T> = &config.inner;
     let started = Instant::now();
@@ -107,7 +129,6 @@ pub async fn run_agent_with<T: AgentOutput>(
     if !options.metadata.is_empty() {
         span.record("agent.metadata", tracing::field::debug(&options.metadata));
     }
-    let input: String = input.into();
     // Stores (memory, retrieval, recorders): nothing happens without them.
     let mut prepared = if cfg.settings.stores.any() {
         stores::before_run(cfg, &trace_id, &input, &mut options)
@@ -116,7 +137,7 @@ pub async fn run_agent_with<T: AgentOutput>(
     } else {
         stores::Prepared::none()
     };
-    let mut run = Run::new(cfg, Arc::clone(&trace_id), input, options);
+    let mut run = Run::new(cfg, Arc::clone(&trace_id), input, options, events);
     prepared.apply_context(&mut run.request.system);
     run.notify(&RunEvent::RunStarted {
         trace_id: &trace_id,
@@ -191,10 +212,18 @@ struct Run<'c, T> {
     model_summary: Option<String>,
     /// A tool that said it cannot safely continue, and its message.
     fatal: Option<(String, String)>,
+    /// Where a streamed run's events go; `None` for [`run_agent_with`].
+    events: Option<EventSender<T>>,
 }
 
 impl<'c, T: AgentOutput> Run<'c, T> {
-    fn new(cfg: &'c Compiled<T>, trace_id: Arc<str>, input: String, options: RunOptions) -> Self {
+    fn new(
+        cfg: &'c Compiled<T>,
+        trace_id: Arc<str>,
+        input: String,
+        options: RunOptions,
+        events: Option<EventSender<T>>,
+    ) -> Self {
         let s = &cfg.settings;
         let RunOptions {
             state: run_state,
@@ -258,6 +287,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             last_feedback: None,
             model_summary: None,
             fatal: None,
+            events,
         }
     }
 
@@ -339,6 +369,26 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             outcome,
             irreversible,
         });
+    }
+
+    /// Sends the tool results the turn added to the transcript (from message `from`
+    /// on) as stream events.
+    fn send_results(&self, from: usize) {
+        let Some(events) = &self.events else { return };
+        let llm_call = self.usage.llm_calls;
+        for message in self.request.messages.iter().skip(from) {
+            if let Message::Tool { results } = message {
+                for r in results {
+                    let _ = events.send(StreamEvent::ToolResult {
+                        llm_call,
+                        id: r.call_id.clone(),
+                        name: r.name.clone(),
+                        content: r.content.clone(),
+                        is_error: r.is_error,
+                    });
+                }
+            }
+        }
     }
 
     fn notify(&self, event: &RunEvent<'_>) {
@@ -455,7 +505,12 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             };
             self.failures.clear();
             self.force_answer = false;
-            match self.on_turn(response).await {
+            let before = self.request.messages.len();
+            let next = self.on_turn(response).await;
+            if self.events.is_some() {
+                self.send_results(before);
+            }
+            match next {
                 Next::Continue => {}
                 Next::Stop(outcome) => return outcome,
             }
@@ -592,15 +647,28 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 content::input_messages(&self.request.messages),
             );
         }
+        let mut sink = self.events.as_ref().map(|events| {
+            let _ = events.send(StreamEvent::TurnStarted { llm_call });
+            let kind = match &cfg.output {
+                OutputPlan::Tool => PartialKind::Tool,
+                OutputPlan::Json(_) => PartialKind::Text,
+                OutputPlan::Text => PartialKind::None,
+            };
+            TurnSink::new(events.clone(), llm_call, kind)
+        });
         let request = &self.request;
         let client = &cfg.client;
         let limit = cfg.settings.llm_timeout;
         // The timer sits inside the catch boundary: outside a runtime its creation panics.
-        let guarded =
-            AssertUnwindSafe(
-                async move { tokio::time::timeout(limit, client.complete(request)).await },
-            )
-            .catch_unwind();
+        let guarded = AssertUnwindSafe(async move {
+            match sink.as_mut() {
+                Some(sink) => {
+                    tokio::time::timeout(limit, client.complete_streaming(request, sink)).await
+                }
+                None => tokio::time::timeout(limit, client.complete(request)).await,
+            }
+        })
+        .catch_unwind();
         let outcome = match guarded.instrument(span.clone()).await {
             Ok(Ok(outcome)) => outcome,
             Ok(Err(_elapsed)) => Err(LlmError::transient(format!(
@@ -675,6 +743,13 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 delay,
                 error: last,
             });
+            if let Some(events) = &self.events {
+                let _ = events.send(StreamEvent::Retrying {
+                    llm_call: self.usage.llm_calls,
+                    delay,
+                    error: last.to_string(),
+                });
+            }
         }
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
@@ -753,6 +828,16 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         self.request
             .messages
             .push(Message::assistant(text.clone(), tool_calls.clone()));
+        if let Some(events) = &self.events {
+            for call in &tool_calls {
+                let _ = events.send(StreamEvent::ToolCallFinished {
+                    llm_call: self.usage.llm_calls,
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                });
+            }
+        }
         match stop_reason {
             // Provider-declared stops that are not answers: the same input gets the
             // same answer, so no nudge and no retry.

@@ -9,7 +9,8 @@
 //!   rig's output-tool mode, `submit` for rig's extractor; else the last tool), with
 //!   valid arguments for the benchmark's `Triage` struct.
 //!
-//! Every reply is a standard non-streaming `chat.completion` object with `usage`.
+//! Every reply is a standard `chat.completion` object with `usage`; a request with
+//! `"stream": true` gets the same completion as `chat.completion.chunk` events.
 //! `GET /stats` reports `{"requests", "inflight", "peak_inflight", "bad_requests"}`;
 //! `POST /stats/reset` zeroes them.
 //!
@@ -64,6 +65,30 @@ struct Server {
     /// `TOOL_ARGS` and `OUTPUT_ARGS` as JSON string literals (escaped once).
     tool_args_json: String,
     output_args_json: String,
+    /// The arguments in `STREAM_FRAGMENTS` pieces, each a JSON string, for streamed
+    /// replies.
+    tool_args_fragments: Vec<String>,
+    output_args_fragments: Vec<String>,
+}
+
+/// How many chunks a streamed reply splits the arguments into.
+const STREAM_FRAGMENTS: usize = 4;
+
+/// `text` in `n` pieces of about equal length (on char boundaries), each as a JSON
+/// string.
+fn fragments(text: &str, n: usize) -> Result<Vec<String>, serde_json::Error> {
+    let size = text.len().div_ceil(n).max(1);
+    let mut out = Vec::with_capacity(n);
+    let mut start = 0;
+    while start < text.len() {
+        let mut end = (start + size).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        out.push(serde_json::to_string(&text[start..end])?);
+        start = end;
+    }
+    Ok(out)
 }
 
 #[derive(Deserialize)]
@@ -76,6 +101,14 @@ struct ChatRequest<'a> {
     tools: Option<Vec<ToolSpec<'a>>>,
     #[serde(default)]
     stream: Option<bool>,
+    #[serde(default)]
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Deserialize)]
+struct StreamOptions {
+    #[serde(default)]
+    include_usage: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -153,6 +186,8 @@ async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         next_id: AtomicU64::new(1),
         tool_args_json: serde_json::to_string(TOOL_ARGS)?,
         output_args_json: serde_json::to_string(OUTPUT_ARGS)?,
+        tool_args_fragments: fragments(TOOL_ARGS, STREAM_FRAGMENTS)?,
+        output_args_fragments: fragments(OUTPUT_ARGS, STREAM_FRAGMENTS)?,
     });
     loop {
         let (stream, _) = match listener.accept().await {
@@ -180,11 +215,19 @@ async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn json_response(status: StatusCode, body: String) -> Response<Full<Bytes>> {
+    typed_response(status, body, "application/json")
+}
+
+fn typed_response(
+    status: StatusCode,
+    body: String,
+    content_type: &'static str,
+) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() = status;
     response
         .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     response
 }
 
@@ -235,7 +278,8 @@ impl Server {
             }
         };
         let response = match self.completion(&body) {
-            Ok(text) => json_response(StatusCode::OK, text),
+            Ok(Reply::Json(text)) => json_response(StatusCode::OK, text),
+            Ok(Reply::Events(text)) => typed_response(StatusCode::OK, text, "text/event-stream"),
             Err(message) => {
                 stats.bad_requests.fetch_add(1, Ordering::Relaxed);
                 eprintln!("bad request: {message}");
@@ -259,13 +303,19 @@ impl Server {
         json_response(StatusCode::OK, body.to_string())
     }
 
-    /// The completion for one request body, as JSON text.
-    fn completion(&self, body: &[u8]) -> Result<String, String> {
+    /// The completion for one request body: JSON text, or with `"stream": true` the
+    /// same completion as server-sent `chat.completion.chunk` events (the arguments
+    /// in `STREAM_FRAGMENTS` pieces; the usage in a last chunk when
+    /// `stream_options.include_usage`; then `data: [DONE]`), sent at once.
+    fn completion(&self, body: &[u8]) -> Result<Reply, String> {
         let request: ChatRequest<'_> =
             serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))?;
-        if request.stream == Some(true) {
-            return Err("this mock answers non-streaming requests only".to_owned());
-        }
+        let stream = request.stream == Some(true);
+        let include_usage = request
+            .stream_options
+            .as_ref()
+            .and_then(|o| o.include_usage)
+            .unwrap_or(false);
         let names: Vec<&str> = request
             .tools
             .as_deref()
@@ -277,14 +327,14 @@ impl Server {
             return Err("the request offers no tools".to_owned());
         }
         let has_tool_result = request.messages.iter().any(|m| m.role == "tool");
-        let (name, arguments) = if has_tool_result {
+        let (name, arguments, pieces) = if has_tool_result {
             let output = OUTPUT_TOOLS
                 .iter()
                 .find(|o| names.contains(o))
                 .copied()
                 .or_else(|| names.last().copied())
                 .unwrap_or(OUTPUT_TOOLS[0]);
-            (output, &self.output_args_json)
+            (output, &self.output_args_json, &self.output_args_fragments)
         } else {
             let user = if names.contains(&USER_TOOL) {
                 USER_TOOL
@@ -295,7 +345,7 @@ impl Server {
                     .copied()
                     .ok_or("the request offers no user tool")?
             };
-            (user, &self.tool_args_json)
+            (user, &self.tool_args_json, &self.tool_args_fragments)
         };
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let created = SystemTime::now()
@@ -307,7 +357,43 @@ impl Server {
         let name = serde_json::to_string(name).map_err(|e| e.to_string())?;
         let prompt_tokens = body.len() / 4;
         let completion_tokens = 24;
-        Ok(format!(
+        if stream {
+            let head = format!(
+                r#"{{"id":"chatcmpl-{id}","object":"chat.completion.chunk","created":{created},"model":{model},"choices":[{{"index":0,"delta":"#
+            );
+            let tail = r#","logprobs":null,"finish_reason":null}],"usage":null}"#;
+            let mut out = String::with_capacity(2048);
+            out.push_str("data: ");
+            out.push_str(&head);
+            out.push_str(&format!(
+                r#"{{"role":"assistant","content":null,"tool_calls":[{{"index":0,"id":"call_{id}","type":"function","function":{{"name":{name},"arguments":""}}}}]}}"#
+            ));
+            out.push_str(tail);
+            out.push_str("\n\n");
+            for piece in pieces {
+                out.push_str("data: ");
+                out.push_str(&head);
+                out.push_str(&format!(
+                    r#"{{"tool_calls":[{{"index":0,"function":{{"arguments":{piece}}}}}]}}"#
+                ));
+                out.push_str(tail);
+                out.push_str("\n\n");
+            }
+            out.push_str(&format!(
+                r#"data: {head}{{}},"logprobs":null,"finish_reason":"tool_calls"}}],"usage":null}}"#
+            ));
+            out.push_str("\n\n");
+            if include_usage {
+                out.push_str(&format!(
+                    r#"data: {{"id":"chatcmpl-{id}","object":"chat.completion.chunk","created":{created},"model":{model},"choices":[],"usage":{{"prompt_tokens":{prompt_tokens},"completion_tokens":{completion_tokens},"total_tokens":{total}}}}}"#,
+                    total = prompt_tokens + completion_tokens,
+                ));
+                out.push_str("\n\n");
+            }
+            out.push_str("data: [DONE]\n\n");
+            return Ok(Reply::Events(out));
+        }
+        Ok(Reply::Json(format!(
             concat!(
                 r#"{{"id":"chatcmpl-{id}","object":"chat.completion","created":{created},"model":{model},"#,
                 r#""choices":[{{"index":0,"message":{{"role":"assistant","content":null,"tool_calls":["#,
@@ -323,6 +409,12 @@ impl Server {
             prompt = prompt_tokens,
             completion = completion_tokens,
             total = prompt_tokens + completion_tokens,
-        ))
+        )))
     }
+}
+
+/// A completion: a JSON body, or server-sent events.
+enum Reply {
+    Json(String),
+    Events(String),
 }

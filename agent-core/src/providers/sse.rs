@@ -1,0 +1,198 @@
+//! Streamed replies: the body's server-sent events, parsed by `sse-stream`, go
+//! one by one to a provider's [`Assembler`], which hands the turn's pieces to the
+//! caller's sink and builds the JSON body a non-streamed call would have returned, so
+//! the provider's `decode` normalizes both alike.
+
+use futures::{FutureExt, StreamExt};
+use serde_json::{Value, json};
+use sse_stream::SseByteStream;
+
+use crate::llm::LlmError;
+use crate::providers::ApiKey;
+use crate::providers::classify::{request_id, undecodable};
+use crate::providers::http::{Reply, Streaming, Transport};
+use crate::stream::StreamSink;
+
+/// How many events after the end marker are read (without waiting) before the body is
+/// dropped.
+const DRAIN_EVENTS: usize = 4;
+
+/// What one event means for the reply.
+pub(crate) enum Step {
+    /// More is to come.
+    More,
+    /// The provider's end marker: the reply is complete.
+    End,
+    /// An error event: the error object, classified as an embedded error.
+    Failed(Value),
+    /// Data that is not the JSON it should be.
+    Undecodable(serde_json::Error),
+}
+
+/// A provider's reading of its event stream.
+pub(crate) trait Assembler {
+    /// The whole reply.
+    type Output;
+
+    /// Handles one event: `event` is its SSE event name (empty when none), `data` its
+    /// data lines joined.
+    fn on_event(&mut self, event: &str, data: &str, sink: &mut dyn StreamSink) -> Step;
+
+    /// The whole reply (for example the provider's non-streamed body).
+    fn finish(self) -> Self::Output;
+}
+
+/// How a stream ended.
+pub(crate) enum Streamed<O> {
+    /// At its end marker, with the reply.
+    Done(O),
+    /// With an error event: a reply whose body is `{"error": ..}`, for the provider's
+    /// `decode` to classify as an error in a 2xx body.
+    Failed(Reply),
+    /// Not streamed: the server ignored `stream: true` and sent one JSON body, read
+    /// whole (as a non-streamed reply, under the same cap), for the provider's `decode`.
+    Whole(Reply),
+}
+
+/// Reads a streamed reply to its end marker and returns the assembled reply.
+///
+/// # Errors
+/// Transient when the connection fails mid-way, when the stream ends before the end
+/// marker (cut mid-way), or when an event is not valid UTF-8 or JSON; permanent when the
+/// events' data outgrows `max_response_bytes`.
+pub(crate) async fn read<A: Assembler>(
+    transport: &Transport,
+    streaming: Streaming,
+    mut assembler: A,
+    sink: &mut dyn StreamSink,
+) -> Result<Streamed<A::Output>, LlmError> {
+    let Streaming {
+        status,
+        headers,
+        mut response,
+    } = streaming;
+    if is_json(&headers) {
+        let cap = transport.max_response_bytes();
+        let mut body = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    if body.len() + chunk.len() > cap {
+                        let length = (body.len() + chunk.len()) as u64;
+                        return Err(transport.body_too_large(status, &headers, length));
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(e) => return Err(transport.stream_error(e, status, &headers)),
+            }
+        }
+        return Ok(Streamed::Whole(Reply {
+            status,
+            headers,
+            body,
+        }));
+    }
+    let chunks = futures::stream::unfold(response, |mut response| async move {
+        match response.chunk().await {
+            Ok(Some(chunk)) => Some((Ok(chunk), response)),
+            Ok(None) => None,
+            Err(e) => Some((Err(e), response)),
+        }
+    });
+    let mut events = std::pin::pin!(SseByteStream::new(chunks));
+    let provider = transport.provider();
+    let key: Option<&ApiKey> = transport.key();
+    let cap = transport.max_response_bytes();
+    let mut read = 0usize;
+    while let Some(item) = events.next().await {
+        let event = match item {
+            Ok(event) => event,
+            Err(sse_stream::Error::Body(e)) if e.is::<reqwest::Error>() => {
+                match e.downcast::<reqwest::Error>() {
+                    Ok(e) => return Err(transport.stream_error(*e, status, &headers)),
+                    Err(e) => {
+                        let message = format!("{provider}: reading the event stream failed: {e}");
+                        return Err(with_ids(LlmError::transient(message), status, &headers));
+                    }
+                }
+            }
+            Err(e) => {
+                let message = format!("{provider} sent a malformed event stream: {e}");
+                return Err(with_ids(LlmError::transient(message), status, &headers));
+            }
+        };
+        let data = event.data.as_deref().unwrap_or_default();
+        read = read.saturating_add(data.len());
+        if read > cap {
+            return Err(transport.body_too_large(status, &headers, read as u64));
+        }
+        match assembler.on_event(event.event.as_deref().unwrap_or_default(), data, sink) {
+            Step::More => {}
+            Step::End => {
+                // What the server already sent after the end marker (usually nothing
+                // but the body's own end) is read without waiting, so that HTTP/1.1
+                // sees the body complete and keeps the connection for the next
+                // request; a server that keeps the stream open is not waited for.
+                for _ in 0..DRAIN_EVENTS {
+                    match events.next().now_or_never() {
+                        Some(Some(Ok(_))) => {}
+                        _ => break,
+                    }
+                }
+                return Ok(Streamed::Done(assembler.finish()));
+            }
+            Step::Failed(error) => {
+                return Ok(Streamed::Failed(reply(
+                    status,
+                    headers,
+                    &json!({ "error": error }),
+                )));
+            }
+            Step::Undecodable(e) => {
+                return Err(undecodable(
+                    provider,
+                    status,
+                    &headers,
+                    data.as_bytes(),
+                    &e,
+                    key,
+                ));
+            }
+        }
+    }
+    let message = format!(
+        "{provider}: the event stream ended before its end marker (cut mid-way, after {read} bytes of data)"
+    );
+    Err(with_ids(LlmError::transient(message), status, &headers))
+}
+
+/// Whether the reply is one JSON body rather than an event stream.
+fn is_json(headers: &reqwest::header::HeaderMap) -> bool {
+    headers
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("application/json")
+        })
+}
+
+/// A reply with `body` as its JSON body.
+pub(crate) fn reply(status: u16, headers: reqwest::header::HeaderMap, body: &Value) -> Reply {
+    Reply {
+        status,
+        headers,
+        // A `Value` always serializes.
+        body: serde_json::to_vec(body).unwrap_or_default(),
+    }
+}
+
+fn with_ids(error: LlmError, status: u16, headers: &reqwest::header::HeaderMap) -> LlmError {
+    let error = error.with_status(status);
+    match request_id(headers) {
+        Some(id) => error.with_request_id(id),
+        None => error,
+    }
+}

@@ -1,0 +1,277 @@
+//! Streaming: [`run_agent_stream`] yields a run's [`StreamEvent`]s as they happen, and
+//! [`LlmClient::complete_streaming`](crate::LlmClient::complete_streaming) hands a
+//! turn's pieces ([`StreamDelta`]) to a [`StreamSink`] as they arrive.
+//!
+//! The run behind a stream is the run of [`run_agent_with`](crate::run_agent_with):
+//! the same loop, budgets, retries, guards, output modes, stores and observers. Only
+//! the model call differs: it streams, and what arrives is also sent to the caller.
+//! The last event is always [`StreamEvent::Finished`] with the [`AgentResult`].
+
+mod partial;
+mod sink;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures::Stream;
+use serde_json::Value;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+use crate::config::AgentConfig;
+use crate::output::AgentOutput;
+use crate::result::AgentResult;
+use crate::run_options::RunOptions;
+
+pub use partial::parse_partial;
+pub(crate) use sink::{PartialKind, TurnSink};
+
+/// One piece of a streamed model turn, as a client reads it off the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StreamDelta<'a> {
+    /// More of the turn's text.
+    Text(&'a str),
+    /// A tool call began: its position in the turn (0-based, the order of the calls in
+    /// the response), its id and its tool name as the provider sent them.
+    ToolCallStarted {
+        /// The call's position in the turn (0-based).
+        index: usize,
+        /// The call id (may be empty: ids are filled in when the turn is complete).
+        id: &'a str,
+        /// The tool name.
+        name: &'a str,
+    },
+    /// More of a tool call's arguments, as JSON text (a fragment: the concatenation of
+    /// a call's fragments is its arguments).
+    ToolCallArguments {
+        /// The call's position in the turn (0-based).
+        index: usize,
+        /// The fragment of JSON text.
+        json: &'a str,
+    },
+}
+
+/// Receives a streamed turn's [`StreamDelta`]s, in order, as they arrive.
+///
+/// Called inline on the run's task: keep it quick. What it receives is a preview: the
+/// [`LlmResponse`](crate::LlmResponse) the client returns is what the run goes on
+/// with, and a turn that fails mid-way (see
+/// [`LlmClient::complete_streaming`](crate::LlmClient::complete_streaming)) is retried
+/// as a whole.
+pub trait StreamSink: Send {
+    /// Handles one piece of the turn.
+    fn on_delta(&mut self, delta: StreamDelta<'_>);
+}
+
+impl<F> StreamSink for F
+where
+    F: FnMut(StreamDelta<'_>) + Send,
+{
+    fn on_delta(&mut self, delta: StreamDelta<'_>) {
+        self(delta);
+    }
+}
+
+/// One event of a streamed run (see [`run_agent_stream`]). `llm_call` is the round
+/// trip it belongs to (1-based, as in [`RunEvent`](crate::RunEvent)).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StreamEvent<T> {
+    /// A round trip is about to be sent.
+    TurnStarted {
+        /// Which round trip (1-based).
+        llm_call: u32,
+    },
+    /// More of the model's text.
+    TextDelta {
+        /// Which round trip.
+        llm_call: u32,
+        /// The new text.
+        text: String,
+    },
+    /// The model began a tool call.
+    ToolCallStarted {
+        /// Which round trip.
+        llm_call: u32,
+        /// The call's position in the turn (0-based).
+        index: usize,
+        /// The call id as the provider sent it (may be empty; the id the run uses is
+        /// in [`ToolCallFinished`](Self::ToolCallFinished)).
+        id: String,
+        /// The tool name.
+        name: String,
+    },
+    /// A tool call is complete (the turn has ended): its id and arguments as the run
+    /// will use them (`{}` when they could not be parsed; the run answers such a call
+    /// with an error).
+    ToolCallFinished {
+        /// Which round trip.
+        llm_call: u32,
+        /// The call id (unique in the run).
+        id: String,
+        /// The tool name.
+        name: String,
+        /// The parsed arguments.
+        arguments: Value,
+    },
+    /// The answer to a tool call: the tool's result, or the error the run sent back
+    /// (an unknown tool, arguments that do not validate, a call that was not run).
+    ToolResult {
+        /// Which round trip.
+        llm_call: u32,
+        /// The call id.
+        id: String,
+        /// The tool name.
+        name: String,
+        /// The result text the model sees.
+        content: String,
+        /// Whether it is an error.
+        is_error: bool,
+    },
+    /// The structured answer so far: the `submit_output` arguments in tool mode, or
+    /// the JSON of the text in native and prompted modes, parsed leniently (see
+    /// [`parse_partial`]). Not validated: the validated value is in
+    /// [`Finished`](Self::Finished).
+    PartialOutput {
+        /// Which round trip.
+        llm_call: u32,
+        /// The value so far (a JSON object).
+        value: Value,
+    },
+    /// The round trip failed (for example the stream was cut mid-way); what it
+    /// streamed is void, and the same request goes again after `delay`.
+    Retrying {
+        /// The failed round trip.
+        llm_call: u32,
+        /// The wait before the next attempt.
+        delay: Duration,
+        /// The failure, as text.
+        error: String,
+    },
+    /// The run ended: always the last event. Boxed: the result is large, and every
+    /// other event is small.
+    Finished(Box<AgentResult<T>>),
+}
+
+/// The sending side the runner holds for a streamed run.
+pub(crate) type EventSender<T> = UnboundedSender<StreamEvent<T>>;
+
+type RunFuture<'a, T> = Pin<Box<dyn Future<Output = AgentResult<T>> + Send + 'a>>;
+
+/// The events of one run (see [`run_agent_stream`]). Ends after
+/// [`StreamEvent::Finished`].
+///
+/// The run makes progress only while the stream is polled. Dropping the stream stops
+/// the run as dropping [`run_agent`](crate::run_agent)'s future does, including its
+/// in-flight request and tool calls.
+#[must_use = "a stream does nothing unless polled"]
+pub struct RunStream<'a, T> {
+    run: Option<RunFuture<'a, T>>,
+    events: UnboundedReceiver<StreamEvent<T>>,
+    result: Option<AgentResult<T>>,
+}
+
+// Nothing in a `RunStream` is pinned in place: the run future is boxed.
+impl<T> Unpin for RunStream<'_, T> {}
+
+impl<T> std::fmt::Debug for RunStream<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunStream")
+            .field("running", &self.run.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> Stream for RunStream<'_, T> {
+    type Item = StreamEvent<T>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        // Only the run future sends, and only while it is polled here: what it sent
+        // comes out first, the result last.
+        loop {
+            if let Ok(event) = this.events.try_recv() {
+                return Poll::Ready(Some(event));
+            }
+            if let Some(result) = this.result.take() {
+                return Poll::Ready(Some(StreamEvent::Finished(Box::new(result))));
+            }
+            let Some(run) = this.run.as_mut() else {
+                return Poll::Ready(None);
+            };
+            match run.as_mut().poll(cx) {
+                Poll::Ready(result) => {
+                    this.run = None;
+                    this.result = Some(result);
+                }
+                Poll::Pending => {
+                    return match this.events.try_recv() {
+                        Ok(event) => Poll::Ready(Some(event)),
+                        Err(_) => Poll::Pending,
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// Runs the agent on `input`, streaming its events: text as the model writes it, tool
+/// calls as they start and end, tool results, the structured answer as it arrives
+/// (leniently parsed), and last the [`AgentResult`] ([`StreamEvent::Finished`]).
+///
+/// The same run as [`run_agent`](crate::run_agent) (same loop, budgets, retries and
+/// contract: it ends typed, within budgets, every call id answered); only the model
+/// calls stream, through
+/// [`LlmClient::complete_streaming`](crate::LlmClient::complete_streaming). A client
+/// that does not stream answers each turn in one piece. A stream cut mid-way is a
+/// transient failure, retried under the usual rules
+/// ([`StreamEvent::Retrying`] says the turn's deltas are void). The stream is `Send`
+/// (it can be spawned), hence `T: Sync`.
+///
+/// ```
+/// use agent_core::{AgentConfig, StreamEvent, run_agent_stream};
+/// use agent_core::testing::ScriptedModel;
+/// use futures::StreamExt;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), agent_core::ConfigError> {
+/// let config: AgentConfig<String> = AgentConfig::builder("capitals")
+///     .llm(ScriptedModel::new().text("Paris"))
+///     .build()?;
+/// let mut events = run_agent_stream(&config, "Capital of France?");
+/// while let Some(event) = events.next().await {
+///     match event {
+///         StreamEvent::TextDelta { text, .. } => print!("{text}"),
+///         StreamEvent::Finished(result) => assert_eq!(result.outcome.as_deref(), Ok("Paris")),
+///         _ => {}
+///     }
+/// }
+/// # Ok(())
+/// # }
+/// ```
+pub fn run_agent_stream<'a, T: AgentOutput + Sync>(
+    config: &'a AgentConfig<T>,
+    input: impl Into<String>,
+) -> RunStream<'a, T> {
+    run_agent_stream_with(config, input, RunOptions::default())
+}
+
+/// [`run_agent_stream`] with per-run inputs (see [`RunOptions`] and
+/// [`run_agent_with`](crate::run_agent_with)).
+pub fn run_agent_stream_with<'a, T: AgentOutput + Sync>(
+    config: &'a AgentConfig<T>,
+    input: impl Into<String>,
+    options: RunOptions,
+) -> RunStream<'a, T> {
+    let (tx, rx) = unbounded_channel();
+    let input = input.into();
+    RunStream {
+        run: Some(Box::pin(crate::runner::run_streamed(
+            config, input, options, tx,
+        ))),
+        events: rx,
+        result: None,
+    }
+}
