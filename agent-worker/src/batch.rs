@@ -131,7 +131,12 @@ pub async fn run_jobs_queued(
         .get_stream(queue.stream_name("EVENTS"))
         .await
         .map_err(QueueError::nats)?;
-    let last = events.info().await.map_err(QueueError::nats)?.state.last_sequence;
+    let last = events
+        .info()
+        .await
+        .map_err(QueueError::nats)?
+        .state
+        .last_sequence;
     let consumer = events
         .create_consumer(OrderedConfig {
             deliver_policy: DeliverPolicy::ByStartSequence {
@@ -193,8 +198,10 @@ pub async fn run_jobs_queued(
     missing.sort_unstable();
     let missing: Vec<String> = missing.into_iter().map(|(_, id)| id).collect();
 
-    let records: Vec<Option<RunRecord>> = futures::stream::iter(jobs.iter())
-        .map(|job| async move { store.run(&job.run_id).await })
+    // Futures made up front: a stream adapter holding a closure over borrowed items
+    // keeps rustc from proving this future `Send`.
+    let reads: Vec<_> = jobs.iter().map(|job| store.run(&job.run_id)).collect();
+    let records: Vec<Option<RunRecord>> = futures::stream::iter(reads)
         .buffered(32)
         .collect::<Vec<_>>()
         .await

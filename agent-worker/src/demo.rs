@@ -52,7 +52,9 @@ impl LlmClient for DemoModel {
     fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
         let input = last_user(request);
         let result = if number_in(input) % 10 == 7 {
-            Err(LlmError::permanent("demo: inputs whose number ends in 7 fail"))
+            Err(LlmError::permanent(
+                "demo: inputs whose number ends in 7 fail",
+            ))
         } else {
             let response = LlmResponse::text(format!("{}{input}", self.prefix))
                 .with_stop_reason(StopReason::EndTurn);
@@ -100,7 +102,11 @@ pub fn registry() -> Result<Registry, ConfigError> {
         .llm(DemoModel::new("checked "))
         .system_prompt("Answer in one line.")
         .grader(FnGrader(|_output: &String, input: &str| {
-            let ok = if number_in(input) % 3 == 0 { 0.0 } else { 1.0 };
+            let ok = if number_in(input).is_multiple_of(3) {
+                0.0
+            } else {
+                1.0
+            };
             Ok(Scores::from([("ok".to_owned(), ok)]))
         }))
         .build()?;

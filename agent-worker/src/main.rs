@@ -108,7 +108,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let store = Store::open_with(&args.store, options).await?;
     let queue = Queue::connect(args.queue).await?;
-    let worker = Worker::new(queue, Arc::new(store.clone()), registry(args.crash_on)?, args.worker);
+    let worker = Worker::new(
+        queue,
+        Arc::new(store.clone()),
+        registry(args.crash_on)?,
+        args.worker,
+    );
     let shutdown = CancellationToken::new();
     let signals = shutdown.clone();
     tokio::spawn(async move {

@@ -192,18 +192,19 @@ impl Executor<'_> {
     async fn run(&self, jobs: &[Job]) -> Result<Vec<Option<RunRecord>>, QueueError> {
         match self {
             Executor::Local(registry, concurrency) => {
-                let records: Vec<Result<RunRecord, QueueError>> =
-                    futures::stream::iter(jobs.iter())
-                        .map(|job| registry.run(job))
-                        .buffered((*concurrency).max(1))
-                        .collect()
-                        .await;
+                let runs: Vec<_> = jobs.iter().map(|job| registry.run(job)).collect();
+                let records: Vec<Result<RunRecord, QueueError>> = futures::stream::iter(runs)
+                    .buffered((*concurrency).max(1))
+                    .collect()
+                    .await;
                 records.into_iter().map(|r| r.map(Some)).collect()
             }
             Executor::Queued(queue, store, options) => {
                 let mut options = (*options).clone();
                 options.batch_id = None;
-                Ok(run_jobs_queued(queue, *store, jobs, &options).await?.records)
+                Ok(run_jobs_queued(queue, *store, jobs, &options)
+                    .await?
+                    .records)
             }
         }
     }
@@ -335,7 +336,10 @@ impl Pipeline {
         for (i, output) in current {
             outputs[i] = Some(output);
         }
-        tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "pipeline done");
+        tracing::debug!(
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "pipeline done"
+        );
         Ok(PipelineRun {
             receipt: PipelineReceipt {
                 items,

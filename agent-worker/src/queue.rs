@@ -21,10 +21,12 @@ pub struct QueueOptions {
     /// How long a delivered job may go unacknowledged before JetStream delivers it
     /// again (default 30 s). A worker that is still running the job says so every
     /// third of it (an in-progress ack), so only a dead or stalled worker loses it.
+    /// It is set on the workers' consumer when the first connection creates it; later
+    /// connections use the consumer's value.
     pub ack_wait: Duration,
     /// Deliveries after which a job that was never acked is dead-lettered instead of
     /// run (default 3): a run that crashes its worker each time crashes at most this
-    /// many workers.
+    /// many workers. Each worker applies its own setting: give them all the same.
     pub max_deliveries: u64,
     /// How long results and dead letters are kept in the events stream (default 24 h).
     pub events_max_age: Duration,
@@ -166,7 +168,10 @@ impl Queue {
     pub fn stream_name(&self, leaf: &str) -> String {
         format!(
             "{}_{leaf}",
-            self.options.namespace.to_ascii_uppercase().replace('-', "_")
+            self.options
+                .namespace
+                .to_ascii_uppercase()
+                .replace('-', "_")
         )
     }
 
@@ -189,25 +194,31 @@ impl Queue {
     pub async fn submit_many(&self, jobs: &[Job]) -> Result<(), QueueError> {
         use futures::StreamExt;
         let subject = self.subject("jobs");
-        let mut acks = futures::stream::iter(jobs.iter().map(|job| {
-            let subject = subject.clone();
-            async move {
-                if job.run_id.is_empty() || job.run_id.contains('\0') {
-                    return Err(QueueError::invalid("a run id must be non-empty, without NUL"));
+        // Futures made up front (see `run_jobs_queued`).
+        let publishes: Vec<_> = jobs
+            .iter()
+            .map(|job| {
+                let subject = subject.clone();
+                async move {
+                    if job.run_id.is_empty() || job.run_id.contains('\0') {
+                        return Err(QueueError::invalid(
+                            "a run id must be non-empty, without NUL",
+                        ));
+                    }
+                    let payload = serde_json::to_vec(job)
+                        .map_err(|e| QueueError::invalid(format!("job does not encode: {e}")))?;
+                    let mut headers = async_nats::HeaderMap::new();
+                    headers.insert("Nats-Msg-Id", job.run_id.as_str());
+                    let ack = self
+                        .js
+                        .publish_with_headers(subject, headers, payload.into())
+                        .await
+                        .map_err(QueueError::nats)?;
+                    ack.await.map_err(QueueError::nats).map(drop)
                 }
-                let payload = serde_json::to_vec(job)
-                    .map_err(|e| QueueError::invalid(format!("job does not encode: {e}")))?;
-                let mut headers = async_nats::HeaderMap::new();
-                headers.insert("Nats-Msg-Id", job.run_id.as_str());
-                let ack = self
-                    .js
-                    .publish_with_headers(subject, headers, payload.into())
-                    .await
-                    .map_err(QueueError::nats)?;
-                ack.await.map_err(QueueError::nats).map(drop)
-            }
-        }))
-        .buffer_unordered(256);
+            })
+            .collect();
+        let mut acks = futures::stream::iter(publishes).buffer_unordered(256);
         while let Some(result) = acks.next().await {
             result?;
         }

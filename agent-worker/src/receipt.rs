@@ -32,7 +32,9 @@ pub fn receipt_of(records: &[RunRecord]) -> Receipt {
         if let Some(category) = r.category.as_deref().and_then(static_category) {
             *receipt.categories.entry(category).or_insert(0) += 1;
         }
-        receipt.llm_calls = receipt.llm_calls.saturating_add(u64::from(r.usage.llm_calls));
+        receipt.llm_calls = receipt
+            .llm_calls
+            .saturating_add(u64::from(r.usage.llm_calls));
         receipt.tool_calls = receipt
             .tool_calls
             .saturating_add(u64::from(r.usage.tool_calls));
@@ -49,11 +51,12 @@ pub fn receipt_of(records: &[RunRecord]) -> Receipt {
     durations.sort_unstable();
     receipt.p50 = nearest_rank(&durations, 0.50).unwrap_or_default();
     receipt.p95 = nearest_rank(&durations, 0.95).unwrap_or_default();
-    let caps: Vec<u64> = records.iter().map(|r| meta_u64(r, META_MAX_LLM_CALLS)).collect();
+    let caps: Vec<u64> = records
+        .iter()
+        .map(|r| meta_u64(r, META_MAX_LLM_CALLS))
+        .collect();
     let cap = match caps.first() {
-        Some(first) if *first > 0 && caps.iter().all(|c| c == first) => {
-            u32::try_from(*first).ok()
-        }
+        Some(first) if *first > 0 && caps.iter().all(|c| c == first) => u32::try_from(*first).ok(),
         _ => None,
     };
     receipt.turns = turn_stats(records, cap);
@@ -62,7 +65,10 @@ pub fn receipt_of(records: &[RunRecord]) -> Receipt {
 
 /// agent-core's category string as its `&'static str` (unknown ones are not counted).
 fn static_category(category: &str) -> Option<&'static str> {
-    AgentError::CATEGORIES.iter().copied().find(|c| *c == category)
+    AgentError::CATEGORIES
+        .iter()
+        .copied()
+        .find(|c| *c == category)
 }
 
 fn turn_stats(records: &[RunRecord], cap: Option<u32>) -> TurnStats {
@@ -100,4 +106,3 @@ fn nearest_rank<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
     let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
     sorted.get(rank - 1).copied()
 }
-

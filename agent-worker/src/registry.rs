@@ -20,6 +20,9 @@ pub const META_TRACE_ID: &str = "trace_id";
 pub const META_PARTIAL: &str = "partial";
 /// The metadata key holding the run's failed store calls (a count).
 pub const META_STORE_FAILURES: &str = "store_failures";
+/// The metadata key holding which delivery of the job ran (1 for the first; set by the
+/// worker, absent in process).
+pub const META_DELIVERY: &str = "delivery";
 /// The metadata key holding the config's `max_llm_calls`.
 pub const META_MAX_LLM_CALLS: &str = "max_llm_calls";
 
@@ -74,7 +77,11 @@ impl Registry {
 
     /// Registers `config` under `name`.
     #[must_use]
-    pub fn with_name<T: AgentOutput + Sync>(mut self, name: impl Into<String>, config: AgentConfig<T>) -> Self {
+    pub fn with_name<T: AgentOutput + Sync>(
+        mut self,
+        name: impl Into<String>,
+        config: AgentConfig<T>,
+    ) -> Self {
         self.agents.insert(name.into(), Arc::new(config));
         self
     }
@@ -96,10 +103,9 @@ impl Registry {
     /// [`QueueError::Invalid`] when no agent has the job's name, or the record does not
     /// encode.
     pub async fn run(&self, job: &Job) -> Result<RunRecord, QueueError> {
-        let agent = self
-            .agents
-            .get(&job.agent)
-            .ok_or_else(|| QueueError::invalid(format!("no agent is registered as {:?}", job.agent)))?;
+        let agent = self.agents.get(&job.agent).ok_or_else(|| {
+            QueueError::invalid(format!("no agent is registered as {:?}", job.agent))
+        })?;
         agent.run(job).await
     }
 }
@@ -156,8 +162,12 @@ pub fn record_of<T: AgentOutput + Sync>(
         "started_at_ms": started_at_ms,
         "metadata": metadata,
     });
-    serde_json::from_value(value)
-        .map_err(|e| QueueError::invalid(format!("the run record of {} does not encode: {e}", job.run_id)))
+    serde_json::from_value(value).map_err(|e| {
+        QueueError::invalid(format!(
+            "the run record of {} does not encode: {e}",
+            job.run_id
+        ))
+    })
 }
 
 /// Milliseconds since the Unix epoch.

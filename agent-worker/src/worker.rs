@@ -14,7 +14,7 @@ use tokio::task::JoinSet;
 use crate::error::QueueError;
 use crate::job::{DeadLetter, Done, Job};
 use crate::queue::Queue;
-use crate::registry::Registry;
+use crate::registry::{META_DELIVERY, Registry};
 
 /// How a worker runs.
 #[derive(Clone, Debug)]
@@ -135,7 +135,12 @@ impl Worker {
     /// [`QueueError::Nats`] when the workers' consumer cannot be found at start. Later
     /// NATS failures are retried every second until shutdown.
     pub async fn run(&self, shutdown: CancellationToken) -> Result<WorkerReport, QueueError> {
-        let consumer = self.inner.queue.consumer().await?;
+        let mut consumer = self.inner.queue.consumer().await?;
+        // The consumer's ack wait is the one that counts (set by whoever created it).
+        let ack_wait = consumer
+            .info()
+            .await
+            .map_or(self.inner.queue.options.ack_wait, |i| i.config.ack_wait);
         let slots = Arc::new(Semaphore::new(self.options.max_in_flight.max(1)));
         let mut tasks = JoinSet::new();
         loop {
@@ -172,12 +177,12 @@ impl Worker {
                         let Some(permit) = permits.pop() else {
                             // More than asked for: run it anyway, without a slot.
                             let inner = Arc::clone(&self.inner);
-                            tasks.spawn(async move { process(&inner, message).await });
+                            tasks.spawn(async move { process(&inner, message, ack_wait).await });
                             continue;
                         };
                         let inner = Arc::clone(&self.inner);
                         tasks.spawn(async move {
-                            process(&inner, message).await;
+                            process(&inner, message, ack_wait).await;
                             drop(permit);
                         });
                     }
@@ -219,7 +224,7 @@ async fn retry(inner: &Inner, message: &Message, why: &str) {
     ack(message, AckKind::Nak(Some(Duration::from_secs(1)))).await;
 }
 
-async fn process(inner: &Inner, message: Message) {
+async fn process(inner: &Inner, message: Message, ack_wait: Duration) {
     let deliveries = message.info().map_or(1, |i| i.delivered.max(1) as u64);
     let job: Job = match serde_json::from_slice(&message.payload) {
         Ok(job) => job,
@@ -263,7 +268,7 @@ async fn process(inner: &Inner, message: Message) {
     let record = {
         let run = inner.registry.run(&job);
         tokio::pin!(run);
-        let beat = (inner.queue.options.ack_wait / 3).max(Duration::from_millis(30));
+        let beat = (ack_wait / 3).max(Duration::from_millis(30));
         let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + beat, beat);
         loop {
             tokio::select! {
@@ -272,7 +277,7 @@ async fn process(inner: &Inner, message: Message) {
             }
         }
     };
-    let record = match record {
+    let mut record = match record {
         Ok(r) => r,
         Err(e) => {
             let letter = DeadLetter {
@@ -285,6 +290,9 @@ async fn process(inner: &Inner, message: Message) {
             return;
         }
     };
+    record
+        .metadata
+        .insert(META_DELIVERY.to_owned(), deliveries.to_string());
     if let Err(e) = inner.store.record(&record).await {
         return retry(inner, &message, &format!("store write failed: {e}")).await;
     }
