@@ -248,8 +248,8 @@ impl Queue {
             .map_err(QueueError::nats)
     }
 
-    /// Deletes the queue's streams (and so its jobs, results and dead letters). For
-    /// tests and tear-down.
+    /// Deletes the queue's streams (and so its jobs, results and dead letters) and its
+    /// rate limiters' bucket. For tests and tear-down.
     ///
     /// # Errors
     /// [`QueueError::Nats`] when the server refuses.
@@ -260,6 +260,11 @@ impl Queue {
                 .await
                 .map_err(QueueError::nats)?;
         }
+        // The rate limiters' bucket, when one was opened.
+        let _ = self
+            .js
+            .delete_stream(format!("KV_{}", self.stream_name("RATE")))
+            .await;
         Ok(())
     }
 }

@@ -6,16 +6,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::store::RunRecord;
-use agent_core::{Ending, FeedbackStore, Receipt, run_batch};
+use agent_core::{AgentConfig, Ending, Receipt, run_batch};
 use agent_store::{Store, StoreOptions};
+use agent_worker::demo::DemoModel;
 use agent_worker::{
-    BatchOptions, Job, Pipeline, PipelineReceipt, Queue, QueueOptions, Step, Verdict, demo,
-    receipt_of, record_of, run_batch_queued,
+    BatchOptions, Job, Pipeline, PipelineReceipt, Queue, QueueOptions, RateLimited, RateLimiter,
+    Step, Verdict, demo, receipt_of, record_of, run_batch_queued,
 };
 
 fn nats_url() -> String {
@@ -402,7 +404,44 @@ async fn a_pipeline_over_the_queue_gives_the_in_process_receipt() {
     env.remove().await;
 }
 
-#[allow(dead_code)]
-fn _store_is_a_feedback_store(store: Store) -> Arc<dyn FeedbackStore> {
-    Arc::new(store)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limit_is_shared_by_every_worker() {
+    let Some(env) = Env::new(Duration::from_secs(5), 3).await else {
+        return;
+    };
+    // Two workers' limiters: separate connections, one budget of 25 per second.
+    let other = Queue::connect(
+        QueueOptions::new()
+            .url(nats_url())
+            .namespace(env.ns.clone()),
+    )
+    .await
+    .unwrap();
+    let a = RateLimiter::open(&env.queue, "demo", 25).await.unwrap();
+    let b = RateLimiter::open(&other, "demo", 25).await.unwrap();
+    let takes: Vec<_> = (0..60)
+        .map(|i| {
+            let limiter = if i % 2 == 0 { a.clone() } else { b.clone() };
+            tokio::spawn(async move { limiter.acquire().await.unwrap() })
+        })
+        .collect();
+    let mut per_window: BTreeMap<u64, u32> = BTreeMap::new();
+    for take in takes {
+        *per_window.entry(take.await.unwrap()).or_insert(0) += 1;
+    }
+    assert_eq!(per_window.values().sum::<u32>(), 60);
+    assert!(
+        per_window.values().all(|n| *n <= 25),
+        "a window granted more than the limit: {per_window:?}"
+    );
+
+    // A rate-limited client is still a client: runs through it answer as before.
+    let limited = RateLimited::new(Arc::new(DemoModel::new("echo: ")), a.clone());
+    let config: AgentConfig<String> = AgentConfig::builder("limited")
+        .llm(limited)
+        .build()
+        .unwrap();
+    let result = agent_core::run_agent(&config, "ticket 1").await;
+    assert_eq!(result.outcome.as_deref(), Ok("echo: ticket 1"));
+    env.remove().await;
 }
