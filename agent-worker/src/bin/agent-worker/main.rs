@@ -9,12 +9,15 @@
 //! ```text
 //! agent-worker --store URL [--schema NAME] [--nats URL] [--namespace NS]
 //!              [--max-in-flight N] [--ack-wait-ms MS] [--max-deliveries N]
-//!              [--crash-on MARKER]
+//!              [--crash-on MARKER] [--mock-url URL]
 //! ```
 //!
 //! `--crash-on MARKER` adds the agent `crash`, which answers like `echo` but aborts the
 //! whole process (no unwinding, no ack) when its input contains MARKER: a stand-in for a
-//! run that kills its worker, to show dead-lettering.
+//! run that kills its worker, to show dead-lettering. `--mock-url URL` adds the agent
+//! `triage`, the peer benchmarks' scenario against their mock server (bench/worker).
+
+mod triage;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +33,7 @@ struct Args {
     queue: QueueOptions,
     worker: WorkerOptions,
     crash_on: Option<String>,
+    mock_url: Option<String>,
 }
 
 fn parse() -> Result<Args, lexopt::Error> {
@@ -40,6 +44,7 @@ fn parse() -> Result<Args, lexopt::Error> {
     let mut queue = QueueOptions::new();
     let mut worker = WorkerOptions::new();
     let mut crash_on = None;
+    let mut mock_url = None;
     while let Some(arg) = parser.next()? {
         match arg {
             Long("store") => store = Some(parser.value()?.string()?),
@@ -52,6 +57,7 @@ fn parse() -> Result<Args, lexopt::Error> {
             }
             Long("max-deliveries") => queue = queue.max_deliveries(parser.value()?.parse()?),
             Long("crash-on") => crash_on = Some(parser.value()?.string()?),
+            Long("mock-url") => mock_url = Some(parser.value()?.string()?),
             _ => return Err(arg.unexpected()),
         }
     }
@@ -62,6 +68,7 @@ fn parse() -> Result<Args, lexopt::Error> {
         queue,
         worker,
         crash_on,
+        mock_url,
     })
 }
 
@@ -85,8 +92,14 @@ impl LlmClient for CrashModel {
     }
 }
 
-fn registry(crash_on: Option<String>) -> Result<Registry, agent_core::ConfigError> {
+fn registry(
+    crash_on: Option<String>,
+    mock_url: Option<&str>,
+) -> Result<Registry, agent_core::ConfigError> {
     let mut registry = agent_worker::demo::registry()?;
+    if let Some(url) = mock_url {
+        registry = registry.with(triage::config(url)?);
+    }
     if let Some(marker) = crash_on {
         let crash: AgentConfig<String> = AgentConfig::builder("crash")
             .llm(CrashModel {
@@ -111,7 +124,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let worker = Worker::new(
         queue,
         Arc::new(store.clone()),
-        registry(args.crash_on)?,
+        registry(args.crash_on, args.mock_url.as_deref())?,
         args.worker,
     );
     let shutdown = CancellationToken::new();
