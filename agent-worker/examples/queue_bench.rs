@@ -41,13 +41,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(schema) = schema {
         options = options.schema(schema);
     }
+    // Opened (and the schema created) before the workers are started: see run.sh.
     let store = Store::open_with(&store_url, options).await?;
     let queue = Queue::connect(queue).await?;
     let inputs: Vec<String> = (0..runs)
         .map(|i| format!("Ticket #{i}: my order A-1001 has not arrived yet, where is it?"))
         .collect();
     let started = Instant::now();
-    let batch = run_batch_queued(&queue, &store, &agent, inputs, &BatchOptions::new()).await?;
+    // Ten minutes at most: with no live worker the batch reports its runs as missing.
+    let options = BatchOptions::new().timeout(std::time::Duration::from_secs(600));
+    let batch = run_batch_queued(&queue, &store, &agent, inputs, &options).await?;
     let seconds = started.elapsed().as_secs_f64();
     let answered = batch.receipt.count(Ending::Answered);
     let expected = batch
@@ -57,8 +60,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .filter(|r| r.scores.as_ref().and_then(|s| s.get("expected")) == Some(&1.0))
         .count();
     println!(
-        "{{\"runs\":{runs},\"answered\":{answered},\"expected_values\":{expected},\"dead\":{},\"seconds\":{seconds:.3},\"runs_per_s\":{:.1}}}",
+        "{{\"runs\":{runs},\"answered\":{answered},\"expected_values\":{expected},\"dead\":{},\"missing\":{},\"seconds\":{seconds:.3},\"runs_per_s\":{:.1}}}",
         batch.dead.len(),
+        batch.missing.len(),
         runs as f64 / seconds
     );
     eprintln!("{}", batch.receipt);

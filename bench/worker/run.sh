@@ -37,24 +37,29 @@ trap cleanup EXIT
 
 "$ROOT/bench/peers/target/release/mock-server" --port 0 > "$TMP/mock" 2>&1 &
 PIDS+=($!)
-for _ in $(seq 100); do
+for _ in $(seq 200); do
     grep -q '^listening ' "$TMP/mock" 2>/dev/null && break
     sleep 0.05
 done
-URL="http://$(sed -n 's/^listening //p' "$TMP/mock")/v1"
+ADDR=$(sed -n 's/^listening //p' "$TMP/mock")
+if [[ -z "$ADDR" ]]; then echo "the mock server did not start" >&2; cat "$TMP/mock" >&2; exit 1; fi
+URL="http://$ADDR/v1"
 
 echo "workers  runs  seconds  runs/s"
 for W in $WORKERS; do
     NS="bench_w${W}_$$"
+    # The schema first: processes opening a new schema together race to create it.
+    psql "$PG" -q -c "CREATE SCHEMA IF NOT EXISTS \"$NS\"" > /dev/null
     WPIDS=()
     for _ in $(seq "$W"); do
         "$WORKER" --store "$PG" --schema "$NS" --nats "$NATS" --namespace "$NS" \
-            --max-in-flight "$IN_FLIGHT" --mock-url "$URL" > /dev/null 2>&1 &
+            --max-in-flight "$IN_FLIGHT" --mock-url "$URL" > /dev/null 2>> "$TMP/workers.err" &
         WPIDS+=($!)
         PIDS+=($!)
     done
     LINE=$("$PRODUCER" --store "$PG" --schema "$NS" --nats "$NATS" --namespace "$NS" \
-        --agent triage --runs "$RUNS" --delete-streams 2> "$TMP/receipt")
+        --agent triage --runs "$RUNS" --delete-streams 2> "$TMP/receipt") || {
+        echo "the batch failed; workers said:" >&2; cat "$TMP/workers.err" "$TMP/receipt" >&2; exit 1; }
     for pid in "${WPIDS[@]}"; do kill -TERM "$pid"; wait "$pid" || true; done
     echo "$LINE" >> "$TMP/raw.jsonl"
     python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(f\"{$W:>7}  {d['runs']:>4}  {d['seconds']:>7.2f}  {d['runs_per_s']:>6.0f}\")" "$LINE"

@@ -112,6 +112,23 @@ fn registry(
     Ok(registry)
 }
 
+/// Opens the store, trying again a few times: workers started together against a new
+/// PostgreSQL schema race to create it, and all but one get a unique-key error.
+async fn open_store(target: &str, options: StoreOptions) -> Result<Store, agent_core::StoreError> {
+    let mut attempt = 0;
+    loop {
+        match Store::open_with(target, options.clone()).await {
+            Ok(store) => return Ok(store),
+            Err(e) if attempt < 5 => {
+                attempt += 1;
+                eprintln!("agent-worker: cannot open the store ({e}); trying again");
+                tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = parse()?;
@@ -119,7 +136,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(schema) = &args.schema {
         options = options.schema(schema.clone());
     }
-    let store = Store::open_with(&args.store, options).await?;
+    let store = open_store(&args.store, options).await?;
     let queue = Queue::connect(args.queue).await?;
     let worker = Worker::new(
         queue,
