@@ -1,0 +1,40 @@
+//! [`QueueError`]: what can go wrong around the queue (never inside a run: a run ends in
+//! its own typed result).
+
+use agent_core::StoreError;
+
+/// A failure of the queue, the store or a job's encoding. A run's own failure is never
+/// one of these: it is a stored result with its ending.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueueError {
+    /// NATS or JetStream refused or could not be reached.
+    #[error("nats: {message}")]
+    Nats {
+        /// What the client said (no credentials: URLs are not included).
+        message: String,
+    },
+    /// The result store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A job, a result or an option is malformed.
+    #[error("invalid: {message}")]
+    Invalid {
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl QueueError {
+    pub(crate) fn nats(e: impl std::fmt::Display) -> Self {
+        Self::Nats {
+            message: e.to_string(),
+        }
+    }
+
+    pub(crate) fn invalid(message: impl Into<String>) -> Self {
+        Self::Invalid {
+            message: message.into(),
+        }
+    }
+}

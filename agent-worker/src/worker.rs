@@ -1,0 +1,346 @@
+//! [`Worker`]: pulls jobs, runs them, stores each result once, publishes, then acks.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use agent_core::store::RunRecord;
+use agent_core::{CancellationToken, FeedbackStore};
+use async_nats::jetstream::{AckKind, Message};
+use futures::StreamExt;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use crate::error::QueueError;
+use crate::job::{DeadLetter, Done, Job};
+use crate::queue::Queue;
+use crate::registry::{META_DELIVERY, Registry};
+
+/// How a worker runs.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct WorkerOptions {
+    /// The most jobs this worker runs at once (default 16). It pulls only as many jobs
+    /// as it has free slots, so a busy worker leaves the rest to other workers.
+    pub max_in_flight: usize,
+    /// How long one pull waits for jobs before it checks for shutdown again
+    /// (default 500 ms).
+    pub poll: Duration,
+}
+
+impl Default for WorkerOptions {
+    fn default() -> Self {
+        Self {
+            max_in_flight: 16,
+            poll: Duration::from_millis(500),
+        }
+    }
+}
+
+impl WorkerOptions {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The most jobs run at once (at least 1).
+    #[must_use]
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.max_in_flight = n.max(1);
+        self
+    }
+}
+
+/// What a worker did, returned when it stops.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorkerReport {
+    /// Jobs this worker ran and stored.
+    pub runs: u64,
+    /// Jobs whose result was already stored (a redelivery after another worker
+    /// stored it but did not ack): not run again, only acked.
+    pub duplicates: u64,
+    /// Jobs this worker dead-lettered.
+    pub dead_lettered: u64,
+    /// Jobs handed back for a later delivery (the store or NATS failed, or no agent of
+    /// that name here).
+    pub retried: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    runs: AtomicU64,
+    duplicates: AtomicU64,
+    dead_lettered: AtomicU64,
+    retried: AtomicU64,
+}
+
+struct Inner {
+    queue: Queue,
+    store: Arc<dyn FeedbackStore>,
+    registry: Registry,
+    counters: Counters,
+}
+
+/// A stateless worker: the agents it can run, the queue it serves and the store its
+/// results go to. Run as many as you like, in as many processes as you like.
+///
+/// Per job: decode it; past the queue's `max_deliveries` dead-letter it; if its run id
+/// already has a stored result, publish that and ack (a redelivery); else run it (an
+/// in-progress ack every third of the ack wait keeps it ours), store the record (an
+/// upsert keyed by run id), publish a [`Done`] on `<ns>.results`, then ack. A worker
+/// killed at any point loses nothing: the unacked job is delivered again after the ack
+/// wait, and the store keeps one result per run id.
+///
+/// The store must make `record` durable before it resolves (agent-store's `Store`
+/// without write-behind does), else a crash between the ack and the commit would lose
+/// the result.
+pub struct Worker {
+    inner: Arc<Inner>,
+    options: WorkerOptions,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("registry", &self.inner.registry)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Worker {
+    /// A worker for `queue`, storing results in `store`.
+    pub fn new(
+        queue: Queue,
+        store: Arc<dyn FeedbackStore>,
+        registry: Registry,
+        options: WorkerOptions,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                queue,
+                store,
+                registry,
+                counters: Counters::default(),
+            }),
+            options,
+        }
+    }
+
+    /// Pulls and runs jobs until `shutdown` is cancelled, then drains: it pulls no more,
+    /// finishes (stores, publishes and acks) every job it holds, and returns.
+    ///
+    /// # Errors
+    /// [`QueueError::Nats`] when the workers' consumer cannot be found at start. Later
+    /// NATS failures are retried every second until shutdown.
+    pub async fn run(&self, shutdown: CancellationToken) -> Result<WorkerReport, QueueError> {
+        let mut consumer = self.inner.queue.consumer().await?;
+        // The consumer's ack wait is the one that counts (set by whoever created it).
+        let ack_wait = consumer
+            .info()
+            .await
+            .map_or(self.inner.queue.options.ack_wait, |i| i.config.ack_wait);
+        let slots = Arc::new(Semaphore::new(self.options.max_in_flight.max(1)));
+        let mut tasks = JoinSet::new();
+        loop {
+            let first = tokio::select! {
+                () = shutdown.cancelled() => break,
+                permit = Arc::clone(&slots).acquire_owned() => match permit {
+                    Ok(p) => p,
+                    Err(_) => break,
+                },
+            };
+            let mut permits = vec![first];
+            while let Ok(p) = Arc::clone(&slots).try_acquire_owned() {
+                permits.push(p);
+            }
+            let batch = consumer
+                .batch()
+                .max_messages(permits.len())
+                .expires(self.options.poll)
+                .messages()
+                .await;
+            let mut batch = match batch {
+                Ok(b) => b,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot pull jobs; retrying in 1 s");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
+            };
+            // The whole batch is read (at most `poll`), even after shutdown: every job
+            // delivered to this worker is finished, none waits for its ack wait.
+            while let Some(message) = batch.next().await {
+                match message {
+                    Ok(message) => {
+                        let Some(permit) = permits.pop() else {
+                            // More than asked for: run it anyway, without a slot.
+                            let inner = Arc::clone(&self.inner);
+                            tasks.spawn(async move { process(&inner, message, ack_wait).await });
+                            continue;
+                        };
+                        let inner = Arc::clone(&self.inner);
+                        tasks.spawn(async move {
+                            process(&inner, message, ack_wait).await;
+                            drop(permit);
+                        });
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "a pull failed");
+                        break;
+                    }
+                }
+            }
+            drop(permits);
+            while tasks.try_join_next().is_some() {}
+        }
+        while tasks.join_next().await.is_some() {}
+        Ok(self.report())
+    }
+
+    /// What this worker did so far.
+    pub fn report(&self) -> WorkerReport {
+        let c = &self.inner.counters;
+        WorkerReport {
+            runs: c.runs.load(Ordering::Relaxed),
+            duplicates: c.duplicates.load(Ordering::Relaxed),
+            dead_lettered: c.dead_lettered.load(Ordering::Relaxed),
+            retried: c.retried.load(Ordering::Relaxed),
+        }
+    }
+}
+
+async fn ack(message: &Message, kind: AckKind) {
+    if let Err(e) = message.ack_with(kind).await {
+        tracing::warn!(error = %e, "an ack failed; the job will be delivered again");
+    }
+}
+
+/// Hands the job back for a later delivery.
+async fn retry(inner: &Inner, message: &Message, why: &str) {
+    tracing::warn!(reason = why, "job handed back");
+    inner.counters.retried.fetch_add(1, Ordering::Relaxed);
+    ack(message, AckKind::Nak(Some(Duration::from_secs(1)))).await;
+}
+
+async fn process(inner: &Inner, message: Message, ack_wait: Duration) {
+    let deliveries = message.info().map_or(1, |i| i.delivered.max(1) as u64);
+    let job: Job = match serde_json::from_slice(&message.payload) {
+        Ok(job) => job,
+        Err(e) => {
+            let letter = DeadLetter {
+                job: None,
+                payload: Some(String::from_utf8_lossy(&message.payload).into_owned()),
+                deliveries,
+                reason: format!("the job does not decode: {e}"),
+            };
+            dead_letter(inner, &message, &letter).await;
+            return;
+        }
+    };
+    let max = inner.queue.options.max_deliveries;
+    if deliveries > max {
+        let letter = DeadLetter {
+            job: Some(job),
+            payload: None,
+            deliveries,
+            reason: format!(
+                "delivered {deliveries} times; the {max} deliveries before were never acked \
+                 (their workers crashed, stalled or could not run it)"
+            ),
+        };
+        dead_letter(inner, &message, &letter).await;
+        return;
+    }
+    match inner.store.run(&job.run_id).await {
+        Ok(Some(stored)) => {
+            inner.counters.duplicates.fetch_add(1, Ordering::Relaxed);
+            finish(inner, &message, &stored).await;
+            return;
+        }
+        Ok(None) => {}
+        Err(e) => return retry(inner, &message, &format!("store read failed: {e}")).await,
+    }
+    if !inner.registry.contains(&job.agent) {
+        return retry(inner, &message, &format!("no agent {:?} here", job.agent)).await;
+    }
+    let record = {
+        let run = inner.registry.run(&job);
+        tokio::pin!(run);
+        let beat = (ack_wait / 3).max(Duration::from_millis(30));
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + beat, beat);
+        loop {
+            tokio::select! {
+                record = &mut run => break record,
+                _ = ticks.tick() => ack(&message, AckKind::Progress).await,
+            }
+        }
+    };
+    let mut record = match record {
+        Ok(r) => r,
+        Err(e) => {
+            let letter = DeadLetter {
+                job: Some(job),
+                payload: None,
+                deliveries,
+                reason: e.to_string(),
+            };
+            dead_letter(inner, &message, &letter).await;
+            return;
+        }
+    };
+    record
+        .metadata
+        .insert(META_DELIVERY.to_owned(), deliveries.to_string());
+    if let Err(e) = inner.store.record(&record).await {
+        return retry(inner, &message, &format!("store write failed: {e}")).await;
+    }
+    inner.counters.runs.fetch_add(1, Ordering::Relaxed);
+    finish(inner, &message, &record).await;
+}
+
+/// Publishes the stored result's [`Done`] and acks; hands the job back when the
+/// publish fails (the next delivery finds the stored result and publishes again).
+async fn finish(inner: &Inner, message: &Message, record: &RunRecord) {
+    let done = Done {
+        run_id: record.trace_id.clone(),
+        ending: record.ending,
+    };
+    match publish(inner, "results", &done).await {
+        Ok(()) => ack(message, AckKind::Ack).await,
+        Err(e) => retry(inner, message, &format!("publish failed: {e}")).await,
+    }
+}
+
+async fn dead_letter(inner: &Inner, message: &Message, letter: &DeadLetter) {
+    tracing::error!(
+        run_id = letter.run_id().unwrap_or("?"),
+        deliveries = letter.deliveries,
+        reason = %letter.reason,
+        "job dead-lettered"
+    );
+    match publish(inner, "dead", letter).await {
+        Ok(()) => {
+            inner.counters.dead_lettered.fetch_add(1, Ordering::Relaxed);
+            ack(message, AckKind::Term).await;
+        }
+        Err(e) => retry(inner, message, &format!("dead-letter publish failed: {e}")).await,
+    }
+}
+
+async fn publish<T: serde::Serialize>(
+    inner: &Inner,
+    leaf: &str,
+    value: &T,
+) -> Result<(), QueueError> {
+    let payload = serde_json::to_vec(value)
+        .map_err(|e| QueueError::invalid(format!("event does not encode: {e}")))?;
+    let ack = inner
+        .queue
+        .js
+        .publish(inner.queue.subject(leaf), payload.into())
+        .await
+        .map_err(QueueError::nats)?;
+    ack.await.map_err(QueueError::nats).map(drop)
+}
