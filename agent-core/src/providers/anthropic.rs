@@ -115,10 +115,10 @@ impl AnthropicClient {
     ) -> Result<LlmResponse, LlmError> {
         let body = encode_body(request, &self.cache, true)?;
         let streaming = self.transport.post_streaming(body).await?;
-        let (status, headers) = (streaming.status, streaming.headers.clone());
+        let status = streaming.status;
         let assembler = EventAssembler::default();
         match sse::read(&self.transport, streaming, assembler, sink).await? {
-            sse::Streamed::Done(body) => {
+            sse::Streamed::Done(body, headers) => {
                 decode(&sse::reply(status, headers, &body), self.transport.key())
             }
             sse::Streamed::Failed(reply) => decode(&reply, self.transport.key()),

@@ -175,11 +175,11 @@ impl OpenAiClient {
         let compatible = self.flavor == Flavor::Compatible;
         let body = encode_body(request, compatible, &self.cache, true)?;
         let streaming = self.transport.post_streaming(body).await?;
-        let (status, headers) = (streaming.status, streaming.headers.clone());
+        let status = streaming.status;
         let provider = self.transport.provider();
         let key = self.transport.key();
         match sse::read(&self.transport, streaming, ChunkAssembler::default(), sink).await? {
-            sse::Streamed::Done(wire) => {
+            sse::Streamed::Done(wire, headers) => {
                 let reply = Reply {
                     status,
                     headers,

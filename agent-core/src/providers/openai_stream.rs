@@ -30,8 +30,9 @@ struct Chunk<'a> {
     id: Option<&'a RawValue>,
     #[serde(borrow)]
     model: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    choices: Vec<ChunkChoice<'a>>,
+    /// The first choice only (one is asked for): no `Vec` per chunk.
+    #[serde(default, borrow, deserialize_with = "first_choice")]
+    choices: Option<ChunkChoice<'a>>,
     usage: Option<WireUsage>,
     error: Option<Value>,
 }
@@ -75,13 +76,53 @@ struct FunctionDelta<'a> {
     arguments: Option<&'a RawValue>,
 }
 
-/// A JSON string's text; `None` for anything else (`null`, arrays, ...).
+/// The first element of the `choices` array (`null` reads as none); the others are
+/// skipped without being kept.
+fn first_choice<'de, D>(deserializer: D) -> Result<Option<ChunkChoice<'de>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    struct First;
+    impl<'de> serde::de::Visitor<'de> for First {
+        type Value = Option<ChunkChoice<'de>>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an array of choices")
+        }
+
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let first = seq.next_element::<ChunkChoice<'de>>()?;
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            Ok(first)
+        }
+    }
+    deserializer.deserialize_any(First)
+}
+
+/// A JSON string's text (borrowed when it has no escapes); `None` for anything else
+/// (`null`, arrays, ...).
 fn string_of(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
     let raw = raw?;
-    if !raw.get().starts_with('"') {
+    let text = raw.get();
+    if !text.starts_with('"') {
         return None;
     }
-    serde_json::from_str::<Cow<'_, str>>(raw.get()).ok()
+    if !text.contains('\\') {
+        // No escapes: the text between the quotes is the string.
+        return text.get(1..text.len() - 1).map(Cow::Borrowed);
+    }
+    serde_json::from_str::<String>(text).ok().map(Cow::Owned)
 }
 
 /// An id as a value: a string, or a number (some servers send numeric ids).
@@ -198,7 +239,7 @@ impl Assembler for ChunkAssembler {
             self.usage = chunk.usage;
         }
         // One choice is asked for (no `n`): the first is the turn.
-        if let Some(choice) = chunk.choices.into_iter().next() {
+        if let Some(choice) = chunk.choices {
             if let Some(delta) = choice.delta {
                 if let Some(text) = string_of(delta.content)
                     && !text.is_empty()

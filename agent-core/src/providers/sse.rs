@@ -44,8 +44,8 @@ pub(crate) trait Assembler {
 
 /// How a stream ended.
 pub(crate) enum Streamed<O> {
-    /// At its end marker, with the reply.
-    Done(O),
+    /// At its end marker, with the reply and the response headers.
+    Done(O, reqwest::header::HeaderMap),
     /// With an error event: a reply whose body is `{"error": ..}`, for the provider's
     /// `decode` to classify as an error in a 2xx body.
     Failed(Reply),
@@ -140,7 +140,7 @@ pub(crate) async fn read<A: Assembler>(
                         _ => break,
                     }
                 }
-                return Ok(Streamed::Done(assembler.finish()));
+                return Ok(Streamed::Done(assembler.finish(), headers));
             }
             Step::Failed(error) => {
                 return Ok(Streamed::Failed(reply(

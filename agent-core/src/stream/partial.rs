@@ -20,8 +20,15 @@ pub fn parse_partial(text: &str) -> Option<Value> {
     let mut stack: Vec<u8> = Vec::new();
     let mut in_string = false;
     let mut escaped = false;
-    // The last prefix end where every value was complete, with its closers.
-    let mut safe: Option<(usize, Vec<u8>)> = None;
+    // The last prefix end where every value was complete, with its closers (one
+    // buffer, overwritten at each such point: no allocation per bracket or comma).
+    let mut safe_end: Option<usize> = None;
+    let mut safe_closers: Vec<u8> = Vec::new();
+    let mut mark = |end: usize, stack: &[u8]| {
+        safe_end = Some(end);
+        safe_closers.clear();
+        safe_closers.extend_from_slice(stack);
+    };
     for (i, &b) in bytes.iter().enumerate() {
         if in_string {
             if escaped {
@@ -37,19 +44,19 @@ pub fn parse_partial(text: &str) -> Option<Value> {
             b'"' => in_string = true,
             b'{' => {
                 stack.push(b'}');
-                safe = Some((i + 1, stack.clone()));
+                mark(i + 1, &stack);
             }
             b'[' => {
                 stack.push(b']');
-                safe = Some((i + 1, stack.clone()));
+                mark(i + 1, &stack);
             }
             b'}' | b']' => {
                 if stack.pop() != Some(b) {
                     return None;
                 }
-                safe = Some((i + 1, stack.clone()));
+                mark(i + 1, &stack);
             }
-            b',' => safe = Some((i, stack.clone())),
+            b',' => mark(i, &stack),
             _ => {}
         }
     }
@@ -69,10 +76,10 @@ pub fn parse_partial(text: &str) -> Option<Value> {
         return Some(value);
     }
     // Else: the last point where every value was complete.
-    let (end, closers) = safe?;
-    let mut fallback = String::with_capacity(end + closers.len());
+    let end = safe_end?;
+    let mut fallback = String::with_capacity(end + safe_closers.len());
     fallback.push_str(text.get(..end)?);
-    fallback.extend(closers.iter().rev().map(|&c| c as char));
+    fallback.extend(safe_closers.iter().rev().map(|&c| c as char));
     serde_json::from_str::<Value>(&fallback).ok()
 }
 
