@@ -222,10 +222,18 @@ impl Shared {
             }
             Pools::Postgres { pool, schema } => {
                 if let Some(schema) = schema {
-                    sqlx::query(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\""))
+                    let created = sqlx::query(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\""))
                         .execute(pool)
-                        .await
-                        .map_err(db_error)?;
+                        .await;
+                    // Two processes creating the same new schema at once: `IF NOT EXISTS`
+                    // checks before it inserts, so the later one fails on the catalog's
+                    // unique index (23505) or as a duplicate schema (42P06). Either way
+                    // the schema now exists, which is all this step needs.
+                    match created {
+                        Ok(_) => {}
+                        Err(e) if is_duplicate_schema(&e) => {}
+                        Err(e) => return Err(db_error(e)),
+                    }
                 }
                 migrator.run(pool).await.map_err(migrate_error)?;
                 let has_vector: bool = sqlx::query(
@@ -419,6 +427,14 @@ impl<'s> MigrationSource<'s> for Migrations {
 
 /// A database error as a [`StoreError`]: connection trouble, timeouts and locks are
 /// `Unavailable`, the rest `Backend`. Messages carry no URL or password.
+/// Whether `error` says the schema being created already exists (see `migrate`).
+fn is_duplicate_schema(error: &sqlx::Error) -> bool {
+    error
+        .as_database_error()
+        .and_then(|db| db.code())
+        .is_some_and(|code| code == "23505" || code == "42P06")
+}
+
 pub(crate) fn db_error(error: sqlx::Error) -> StoreError {
     match &error {
         sqlx::Error::Io(_)

@@ -384,3 +384,26 @@ both_backends!(
     replay_and_diff,
     hostile_text_round_trips
 );
+
+/// Several stores (as from several worker processes) opening the same new schema at the
+/// same moment all open: the losers of the `CREATE SCHEMA` race are not errors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_stores_opening_one_new_schema_at_once_all_open() {
+    let Some(place) = common::postgres_place().await else {
+        return;
+    };
+    let opens: Vec<_> = (0..8)
+        .map(|_| {
+            let (target, options) = (place.target(), place.options());
+            tokio::spawn(async move { agent_store::Store::open_with(&target, options).await })
+        })
+        .collect();
+    let mut failures = Vec::new();
+    for open in opens {
+        if let Err(e) = open.await.unwrap() {
+            failures.push(e.to_string());
+        }
+    }
+    place.remove().await;
+    assert_eq!(failures, Vec::<String>::new());
+}
