@@ -11,7 +11,6 @@ use agent_core::{
     AgentError, AgentResult, LlmClient, LlmErrorKind, LlmResponse, RunStream, StopReason,
     StreamDelta, StreamEvent, run_agent, run_agent_stream,
 };
-use futures::StreamExt;
 use providers_support::*;
 use serde_json::{Value, json};
 use wiremock::{MockServer, ResponseTemplate};

@@ -15,7 +15,6 @@ use agent_core::{
     run_agent, run_agent_stream,
 };
 use common::*;
-use futures::StreamExt;
 use serde_json::json;
 
 async fn collect<T>(mut stream: RunStream<'_, T>) -> (Vec<StreamEvent<T>>, AgentResult<T>) {

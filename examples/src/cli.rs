@@ -66,6 +66,11 @@ impl ModelChoice {
     /// Sets the model on a builder.
     pub fn apply<T: AgentOutput>(&self, builder: AgentConfigBuilder<T>) -> AgentConfigBuilder<T> {
         match self {
+            // The test model, named or fallen back to, calls each tool first, so a run
+            // replayed with `--model test` makes the same calls as the recorded one.
+            Self::Named { model, .. } if model == "test" => builder
+                .model("test")
+                .llm(TestModel::new().calling_tools_first()),
             Self::Named { model, .. } => builder.model(model.clone()),
             Self::Fallback => builder
                 .model("test")

@@ -176,6 +176,17 @@ pub struct RunStream<'a, T> {
 // Nothing in a `RunStream` is pinned in place: the run future is boxed.
 impl<T> Unpin for RunStream<'_, T> {}
 
+impl<T> RunStream<'_, T> {
+    /// A future of the next event, or `None` after [`StreamEvent::Finished`]: exactly
+    /// `futures::StreamExt::next` (the same `Unpin` future), without needing that trait
+    /// in scope or `futures` as a dependency.
+    // Async, so not `Iterator::next`: this is `Stream`'s, made callable without the trait.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> futures::stream::Next<'_, Self> {
+        futures::StreamExt::next(self)
+    }
+}
+
 impl<T> std::fmt::Debug for RunStream<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RunStream")
@@ -233,7 +244,6 @@ impl<T> Stream for RunStream<'_, T> {
 /// ```
 /// use agent_core::{AgentConfig, StreamEvent, run_agent_stream};
 /// use agent_core::testing::ScriptedModel;
-/// use futures::StreamExt;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), agent_core::ConfigError> {
@@ -241,13 +251,16 @@ impl<T> Stream for RunStream<'_, T> {
 ///     .llm(ScriptedModel::new().text("Paris"))
 ///     .build()?;
 /// let mut events = run_agent_stream(&config, "Capital of France?");
+/// let mut answer = None;
+/// // `RunStream::next`; `futures::StreamExt` works as well.
 /// while let Some(event) = events.next().await {
 ///     match event {
 ///         StreamEvent::TextDelta { text, .. } => print!("{text}"),
-///         StreamEvent::Finished(result) => assert_eq!(result.outcome.as_deref(), Ok("Paris")),
+///         StreamEvent::Finished(result) => answer = result.outcome.ok(),
 ///         _ => {}
 ///     }
 /// }
+/// assert_eq!(answer.as_deref(), Some("Paris"));
 /// # Ok(())
 /// # }
 /// ```

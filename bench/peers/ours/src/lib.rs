@@ -21,7 +21,6 @@ use agent_core::{
     StreamEvent, TokenUsage, ToolCall, agent_output, agent_type, run_agent, run_agent_stream, tool,
     tools,
 };
-use futures::StreamExt;
 use peers_common::{
     INPUT, OUTPUT_ARGS, SYSTEM_PROMPT, TOOL_ARGS, TOOL_NAME, check_triage, parse_cli, run_scenario,
 };
