@@ -14,14 +14,11 @@ use serde::{Deserialize, Serialize};
 use crate::backoff::Backoff;
 use crate::config::ConfigError;
 use crate::llm::LlmError;
+use crate::providers::ProviderOptions;
 use crate::providers::classify::{redact, undecodable};
 use crate::providers::http::Transport;
-use crate::providers::routing::{non_empty_name, ollama_base};
-use crate::providers::{ApiKey, ProviderOptions};
+use crate::providers::routing::{Settings, non_empty_name};
 use crate::store::{EmbedFuture, Embedder};
-
-/// The host Ollama listens on when `OLLAMA_HOST` is not set.
-const OLLAMA_DEFAULT_HOST: &str = "http://127.0.0.1:11434";
 
 /// An [`Embedder`] over an OpenAI-compatible `/embeddings` endpoint, routed like
 /// models:
@@ -246,38 +243,28 @@ pub(crate) fn route_with_env(
     options: &ProviderOptions,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<EmbeddingClient, ConfigError> {
-    let invalid = |message: String| ConfigError::InvalidProvider {
-        model: model.to_owned(),
-        message,
+    let settings = Settings {
+        model,
+        options,
+        env,
     };
-    let missing = |var: &str| ConfigError::MissingEnv {
-        model: model.to_owned(),
-        var: var.to_owned(),
-    };
-    let key_or_env = |var: &str| {
-        options
-            .api_key
-            .clone()
-            .or_else(|| env(var).map(ApiKey::new))
-    };
-    let url_or_env = |var: &str| options.base_url.clone().or_else(|| env(var));
+    let invalid = |message: String| settings.invalid(message);
     let mut resolved = options.clone();
     if let Some(name) = model.strip_prefix("ollama/") {
         let name = non_empty_name(name, "ollama/").map_err(invalid)?;
-        let host = url_or_env("OLLAMA_HOST").unwrap_or_else(|| OLLAMA_DEFAULT_HOST.to_owned());
-        let base = ollama_base(&host);
+        let base = settings.ollama_base_url();
         return EmbeddingClient::build("ollama", model, name, &base, &resolved).map_err(invalid);
     }
     if let Some(name) = model.strip_prefix("dispatch/") {
         let name = non_empty_name(name, "dispatch/").map_err(invalid)?;
-        let base = url_or_env("AGENT_DISPATCH_URL").ok_or_else(|| missing("AGENT_DISPATCH_URL"))?;
-        resolved.api_key = key_or_env("AGENT_DISPATCH_API_KEY");
+        let (base, key) = settings.dispatch()?;
+        resolved.api_key = key;
         return EmbeddingClient::build("dispatch", model, name, &base, &resolved).map_err(invalid);
     }
     if model.starts_with("text-embedding-") {
-        resolved.api_key =
-            Some(key_or_env("OPENAI_API_KEY").ok_or_else(|| missing("OPENAI_API_KEY"))?);
-        let base = url_or_env("OPENAI_BASE_URL")
+        resolved.api_key = Some(settings.required_key("OPENAI_API_KEY")?);
+        let base = settings
+            .url_or_env("OPENAI_BASE_URL")
             .unwrap_or_else(|| super::OpenAiClient::DEFAULT_BASE_URL.to_owned());
         return EmbeddingClient::build("openai", model, model, &base, &resolved).map_err(invalid);
     }

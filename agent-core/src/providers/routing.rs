@@ -86,21 +86,13 @@ pub(crate) fn route_with(
             prefixes: PREFIXES.to_owned(),
         });
     };
-    let invalid = |message: String| ConfigError::InvalidProvider {
-        model: model.to_owned(),
-        message,
+    let settings = Settings {
+        model,
+        options,
+        env,
     };
-    let missing = |var: &str| ConfigError::MissingEnv {
-        model: model.to_owned(),
-        var: var.to_owned(),
-    };
-    let key_or_env = |var: &str| {
-        options
-            .api_key
-            .clone()
-            .or_else(|| env(var).map(ApiKey::new))
-    };
-    let url_or_env = |var: &str| options.base_url.clone().or_else(|| env(var));
+    let invalid = |message: String| settings.invalid(message);
+    let url_or_env = |var: &str| settings.url_or_env(var);
     let mut resolved = options.clone();
     // Reuse the pool handed down from a parent config, else start one (HTTP routes only).
     let pool = match options.pool.as_ref().filter(|p| p.fits(options)) {
@@ -112,8 +104,7 @@ pub(crate) fn route_with(
     let (client, wire_model): (Arc<dyn LlmClient>, &str) = match target {
         Target::Test => (Arc::new(TestModel::new()), model),
         Target::Anthropic => {
-            resolved.api_key =
-                Some(key_or_env("ANTHROPIC_API_KEY").ok_or_else(|| missing("ANTHROPIC_API_KEY"))?);
+            resolved.api_key = Some(settings.required_key("ANTHROPIC_API_KEY")?);
             resolved.base_url = url_or_env("ANTHROPIC_BASE_URL");
             (
                 Arc::new(AnthropicClient::build(&resolved).map_err(invalid)?),
@@ -121,8 +112,7 @@ pub(crate) fn route_with(
             )
         }
         Target::OpenAi => {
-            resolved.api_key =
-                Some(key_or_env("OPENAI_API_KEY").ok_or_else(|| missing("OPENAI_API_KEY"))?);
+            resolved.api_key = Some(settings.required_key("OPENAI_API_KEY")?);
             resolved.base_url = url_or_env("OPENAI_BASE_URL");
             (
                 Arc::new(OpenAiClient::build_openai(&resolved).map_err(invalid)?),
@@ -130,8 +120,7 @@ pub(crate) fn route_with(
             )
         }
         Target::Gemini => {
-            resolved.api_key =
-                Some(key_or_env("GEMINI_API_KEY").ok_or_else(|| missing("GEMINI_API_KEY"))?);
+            resolved.api_key = Some(settings.required_key("GEMINI_API_KEY")?);
             resolved.base_url = url_or_env("GEMINI_BASE_URL");
             (
                 Arc::new(GeminiClient::build(&resolved).map_err(invalid)?),
@@ -140,17 +129,15 @@ pub(crate) fn route_with(
         }
         Target::Ollama(name) => {
             let name = non_empty_name(name, "ollama/").map_err(invalid)?;
-            let host = url_or_env("OLLAMA_HOST").unwrap_or_else(|| OLLAMA_DEFAULT_HOST.to_owned());
-            resolved.base_url = Some(ollama_base(&host));
+            resolved.base_url = Some(settings.ollama_base_url());
             let client = OpenAiClient::build_compatible("ollama", &resolved).map_err(invalid)?;
             (Arc::new(client), name)
         }
         Target::Dispatch(name) => {
             let name = non_empty_name(name, "dispatch/").map_err(invalid)?;
-            resolved.base_url = Some(
-                url_or_env("AGENT_DISPATCH_URL").ok_or_else(|| missing("AGENT_DISPATCH_URL"))?,
-            );
-            resolved.api_key = key_or_env("AGENT_DISPATCH_API_KEY");
+            let (base, key) = settings.dispatch()?;
+            resolved.base_url = Some(base);
+            resolved.api_key = key;
             let client = OpenAiClient::build_compatible("dispatch", &resolved).map_err(invalid)?;
             (Arc::new(client), name)
         }
@@ -160,6 +147,65 @@ pub(crate) fn route_with(
         wire_model: wire_model.to_owned(),
         pool,
     })
+}
+
+/// Where a route's settings come from: the options first, then the environment. The
+/// model and embedding routes share it, so both read the same variables.
+pub(crate) struct Settings<'a> {
+    pub(crate) model: &'a str,
+    pub(crate) options: &'a ProviderOptions,
+    pub(crate) env: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl Settings<'_> {
+    pub(crate) fn invalid(&self, message: String) -> ConfigError {
+        ConfigError::InvalidProvider {
+            model: self.model.to_owned(),
+            message,
+        }
+    }
+
+    pub(crate) fn missing(&self, var: &str) -> ConfigError {
+        ConfigError::MissingEnv {
+            model: self.model.to_owned(),
+            var: var.to_owned(),
+        }
+    }
+
+    /// The key set on the options, else `var` from the environment.
+    pub(crate) fn key_or_env(&self, var: &str) -> Option<ApiKey> {
+        self.options
+            .api_key
+            .clone()
+            .or_else(|| (self.env)(var).map(ApiKey::new))
+    }
+
+    /// The base URL set on the options, else `var` from the environment.
+    pub(crate) fn url_or_env(&self, var: &str) -> Option<String> {
+        self.options.base_url.clone().or_else(|| (self.env)(var))
+    }
+
+    /// The key set on the options, else `var`; missing is an error.
+    pub(crate) fn required_key(&self, var: &str) -> Result<ApiKey, ConfigError> {
+        self.key_or_env(var).ok_or_else(|| self.missing(var))
+    }
+
+    /// Ollama's API root: the base URL, else `OLLAMA_HOST`, else the default host.
+    pub(crate) fn ollama_base_url(&self) -> String {
+        let host = self
+            .url_or_env("OLLAMA_HOST")
+            .unwrap_or_else(|| OLLAMA_DEFAULT_HOST.to_owned());
+        ollama_base(&host)
+    }
+
+    /// The dispatch fleet's base URL (`AGENT_DISPATCH_URL`, required) and optional key
+    /// (`AGENT_DISPATCH_API_KEY`).
+    pub(crate) fn dispatch(&self) -> Result<(String, Option<ApiKey>), ConfigError> {
+        let base = self
+            .url_or_env("AGENT_DISPATCH_URL")
+            .ok_or_else(|| self.missing("AGENT_DISPATCH_URL"))?;
+        Ok((base, self.key_or_env("AGENT_DISPATCH_API_KEY")))
+    }
 }
 
 pub(crate) fn non_empty_name<'m>(name: &'m str, prefix: &str) -> Result<&'m str, String> {
