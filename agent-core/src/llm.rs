@@ -39,7 +39,10 @@ pub trait LlmClient: Send + Sync {
     ///
     /// The default calls [`complete`](Self::complete) and hands the turn to `sink` in
     /// one piece (its text, then each tool call), so every client works with a
-    /// streamed run. The provider adapters stream over SSE.
+    /// streamed run. The provider adapters stream over SSE, and call
+    /// [`StreamSink::flush`] whenever they are about to wait for more of the body (an
+    /// implementation that never does still works: the runner flushes the sink when
+    /// the turn is complete).
     ///
     /// # Errors
     /// As [`complete`](Self::complete). A stream that ends before the provider's end
@@ -167,7 +170,7 @@ impl<C: LlmClient + ?Sized> LlmClient for Arc<C> {
 }
 
 /// Hands a whole turn to `sink`: its text, then each tool call (start, then its
-/// arguments as JSON text).
+/// arguments as JSON text), as one batch.
 pub(crate) fn replay(response: &LlmResponse, sink: &mut dyn StreamSink) {
     if !response.text.is_empty() {
         sink.on_delta(StreamDelta::Text(&response.text));
@@ -181,6 +184,7 @@ pub(crate) fn replay(response: &LlmResponse, sink: &mut dyn StreamSink) {
         let json = call.arguments.to_string();
         sink.on_delta(StreamDelta::ToolCallArguments { index, json: &json });
     }
+    sink.flush();
 }
 
 /// Which tools the model may or must call in a turn.

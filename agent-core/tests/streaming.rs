@@ -303,15 +303,10 @@ async fn a_streamed_openai_run_ends_with_the_validated_value() {
             ),
         ]
     );
-    // The submit_output arguments, as they arrived, then complete.
-    assert_eq!(
-        partials(&events),
-        [
-            json!({"severity": 2}),
-            json!({"severity": 2, "queue": "shipping", "summary": "Parcel A-1001"}),
-            final_answer(),
-        ]
-    );
+    // wiremock sends each body at once: its fragments are one batch, so the
+    // submit_output arguments come as one partial value (see
+    // `partial_output_follows_the_arguments_as_they_arrive` for a body in pieces).
+    assert_eq!(partials(&events), [final_answer()]);
 }
 
 #[tokio::test]
@@ -386,14 +381,8 @@ async fn a_native_answer_streams_as_partial_output_from_a_compatible_server() {
     let (events, result) = collect(run_agent_stream(&config, "ticket")).await;
     assert_eq!(result.outcome, Ok(expected_triage()));
     assert_eq!(result.usage.input_tokens, 301);
-    assert_eq!(
-        partials(&events),
-        [
-            json!({"severity": 2}),
-            json!({"severity": 2, "queue": "shipping"}),
-            final_answer(),
-        ]
-    );
+    // One batch (the body arrived at once): one partial value, the whole answer.
+    assert_eq!(partials(&events), [final_answer()]);
     let text: String = events
         .iter()
         .filter_map(|e| match e {
@@ -506,7 +495,8 @@ async fn a_streamed_anthropic_run_survives_a_cut_and_ends_with_the_value() {
             ("toolu_01StrmRefundB2002", true)
         ]
     );
-    // The cut turn's partial answer comes first, then the retried one's.
+    // The cut turn's partial answer (what arrived before the cut) comes first, then
+    // the retried one's.
     let partials = partials(&events);
     assert_eq!(
         partials.first(),
@@ -555,4 +545,84 @@ async fn streamed_and_plain_runs_of_the_same_replies_agree() {
         (sent[1].get("stream"), sent[3].get("stream")),
         (Some(&json!(true)), None)
     );
+}
+
+// ---- a body that arrives in pieces ----
+
+/// A one-shot HTTP server that answers the first request with `events` as an event
+/// stream, one event at a time with a pause between them (`Connection: close`, no
+/// length: the body ends when the connection does); returns its base URL.
+async fn trickling_server(events: Vec<String>) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        // Read the request head and its body (Content-Length) before answering.
+        let mut request = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = socket.read(&mut buf).await.unwrap();
+            request.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&request).to_ascii_lowercase();
+            if let Some(head_end) = text.find("\r\n\r\n") {
+                let length = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .and_then(|v| v.trim().parse::<usize>().ok())
+                    .unwrap_or(0);
+                if request.len() >= head_end + 4 + length {
+                    break;
+                }
+            }
+            assert!(n > 0, "the client closed before its request was complete");
+        }
+        let head =
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+        socket.write_all(head.as_bytes()).await.unwrap();
+        for event in events {
+            socket.write_all(event.as_bytes()).await.unwrap();
+            socket.flush().await.unwrap();
+            tokio::time::sleep(std::time::Duration::from_millis(40)).await;
+        }
+    });
+    format!("http://{addr}/v1")
+}
+
+#[tokio::test]
+async fn partial_output_follows_the_arguments_as_they_arrive() {
+    let body = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/streaming/openai/submit.sse"
+    ))
+    .unwrap();
+    // One event per write, with pauses: every argument fragment is its own batch.
+    let events: Vec<String> = body
+        .split("\n\n")
+        .filter(|e| !e.trim().is_empty())
+        .map(|e| format!("{e}\n\n"))
+        .collect();
+    let url = trickling_server(events).await;
+    let config = triage(OPENAI, &url).build().unwrap();
+    let (events, result) = collect(run_agent_stream(&config, "ticket")).await;
+    assert_eq!(result.outcome, Ok(expected_triage()));
+    // The submit_output arguments as they arrived, fragment by fragment, then whole.
+    assert_eq!(
+        partials(&events),
+        [
+            json!({"severity": 2}),
+            json!({"severity": 2, "queue": "shipping", "summary": "Parcel A-1001"}),
+            final_answer(),
+        ]
+    );
+    // Each partial value comes before the call is finished.
+    let last_partial = events
+        .iter()
+        .rposition(|e| matches!(e, StreamEvent::PartialOutput { .. }))
+        .unwrap();
+    let finished = events
+        .iter()
+        .position(|e| matches!(e, StreamEvent::ToolCallFinished { .. }))
+        .unwrap();
+    assert!(last_partial < finished);
 }

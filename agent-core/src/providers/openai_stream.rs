@@ -47,14 +47,14 @@ struct ChunkChoice<'a> {
 
 #[derive(Deserialize)]
 struct Delta<'a> {
-    #[serde(borrow)]
-    content: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    content: Piece<'a>,
     #[serde(borrow)]
     refusal: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    reasoning_content: Option<&'a RawValue>,
-    #[serde(borrow)]
-    reasoning: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    reasoning_content: Piece<'a>,
+    #[serde(borrow, default)]
+    reasoning: Piece<'a>,
     #[serde(borrow)]
     tool_calls: Option<Vec<CallDelta<'a>>>,
 }
@@ -72,8 +72,110 @@ struct CallDelta<'a> {
 struct FunctionDelta<'a> {
     #[serde(borrow)]
     name: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    arguments: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    arguments: Piece<'a>,
+}
+
+/// A delta's text field: a JSON string read once (borrowed from the event's data
+/// where it has no escapes), or an object kept as its JSON text (some servers send a
+/// call's arguments whole, as an object); anything else (`null`, absent, numbers,
+/// arrays) is nothing.
+#[derive(Default)]
+enum Piece<'a> {
+    #[default]
+    Nothing,
+    Text(Cow<'a, str>),
+    Object(String),
+}
+
+impl<'a> Piece<'a> {
+    /// The string's text; `None` for an object or nothing.
+    fn text(self) -> Option<Cow<'a, str>> {
+        match self {
+            Piece::Text(text) => Some(text),
+            Piece::Nothing | Piece::Object(_) => None,
+        }
+    }
+
+    /// The text of a string, or the JSON text of an object.
+    fn text_or_json(self) -> Option<Cow<'a, str>> {
+        match self {
+            Piece::Text(text) => Some(text),
+            Piece::Object(json) => Some(Cow::Owned(json)),
+            Piece::Nothing => None,
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Piece<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct PieceVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for PieceVisitor<'a> {
+            type Value = Piece<'a>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string, an object or null")
+            }
+
+            fn visit_borrowed_str<E: serde::de::Error>(
+                self,
+                v: &'de str,
+            ) -> Result<Self::Value, E> {
+                Ok(Piece::Text(Cow::Borrowed(v)))
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Piece::Text(Cow::Owned(v.to_owned())))
+            }
+
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Piece::Text(Cow::Owned(v)))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let value = Value::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(Piece::Object(value.to_string()))
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                serde::de::IgnoredAny::deserialize(serde::de::value::SeqAccessDeserializer::new(
+                    seq,
+                ))?;
+                Ok(Piece::Nothing)
+            }
+
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+                Ok(Piece::Nothing)
+            }
+
+            fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+                Ok(Piece::Nothing)
+            }
+
+            fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(Piece::Nothing)
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(Piece::Nothing)
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(Piece::Nothing)
+            }
+
+            fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(Piece::Nothing)
+            }
+        }
+        deserializer.deserialize_any(PieceVisitor(std::marker::PhantomData))
+    }
 }
 
 /// The first element of the `choices` array (`null` reads as none); the others are
@@ -108,21 +210,6 @@ where
         }
     }
     deserializer.deserialize_any(First)
-}
-
-/// A JSON string's text (borrowed when it has no escapes); `None` for anything else
-/// (`null`, arrays, ...).
-fn string_of(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
-    let raw = raw?;
-    let text = raw.get();
-    if !text.starts_with('"') {
-        return None;
-    }
-    if !text.contains('\\') {
-        // No escapes: the text between the quotes is the string.
-        return text.get(1..text.len() - 1).map(Cow::Borrowed);
-    }
-    serde_json::from_str::<String>(text).ok().map(Cow::Owned)
 }
 
 /// An id as a value: a string, or a number (some servers send numeric ids).
@@ -194,12 +281,8 @@ impl ChunkAssembler {
         {
             call.name = name.into_owned();
         }
-        let Some(raw) = arguments else { return };
-        let fragment: Cow<'_, str> = match string_of(Some(raw)) {
-            Some(text) => text,
-            // Some servers send the arguments as an object, whole.
-            None if raw.get().starts_with('{') => Cow::Borrowed(raw.get()),
-            None => return,
+        let Some(fragment) = arguments.text_or_json() else {
+            return;
         };
         if !fragment.is_empty() {
             call.arguments.push_str(&fragment);
@@ -241,7 +324,7 @@ impl Assembler for ChunkAssembler {
         // One choice is asked for (no `n`): the first is the turn.
         if let Some(choice) = chunk.choices {
             if let Some(delta) = choice.delta {
-                if let Some(text) = string_of(delta.content)
+                if let Some(text) = delta.content.text()
                     && !text.is_empty()
                 {
                     self.text.push_str(&text);
@@ -250,7 +333,11 @@ impl Assembler for ChunkAssembler {
                 if let Some(refusal) = delta.refusal {
                     self.refusal.push_str(&refusal);
                 }
-                if let Some(reasoning) = string_of(delta.reasoning_content.or(delta.reasoning)) {
+                let reasoning = match delta.reasoning_content {
+                    Piece::Nothing => delta.reasoning,
+                    given => given,
+                };
+                if let Some(reasoning) = reasoning.text() {
                     self.reasoning.push_str(&reasoning);
                 }
                 for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
@@ -295,5 +382,92 @@ impl Assembler for ChunkAssembler {
             usage: self.usage,
             error: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use serde_json::{Value, json};
+
+    use super::ChunkAssembler;
+    use crate::providers::sse::{Assembler, Step};
+    use crate::stream::StreamDelta;
+
+    /// Feeds `events` (data lines) to an assembler; returns the deltas as text and the
+    /// assembled reply.
+    fn assemble(events: &[&str]) -> (Vec<String>, super::WireResponse) {
+        let mut assembler = ChunkAssembler::default();
+        let mut deltas = Vec::new();
+        let mut sink = |delta: StreamDelta<'_>| {
+            deltas.push(match delta {
+                StreamDelta::Text(t) => format!("text {t}"),
+                StreamDelta::ToolCallStarted { index, id, name } => {
+                    format!("start {index} {id} {name}")
+                }
+                StreamDelta::ToolCallArguments { index, json } => format!("args {index} {json}"),
+                _ => "other".to_owned(),
+            });
+        };
+        for data in events {
+            match assembler.on_event("", data, &mut sink) {
+                Step::More | Step::End => {}
+                Step::Failed(e) => panic!("error event {e}"),
+                Step::Undecodable(e) => panic!("undecodable {e}"),
+            }
+        }
+        (deltas, assembler.finish())
+    }
+
+    fn message(reply: &super::WireResponse) -> &super::WireMessageOut {
+        reply.choices.as_ref().unwrap()[0].message.as_ref().unwrap()
+    }
+
+    #[test]
+    fn escaped_fragments_are_unescaped_once_and_objects_kept_whole() {
+        let (deltas, reply) = assemble(&[
+            r#"{"choices":[{"delta":{"content":"say \"hi\"\n","tool_calls":[{"index":0,"id":"c1","function":{"name":"a","arguments":"{\"x\":"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"content":null,"tool_calls":[{"index":0,"function":{"arguments":"\"\\u00e9\"}"}}]}}]}"#,
+            // A server that sends a call's arguments as an object, whole.
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":7,"function":{"name":"b","arguments":{"y":[1,2]}}}]}}]}"#,
+            // Numbers and arrays where text is expected are nothing.
+            r#"{"choices":[{"delta":{"content":5,"reasoning":["r"],"tool_calls":[{"index":1,"function":{"arguments":null}}]},"finish_reason":"tool_calls"}]}"#,
+            "[DONE]",
+        ]);
+        assert_eq!(
+            deltas,
+            [
+                "text say \"hi\"\n",
+                "start 0 c1 a",
+                "args 0 {\"x\":",
+                // The JSON text's own escape stays: it is JSON for the arguments.
+                "args 0 \"\\u00e9\"}",
+                "start 1 7 b",
+                "args 1 {\"y\":[1,2]}",
+            ]
+        );
+        let message = message(&reply);
+        assert_eq!(message.content, Some(json!("say \"hi\"\n")));
+        assert!(message.reasoning_content.is_none());
+        let calls = message.tool_calls.as_ref().unwrap();
+        let arguments: Vec<&Value> = calls
+            .iter()
+            .map(|c| c.function.as_ref().unwrap().arguments.as_ref().unwrap())
+            .collect();
+        assert_eq!(
+            arguments,
+            [&json!("{\"x\":\"\\u00e9\"}"), &json!("{\"y\":[1,2]}")]
+        );
+        assert_eq!(calls[1].id, Some(json!(7)));
+    }
+
+    #[test]
+    fn reasoning_is_read_from_either_field() {
+        let (_, reply) = assemble(&[
+            r#"{"choices":[{"delta":{"reasoning_content":"first "}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning_content":null,"reasoning":"then"}}]}"#,
+        ]);
+        assert_eq!(message(&reply).reasoning_content, Some(json!("first then")));
     }
 }

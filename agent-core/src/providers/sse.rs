@@ -63,6 +63,20 @@ pub(crate) enum Streamed<O> {
 pub(crate) async fn read<A: Assembler>(
     transport: &Transport,
     streaming: Streaming,
+    assembler: A,
+    sink: &mut dyn StreamSink,
+) -> Result<Streamed<A::Output>, LlmError> {
+    let outcome = read_events(transport, streaming, assembler, sink).await;
+    // The last batch: what arrived before the end marker, or before a cut (which a
+    // retry then voids).
+    sink.flush();
+    outcome
+}
+
+/// [`read`] without the last flush.
+async fn read_events<A: Assembler>(
+    transport: &Transport,
+    streaming: Streaming,
     mut assembler: A,
     sink: &mut dyn StreamSink,
 ) -> Result<Streamed<A::Output>, LlmError> {
@@ -105,7 +119,16 @@ pub(crate) async fn read<A: Assembler>(
     let key: Option<&ApiKey> = transport.key();
     let cap = transport.max_response_bytes();
     let mut read = 0usize;
-    while let Some(item) = events.next().await {
+    loop {
+        let item = match events.next().now_or_never() {
+            Some(item) => item,
+            None => {
+                // Nothing more is in yet: what was read so far is one batch.
+                sink.flush();
+                events.next().await
+            }
+        };
+        let Some(item) = item else { break };
         let event = match item {
             Ok(event) => event,
             Err(sse_stream::Error::Body(e)) if e.is::<reqwest::Error>() => {
@@ -173,9 +196,9 @@ fn is_json(headers: &reqwest::header::HeaderMap) -> bool {
         .get(reqwest::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| {
-            v.trim_start()
-                .to_ascii_lowercase()
-                .starts_with("application/json")
+            let v = v.trim_start().as_bytes();
+            let json = b"application/json";
+            v.len() >= json.len() && v[..json.len()].eq_ignore_ascii_case(json)
         })
 }
 

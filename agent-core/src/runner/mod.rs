@@ -35,7 +35,7 @@ use crate::observe::RunEvent;
 use crate::output::{AgentOutput, SUBMIT_OUTPUT};
 use crate::result::AgentResult;
 use crate::run_options::RunOptions;
-use crate::stream::{EventSender, PartialKind, StreamEvent, TurnSink};
+use crate::stream::{EventSender, PartialKind, StreamEvent, StreamSink, TurnSink};
 use crate::tool::{StateMap, ToolDefinition};
 use crate::usage::Usage;
 use crate::validate::ValidationErrors;
@@ -379,7 +379,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         for message in self.request.messages.iter().skip(from) {
             if let Message::Tool { results } = message {
                 for r in results {
-                    let _ = events.send(StreamEvent::ToolResult {
+                    events.send(StreamEvent::ToolResult {
                         llm_call,
                         id: r.call_id.clone(),
                         name: r.name.clone(),
@@ -648,7 +648,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             );
         }
         let mut sink = self.events.as_ref().map(|events| {
-            let _ = events.send(StreamEvent::TurnStarted { llm_call });
+            events.send(StreamEvent::TurnStarted { llm_call });
             let kind = match &cfg.output {
                 OutputPlan::Tool => PartialKind::Tool,
                 OutputPlan::Json(_) => PartialKind::Text,
@@ -663,7 +663,13 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         let guarded = AssertUnwindSafe(async move {
             match sink.as_mut() {
                 Some(sink) => {
-                    tokio::time::timeout(limit, client.complete_streaming(request, sink)).await
+                    let outcome =
+                        tokio::time::timeout(limit, client.complete_streaming(request, sink)).await;
+                    // The last batch of a client that does not flush.
+                    if matches!(outcome, Ok(Ok(_))) {
+                        sink.flush();
+                    }
+                    outcome
                 }
                 None => tokio::time::timeout(limit, client.complete(request)).await,
             }
@@ -744,7 +750,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 error: last,
             });
             if let Some(events) = &self.events {
-                let _ = events.send(StreamEvent::Retrying {
+                events.send(StreamEvent::Retrying {
                     llm_call: self.usage.llm_calls,
                     delay,
                     error: last.to_string(),
@@ -830,7 +836,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             .push(Message::assistant(text.clone(), tool_calls.clone()));
         if let Some(events) = &self.events {
             for call in &tool_calls {
-                let _ = events.send(StreamEvent::ToolCallFinished {
+                events.send(StreamEvent::ToolCallFinished {
                     llm_call: self.usage.llm_calls,
                     id: call.id.clone(),
                     name: call.name.clone(),

@@ -10,14 +10,15 @@
 mod partial;
 mod sink;
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::Stream;
 use serde_json::Value;
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use crate::config::AgentConfig;
 use crate::output::AgentOutput;
@@ -63,6 +64,13 @@ pub enum StreamDelta<'a> {
 pub trait StreamSink: Send {
     /// Handles one piece of the turn.
     fn on_delta(&mut self, delta: StreamDelta<'_>);
+
+    /// The pieces handed over so far arrived together (for example in one network
+    /// read): a client calls this before it waits for more, and when the turn ends. A
+    /// sink may act on a batch here rather than on every piece (the runner's sink sends
+    /// one [`StreamEvent::PartialOutput`] per batch). Does nothing by default; calling
+    /// it again without new pieces must do nothing either.
+    fn flush(&mut self) {}
 }
 
 impl<F> StreamSink for F
@@ -133,7 +141,9 @@ pub enum StreamEvent<T> {
     /// The structured answer so far: the `submit_output` arguments in tool mode, or
     /// the JSON of the text in native and prompted modes, parsed leniently (see
     /// [`parse_partial`]). Not validated: the validated value is in
-    /// [`Finished`](Self::Finished).
+    /// [`Finished`](Self::Finished). Sent once per batch of pieces that arrived
+    /// together (one network read, see [`StreamSink::flush`]) when the value changed,
+    /// not once per fragment: fragments read at once would only repeat each other.
     PartialOutput {
         /// Which round trip.
         llm_call: u32,
@@ -155,8 +165,35 @@ pub enum StreamEvent<T> {
     Finished(Box<AgentResult<T>>),
 }
 
+/// The events sent and not yet taken: a queue shared by the run (which adds to it
+/// only while [`RunStream`] polls it) and the stream (which takes from it), so never
+/// contended.
+type Queue<T> = Arc<Mutex<VecDeque<StreamEvent<T>>>>;
+
 /// The sending side the runner holds for a streamed run.
-pub(crate) type EventSender<T> = UnboundedSender<StreamEvent<T>>;
+pub(crate) struct EventSender<T>(Queue<T>);
+
+impl<T> Clone for EventSender<T> {
+    fn clone(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+}
+
+impl<T> EventSender<T> {
+    /// Queues `event` for the stream.
+    pub(crate) fn send(&self, event: StreamEvent<T>) {
+        lock(&self.0).push_back(event);
+    }
+}
+
+/// The queue, also after a panic elsewhere while it was held (a push or a pop cannot
+/// leave it half-changed).
+fn lock<T>(queue: &Queue<T>) -> MutexGuard<'_, VecDeque<StreamEvent<T>>> {
+    queue.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// How many events the queue holds before it grows: a two-turn run's events.
+const QUEUE_CAPACITY: usize = 16;
 
 type RunFuture<'a, T> = Pin<Box<dyn Future<Output = AgentResult<T>> + Send + 'a>>;
 
@@ -169,7 +206,7 @@ type RunFuture<'a, T> = Pin<Box<dyn Future<Output = AgentResult<T>> + Send + 'a>
 #[must_use = "a stream does nothing unless polled"]
 pub struct RunStream<'a, T> {
     run: Option<RunFuture<'a, T>>,
-    events: UnboundedReceiver<StreamEvent<T>>,
+    events: Queue<T>,
     result: Option<AgentResult<T>>,
 }
 
@@ -203,7 +240,7 @@ impl<T> Stream for RunStream<'_, T> {
         // Only the run future sends, and only while it is polled here: what it sent
         // comes out first, the result last.
         loop {
-            if let Ok(event) = this.events.try_recv() {
+            if let Some(event) = lock(&this.events).pop_front() {
                 return Poll::Ready(Some(event));
             }
             if let Some(result) = this.result.take() {
@@ -218,9 +255,9 @@ impl<T> Stream for RunStream<'_, T> {
                     this.result = Some(result);
                 }
                 Poll::Pending => {
-                    return match this.events.try_recv() {
-                        Ok(event) => Poll::Ready(Some(event)),
-                        Err(_) => Poll::Pending,
+                    return match lock(&this.events).pop_front() {
+                        Some(event) => Poll::Ready(Some(event)),
+                        None => Poll::Pending,
                     };
                 }
             }
@@ -278,13 +315,14 @@ pub fn run_agent_stream_with<'a, T: AgentOutput + Sync>(
     input: impl Into<String>,
     options: RunOptions,
 ) -> RunStream<'a, T> {
-    let (tx, rx) = unbounded_channel();
+    let events: Queue<T> = Arc::new(Mutex::new(VecDeque::with_capacity(QUEUE_CAPACITY)));
+    let sender = EventSender(Arc::clone(&events));
     let input = input.into();
     RunStream {
         run: Some(Box::pin(crate::runner::run_streamed(
-            config, input, options, tx,
+            config, input, options, sender,
         ))),
-        events: rx,
+        events,
         result: None,
     }
 }

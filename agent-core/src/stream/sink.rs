@@ -28,6 +28,8 @@ pub(crate) struct TurnSink<T> {
     submit_index: Option<usize>,
     /// The last partial value sent, so an unchanged one is not sent again.
     last: Option<Value>,
+    /// Whether `answer` grew since the last partial value was worked out.
+    dirty: bool,
 }
 
 impl<T> TurnSink<T> {
@@ -39,15 +41,16 @@ impl<T> TurnSink<T> {
             answer: String::new(),
             submit_index: None,
             last: None,
+            dirty: false,
         }
     }
 
     fn send(&self, event: StreamEvent<T>) {
-        // The receiver lives as long as the run (it owns the run's future).
-        let _ = self.tx.send(event);
+        self.tx.send(event);
     }
 
-    /// Sends the answer so far when it parses to an object that changed.
+    /// Sends the answer so far when it parses to an object that changed (at a flush:
+    /// once per batch of pieces, not per fragment).
     fn partial(&mut self) {
         let json = match self.kind {
             PartialKind::Text => match self.answer.find('{') {
@@ -84,7 +87,7 @@ impl<T: Send> StreamSink for TurnSink<T> {
                 });
                 if self.kind == PartialKind::Text {
                     self.answer.push_str(text);
-                    self.partial();
+                    self.dirty = true;
                 }
             }
             StreamDelta::ToolCallStarted { index, id, name } => {
@@ -104,9 +107,15 @@ impl<T: Send> StreamSink for TurnSink<T> {
             StreamDelta::ToolCallArguments { index, json } => {
                 if self.submit_index == Some(index) && !json.is_empty() {
                     self.answer.push_str(json);
-                    self.partial();
+                    self.dirty = true;
                 }
             }
+        }
+    }
+
+    fn flush(&mut self) {
+        if std::mem::take(&mut self.dirty) {
+            self.partial();
         }
     }
 }
