@@ -4,7 +4,8 @@
 #   bench/peers/run.sh            full run (about 7 minutes on 2 cores)
 #   bench/peers/run.sh --quick    short run for iteration (about 2 minutes)
 #   ONLY="ours bare" bench/peers/run.sh   only these frameworks (names: ours
-#                                         ours-stream rig pydantic-ai bare openai-py)
+#                                         ours-stream rig pydantic-ai bare bare-stream
+#                                         openai-py)
 #
 # Builds every Rust crate of bench/peers (release), makes the Python venv
 # (bench/peers/.venv, pinned by pydantic/requirements.txt) if missing, starts two
@@ -51,7 +52,7 @@ mkdir -p "$RESULTS"
 RAW="$RESULTS/raw.jsonl"
 : > "$RAW"
 
-ONLY=${ONLY:-ours ours-stream rig pydantic-ai bare openai-py}
+ONLY=${ONLY:-ours ours-stream rig pydantic-ai bare bare-stream openai-py}
 
 echo "== build (release)" >&2
 PKGS=(-p mock-server)
@@ -59,7 +60,7 @@ for fw in $ONLY; do
     case $fw in
         ours|ours-stream) PKGS+=(-p ours) ;;
         rig) PKGS+=(-p rig-bench) ;;
-        bare) PKGS+=(-p bare) ;;
+        bare|bare-stream) PKGS+=(-p bare) ;;
         pydantic-ai|openai-py) NEED_PY=1 ;;
         *) echo "unknown framework $fw in ONLY" >&2; exit 2 ;;
     esac
@@ -113,7 +114,7 @@ bench() {
     [[ " $ONLY " == *" $fw "* ]] || return 0
     local line
     case $fw in
-        ours|ours-stream|rig|bare) line=$("$BIN/$fw-bench" "$@") || line="{\"framework\":\"$fw\",\"scenario\":\"$1\",\"failed\":true}" ;;
+        ours|ours-stream|rig|bare|bare-stream) line=$("$BIN/$fw-bench" "$@") || line="{\"framework\":\"$fw\",\"scenario\":\"$1\",\"failed\":true}" ;;
         pydantic-ai|openai-py) line=$("${PY[@]}" "$fw" "$@") || line="{\"framework\":\"$fw\",\"scenario\":\"$1\",\"failed\":true}" ;;
     esac
     echo "$line" >> "$RAW"
@@ -131,7 +132,7 @@ done
 for c in 1 64; do
     echo "== http, concurrency $c ($REPS reps)" >&2
     for rep in $(seq "$REPS"); do
-        for fw in bare ours ours-stream rig openai-py pydantic-ai; do
+        for fw in bare bare-stream ours ours-stream rig openai-py pydantic-ai; do
             bench "$fw" http --url "$FAST" --concurrency "$c" \
                 --seconds "$HTTP_SECONDS" --warmup-seconds "$HTTP_WARMUP"
         done
