@@ -407,7 +407,6 @@ mod tests {
                     format!("start {index} {id} {name}")
                 }
                 StreamDelta::ToolCallArguments { index, json } => format!("args {index} {json}"),
-                _ => "other".to_owned(),
             });
         };
         for data in events {
