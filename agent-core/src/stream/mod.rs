@@ -192,8 +192,10 @@ fn lock<T>(queue: &Queue<T>) -> MutexGuard<'_, VecDeque<StreamEvent<T>>> {
     queue.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// How many events the queue holds before it grows: a two-turn run's events.
-const QUEUE_CAPACITY: usize = 16;
+/// How many events the queue holds before it grows. The stream takes events out as the
+/// run adds them, so a few are queued at a time (those of one turn's processing); a
+/// buffer this small (under 1 KiB) also comes from the allocator's fast path.
+const QUEUE_CAPACITY: usize = 6;
 
 type RunFuture<'a, T> = Pin<Box<dyn Future<Output = AgentResult<T>> + Send + 'a>>;
 

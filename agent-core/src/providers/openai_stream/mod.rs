@@ -1,0 +1,323 @@
+//! Chat Completions streaming: `chat.completion.chunk` events assembled into the body
+//! of a non-streamed reply.
+//!
+//! Each chunk has `choices[0].delta` with `content` (text), `refusal`,
+//! `reasoning_content` / `reasoning` (compatible servers' reasoning parsers) and
+//! `tool_calls` fragments keyed by `index` (the first carries `id` and
+//! `function.name`, every one a piece of `function.arguments`); `finish_reason` on the
+//! last chunk of the choice; with `stream_options.include_usage`, a final chunk with
+//! empty `choices` and the `usage`; then `data: [DONE]`. A chunk with `error` is an
+//! error mid-stream. Source: Chat Completions API reference, "The chat completion chunk
+//! object" (<https://platform.openai.com/docs/api-reference/chat-streaming>).
+
+mod chunk;
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use crate::providers::openai::{
+    WireCallOut, WireChoiceOut, WireFunctionOut, WireMessageOut, WireResponse, WireUsage,
+};
+use crate::providers::sse::{Assembler, Step};
+use crate::stream::{StreamDelta, StreamSink};
+
+/// A tool call being assembled.
+struct Call {
+    /// The wire `index` it is keyed by.
+    wire_index: usize,
+    id: Option<Value>,
+    name: String,
+    arguments: String,
+}
+
+/// The reply so far.
+#[derive(Default)]
+pub(crate) struct ChunkAssembler {
+    id: Option<Value>,
+    model: Option<String>,
+    text: String,
+    refusal: String,
+    reasoning: String,
+    calls: Vec<Call>,
+    finish_reason: Option<String>,
+    usage: Option<WireUsage>,
+    /// The arguments piece of the tool call fragment being read (kept for its
+    /// capacity: no allocation per fragment).
+    fragment: String,
+}
+
+impl ChunkAssembler {
+    /// Applies one tool call fragment: the call keyed by `wire_index` starts (with its
+    /// id and name) or grows by `arguments`.
+    fn on_call(
+        &mut self,
+        wire_index: usize,
+        id: Option<Value>,
+        name: Option<String>,
+        arguments: &str,
+        sink: &mut dyn StreamSink,
+    ) {
+        let at = match self.calls.iter().position(|c| c.wire_index == wire_index) {
+            Some(at) => {
+                let call = &mut self.calls[at];
+                if call.id.is_none() {
+                    call.id = id;
+                }
+                if call.name.is_empty()
+                    && let Some(name) = name
+                {
+                    call.name = name;
+                }
+                at
+            }
+            None => {
+                let name = name.unwrap_or_default();
+                let shown: Cow<'_, str> = match &id {
+                    Some(Value::String(s)) => Cow::Borrowed(s),
+                    Some(Value::Number(n)) => Cow::Owned(n.to_string()),
+                    _ => Cow::Borrowed(""),
+                };
+                sink.on_delta(StreamDelta::ToolCallStarted {
+                    index: self.calls.len(),
+                    id: &shown,
+                    name: &name,
+                });
+                self.calls.push(Call {
+                    wire_index,
+                    id,
+                    name,
+                    arguments: String::new(),
+                });
+                self.calls.len() - 1
+            }
+        };
+        if !arguments.is_empty() {
+            self.calls[at].arguments.push_str(arguments);
+            sink.on_delta(StreamDelta::ToolCallArguments {
+                index: at,
+                json: arguments,
+            });
+        }
+    }
+}
+
+impl Assembler for ChunkAssembler {
+    type Output = WireResponse;
+
+    fn on_event(&mut self, _event: &str, data: &str, sink: &mut dyn StreamSink) -> Step {
+        let data = data.trim();
+        if data == "[DONE]" {
+            return Step::End;
+        }
+        if data.is_empty() {
+            return Step::More;
+        }
+        match chunk::read(data, self, sink) {
+            Ok(None) => Step::More,
+            Ok(Some(error)) => Step::Failed(error),
+            Err(e) => Step::Undecodable(e),
+        }
+    }
+
+    fn finish(self) -> WireResponse {
+        let tool_calls = (!self.calls.is_empty()).then(|| {
+            self.calls
+                .into_iter()
+                .map(|c| WireCallOut {
+                    id: c.id,
+                    function: Some(WireFunctionOut {
+                        name: Some(c.name),
+                        arguments: Some(Value::String(c.arguments)),
+                    }),
+                })
+                .collect()
+        });
+        let message = WireMessageOut {
+            content: Some(Value::String(self.text)),
+            refusal: (!self.refusal.is_empty()).then_some(self.refusal),
+            tool_calls,
+            reasoning_content: (!self.reasoning.is_empty())
+                .then_some(Value::String(self.reasoning)),
+            reasoning: None,
+        };
+        WireResponse {
+            id: self.id,
+            model: self.model,
+            choices: Some(vec![WireChoiceOut {
+                message: Some(message),
+                finish_reason: self.finish_reason,
+            }]),
+            usage: self.usage,
+            error: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use serde_json::{Value, json};
+
+    use super::ChunkAssembler;
+    use crate::providers::sse::{Assembler, Step};
+    use crate::stream::StreamDelta;
+
+    /// Feeds `events` (data lines) to an assembler; returns the deltas as text and the
+    /// assembled reply.
+    fn assemble(events: &[&str]) -> (Vec<String>, super::WireResponse) {
+        let mut assembler = ChunkAssembler::default();
+        let mut deltas = Vec::new();
+        let mut sink = |delta: StreamDelta<'_>| {
+            deltas.push(match delta {
+                StreamDelta::Text(t) => format!("text {t}"),
+                StreamDelta::ToolCallStarted { index, id, name } => {
+                    format!("start {index} {id} {name}")
+                }
+                StreamDelta::ToolCallArguments { index, json } => format!("args {index} {json}"),
+            });
+        };
+        for data in events {
+            match assembler.on_event("", data, &mut sink) {
+                Step::More | Step::End => {}
+                Step::Failed(e) => panic!("error event {e}"),
+                Step::Undecodable(e) => panic!("undecodable {e}"),
+            }
+        }
+        (deltas, assembler.finish())
+    }
+
+    fn message(reply: &super::WireResponse) -> &super::WireMessageOut {
+        reply.choices.as_ref().unwrap()[0].message.as_ref().unwrap()
+    }
+
+    #[test]
+    fn escaped_fragments_are_unescaped_once_and_objects_kept_whole() {
+        let (deltas, reply) = assemble(&[
+            r#"{"choices":[{"delta":{"content":"say \"hi\"\n","tool_calls":[{"index":0,"id":"c1","function":{"name":"a","arguments":"{\"x\":"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"content":null,"tool_calls":[{"index":0,"function":{"arguments":"\"\\u00e9\"}"}}]}}]}"#,
+            // A server that sends a call's arguments as an object, whole.
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":7,"function":{"name":"b","arguments":{"y":[1,2]}}}]}}]}"#,
+            // Numbers and arrays where text is expected are nothing.
+            r#"{"choices":[{"delta":{"content":5,"reasoning":["r"],"tool_calls":[{"index":1,"function":{"arguments":null}}]},"finish_reason":"tool_calls"}]}"#,
+            "[DONE]",
+        ]);
+        assert_eq!(
+            deltas,
+            [
+                "text say \"hi\"\n",
+                "start 0 c1 a",
+                "args 0 {\"x\":",
+                // The JSON text's own escape stays: it is JSON for the arguments.
+                "args 0 \"\\u00e9\"}",
+                "start 1 7 b",
+                "args 1 {\"y\":[1,2]}",
+            ]
+        );
+        let message = message(&reply);
+        assert_eq!(message.content, Some(json!("say \"hi\"\n")));
+        assert!(message.reasoning_content.is_none());
+        let calls = message.tool_calls.as_ref().unwrap();
+        let arguments: Vec<&Value> = calls
+            .iter()
+            .map(|c| c.function.as_ref().unwrap().arguments.as_ref().unwrap())
+            .collect();
+        assert_eq!(
+            arguments,
+            [&json!("{\"x\":\"\\u00e9\"}"), &json!("{\"y\":[1,2]}")]
+        );
+        assert_eq!(calls[1].id, Some(json!(7)));
+    }
+
+    #[test]
+    fn reasoning_content_wins_over_reasoning_in_either_order() {
+        let (_, reply) = assemble(&[
+            r#"{"choices":[{"delta":{"reasoning":"r1 ","reasoning_content":"a "}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning_content":"b ","reasoning":"r2 "}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning":"c"}}]}"#,
+        ]);
+        assert_eq!(message(&reply).reasoning_content, Some(json!("a b c")));
+    }
+
+    #[test]
+    fn fragment_fields_in_any_order_and_unknown_fields_skipped() {
+        let (deltas, reply) = assemble(&[
+            // `index` after `function`; unknown fields at every level.
+            r#"{"x":{"y":[1]},"choices":[{"logprobs":null,"delta":{"role":"assistant","tool_calls":[{"function":{"arguments":"{\"a\":","name":"f"},"type":"function","index":3,"id":"c9"}]}}],"model":"m1","id":"r1"}"#,
+            // No `index`: keyed by its position in the array.
+            r#"{"id":"r2","model":"m2","choices":[{"delta":{"tool_calls":[{"function":{"arguments":"1}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":3,"function":{"arguments":"1}"}}]},"finish_reason":"tool_calls"}],"usage":null}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2}}"#,
+        ]);
+        assert_eq!(
+            deltas,
+            [
+                "start 0 c9 f",
+                "args 0 {\"a\":",
+                "start 1  ",
+                "args 1 1}",
+                "args 0 1}",
+            ]
+        );
+        // The first id and model are kept.
+        assert_eq!(reply.id, Some(json!("r1")));
+        assert_eq!(reply.model.as_deref(), Some("m1"));
+        assert_eq!(
+            reply.choices.as_ref().unwrap()[0].finish_reason.as_deref(),
+            Some("tool_calls")
+        );
+        let usage = reply.usage.as_ref().unwrap();
+        assert_eq!(
+            (usage.prompt_tokens, usage.completion_tokens),
+            (Some(7), Some(2))
+        );
+        let calls = message(&reply).tool_calls.as_ref().unwrap();
+        assert_eq!(
+            calls[0].function.as_ref().unwrap().arguments,
+            Some(json!("{\"a\":1}"))
+        );
+    }
+
+    #[test]
+    fn error_chunks_and_malformed_chunks_are_told_apart() {
+        let mut assembler = ChunkAssembler::default();
+        let mut sink = |_: StreamDelta<'_>| {};
+        let error = r#"{"error":{"message":"boom","type":"server_error"}}"#;
+        assert!(matches!(
+            assembler.on_event("", error, &mut sink),
+            Step::Failed(e) if e["type"] == "server_error"
+        ));
+        for bad in [
+            r#"["not", "an", "object"]"#,
+            r#"{"choices":"none"}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":"zero"}]}}]}"#,
+            r#"{"choices":[{"delta":{}}]"#,
+        ] {
+            assert!(
+                matches!(assembler.on_event("", bad, &mut sink), Step::Undecodable(_)),
+                "{bad}"
+            );
+        }
+        // `null` where an object or an array may be is nothing.
+        let nulls = r#"{"error":null,"choices":[{"delta":null,"finish_reason":null}]}"#;
+        assert!(matches!(
+            assembler.on_event("", nulls, &mut sink),
+            Step::More
+        ));
+        let nulls = r#"{"choices":null,"usage":null}"#;
+        assert!(matches!(
+            assembler.on_event("", nulls, &mut sink),
+            Step::More
+        ));
+    }
+
+    #[test]
+    fn reasoning_is_read_from_either_field() {
+        let (_, reply) = assemble(&[
+            r#"{"choices":[{"delta":{"reasoning_content":"first "}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning_content":null,"reasoning":"then"}}]}"#,
+        ]);
+        assert_eq!(message(&reply).reasoning_content, Some(json!("first then")));
+    }
+}
