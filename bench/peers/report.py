@@ -5,7 +5,9 @@ Usage: python report.py results/<stamp>/raw.jsonl
 Medians over repetitions. Ratios:
 - in-process: framework time / ours (how many times slower than agent-core);
 - HTTP: framework runs/s / bare reqwest runs/s (and, for PydanticAI, / its own
-  client's, openai-py);
+  client's, openai-py); for streaming, also paired ratios: per repetition, the
+  streamed runs/s over the plain runs/s measured right before it (the same minute of
+  a shared machine), then the median of those;
 - parked: KiB per run = (VmHWM after the runs - VmRSS before them) / runs; above the
   floor = that minus the floor's KiB per run (bare reqwest for the Rust frameworks,
   openai-py for PydanticAI).
@@ -40,6 +42,39 @@ def fmt(value: float | None, digits: int = 0) -> str:
     if value is None:
         return 'n/a'
     return f'{value:,.{digits}f}'
+
+
+def paired(http: dict[tuple[str, int], list[float]], num: str, den: str, c: int) -> list[float]:
+    """Per repetition, `num` runs/s over `den` runs/s (run.sh measures them one after the
+    other within each repetition)."""
+    a, b = http.get((num, c), []), http.get((den, c), [])
+    return [x / y for x, y in zip(a, b) if y]
+
+
+def paired_streaming(http: dict[tuple[str, int], list[float]]) -> None:
+    """Streamed over plain at c=64, paired per repetition, for agent-core and for the
+    bare floor; and agent-core's streamed/plain over the floor's (what agent-core's own
+    streaming machinery costs beyond reading the same events)."""
+    ours = paired(http, 'ours-stream', 'ours', 64)
+    bare = paired(http, 'bare-stream', 'bare', 64)
+    if not ours and not bare:
+        return
+    print('Streaming at c=64, paired per repetition (the median, and each repetition in order):')
+    print()
+    print('| ratio | median | per repetition |')
+    print('|---|---:|---|')
+    for label, values in (
+        ('agent-core: run_agent_stream / run_agent', ours),
+        ('floor: bare reqwest streamed / bare reqwest', bare),
+    ):
+        if values:
+            each = ', '.join(f'{v:.2f}' for v in values)
+            print(f'| {label} | {fmt(median(values), 3)} | {each} |')
+    if ours and bare:
+        beyond = [o / b for o, b in zip(ours, bare) if b]
+        each = ', '.join(f'{v:.2f}' for v in beyond)
+        print(f'| agent-core\'s ratio / the floor\'s | {fmt(median(beyond), 3)} | {each} |')
+    print()
 
 
 def main(path: str) -> None:
@@ -124,15 +159,19 @@ def main(path: str) -> None:
                 'pending' if ratio64 is None else ('met' if ratio64 >= 0.5 else 'MISSED')
             )
         if fw == 'ours-stream':
-            plain = median(http.get(('ours', 64), []))
-            ratio = value64 / plain if value64 is not None and plain else None
-            target = f'>= 0.95 of agent-core at c=64 ({fmt(ratio, 3)}): ' + (
+            # Paired per repetition where both were measured (see below), else medians.
+            ratio = median(paired(http, 'ours-stream', 'ours', 64))
+            if ratio is None:
+                plain = median(http.get(('ours', 64), []))
+                ratio = value64 / plain if value64 is not None and plain else None
+            target = f'>= 0.95 of agent-core at c=64 (paired: {fmt(ratio, 3)}): ' + (
                 'pending' if ratio is None else ('met' if ratio >= 0.95 else 'MISSED')
             )
         if fw == 'bare-stream' and bare[64] and value64 is not None:
             target = f'streaming itself: {fmt(value64 / bare[64], 3)} of bare at c=64'
         print(f'| {LABEL[fw]} | {" | ".join(cells)} | {fmt(own_ratio, 2)} | {target} |')
     print()
+    paired_streaming(http)
 
     # Parked.
     print('### Parked: N runs at once on the slow mock (5000 ms per response)')

@@ -3,6 +3,7 @@
 #
 #   bench/peers/run.sh            full run (about 7 minutes on 2 cores)
 #   bench/peers/run.sh --quick    short run for iteration (about 2 minutes)
+#   REPS_OVERRIDE=10 bench/peers/run.sh  more repetitions (a busy machine)
 #   ONLY="ours bare" bench/peers/run.sh   only these frameworks (names: ours
 #                                         ours-stream rig pydantic-ai bare bare-stream
 #                                         openai-py)
@@ -41,6 +42,7 @@ fi
 # every event, so 10,000 concurrent requests cost minutes of CPU before the first
 # one is sent (openai-py alone did not finish 10,000 in 300 s here). The floor it is
 # compared with (openai-py) parks the same number.
+REPS=${REPS_OVERRIDE:-$REPS}
 PARKED_RUNS=${PARKED_RUNS_OVERRIDE:-$PARKED_RUNS}
 PY_PARKED_RUNS=${PY_PARKED_RUNS_OVERRIDE:-$PY_PARKED_RUNS}
 
