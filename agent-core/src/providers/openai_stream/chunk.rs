@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::ChunkAssembler;
 use crate::providers::openai::WireUsage;
@@ -87,6 +88,14 @@ enum FunctionField {
     Other,
 }
 
+/// An id as a value: a string, or a number (some servers send numeric ids). Read raw
+/// first, so an id that is not a usable value (a number out of range, a lone surrogate)
+/// is no id rather than an undecodable chunk.
+fn id(raw: Option<&RawValue>) -> Option<Value> {
+    raw.and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+        .filter(|v| !v.is_null())
+}
+
 /// The chunk object.
 struct ChunkVisitor<'s> {
     reply: &'s mut ChunkAssembler,
@@ -105,7 +114,7 @@ impl<'de> Visitor<'de> for ChunkVisitor<'_> {
         let mut error = None;
         while let Some(field) = map.next_key()? {
             match field {
-                ChunkField::Id if reply.id.is_none() => reply.id = map.next_value()?,
+                ChunkField::Id if reply.id.is_none() => reply.id = id(map.next_value()?),
                 ChunkField::Model if reply.model.is_none() => reply.model = map.next_value()?,
                 ChunkField::Choices => map.next_value_seed(Choices {
                     reply: &mut *reply,
@@ -377,7 +386,7 @@ impl<'de> Visitor<'de> for Call<'_> {
             while let Some(field) = map.next_key()? {
                 match field {
                     CallField::Index => index = map.next_value()?,
-                    CallField::Id => id = map.next_value()?,
+                    CallField::Id => id = self::id(map.next_value()?),
                     CallField::Function => map.next_value_seed(Function {
                         name: &mut name,
                         arguments: &mut arguments,

@@ -299,6 +299,13 @@ mod tests {
                 "{bad}"
             );
         }
+        // An id that is not a usable value is no id, not an undecodable chunk.
+        let odd_ids = r#"{"id":1e400,"choices":[{"delta":{"tool_calls":[{"index":0,"id":"\ud800","function":{"name":"f"}}]}}]}"#;
+        assert!(matches!(
+            assembler.on_event("", odd_ids, &mut sink),
+            Step::More
+        ));
+        assert!(assembler.id.is_none() && assembler.calls[0].id.is_none());
         // `null` where an object or an array may be is nothing.
         let nulls = r#"{"error":null,"choices":[{"delta":null,"finish_reason":null}]}"#;
         assert!(matches!(
