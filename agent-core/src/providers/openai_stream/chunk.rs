@@ -36,6 +36,36 @@ pub(super) fn read(
     Ok(error)
 }
 
+/// A seed that reads its value with the visitor it is (`Self`, whose `Value` it
+/// returns), through the deserializer method given.
+macro_rules! seed {
+    ($seed:ident, $method:ident) => {
+        impl<'de> DeserializeSeed<'de> for $seed<'_> {
+            type Value = <Self as Visitor<'de>>::Value;
+
+            fn deserialize<D: Deserializer<'de>>(
+                self,
+                deserializer: D,
+            ) -> Result<Self::Value, D::Error> {
+                deserializer.$method(self)
+            }
+        }
+    };
+}
+
+/// In a visitor whose value is `()`: `null` is nothing.
+macro_rules! null_is_nothing {
+    () => {
+        fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_none<E: serde::de::Error>(self) -> Result<(), E> {
+            Ok(())
+        }
+    };
+}
+
 #[derive(Deserialize)]
 #[serde(field_identifier, rename_all = "snake_case")]
 enum ChunkField {
@@ -142,13 +172,7 @@ struct Choices<'s> {
     sink: &'s mut dyn StreamSink,
 }
 
-impl<'de> DeserializeSeed<'de> for Choices<'_> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
+seed!(Choices, deserialize_any);
 
 impl<'de> Visitor<'de> for Choices<'_> {
     type Value = ();
@@ -157,13 +181,7 @@ impl<'de> Visitor<'de> for Choices<'_> {
         f.write_str("an array of choices")
     }
 
-    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_none<E: serde::de::Error>(self) -> Result<(), E> {
-        Ok(())
-    }
+    null_is_nothing!();
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let first = Choice {
@@ -183,13 +201,7 @@ struct Choice<'s> {
     sink: &'s mut dyn StreamSink,
 }
 
-impl<'de> DeserializeSeed<'de> for Choice<'_> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_map(self)
-    }
-}
+seed!(Choice, deserialize_map);
 
 impl<'de> Visitor<'de> for Choice<'_> {
     type Value = ();
@@ -226,13 +238,7 @@ struct Delta<'s> {
     sink: &'s mut dyn StreamSink,
 }
 
-impl<'de> DeserializeSeed<'de> for Delta<'_> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
+seed!(Delta, deserialize_any);
 
 impl<'de> Visitor<'de> for Delta<'_> {
     type Value = ();
@@ -241,13 +247,7 @@ impl<'de> Visitor<'de> for Delta<'_> {
         f.write_str("a delta object")
     }
 
-    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_none<E: serde::de::Error>(self) -> Result<(), E> {
-        Ok(())
-    }
+    null_is_nothing!();
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let Self { reply, sink } = self;
@@ -304,13 +304,7 @@ struct Calls<'s> {
     sink: &'s mut dyn StreamSink,
 }
 
-impl<'de> DeserializeSeed<'de> for Calls<'_> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
+seed!(Calls, deserialize_any);
 
 impl<'de> Visitor<'de> for Calls<'_> {
     type Value = ();
@@ -319,13 +313,7 @@ impl<'de> Visitor<'de> for Calls<'_> {
         f.write_str("an array of tool call fragments")
     }
 
-    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_none<E: serde::de::Error>(self) -> Result<(), E> {
-        Ok(())
-    }
+    null_is_nothing!();
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let Self { reply, sink } = self;
@@ -354,13 +342,7 @@ struct Call<'s> {
     position: usize,
 }
 
-impl<'de> DeserializeSeed<'de> for Call<'_> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_map(self)
-    }
-}
+seed!(Call, deserialize_map);
 
 impl<'de> Visitor<'de> for Call<'_> {
     type Value = ();
@@ -413,13 +395,7 @@ struct Function<'s> {
     arguments: &'s mut String,
 }
 
-impl<'de> DeserializeSeed<'de> for Function<'_> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
+seed!(Function, deserialize_any);
 
 impl<'de> Visitor<'de> for Function<'_> {
     type Value = ();
@@ -428,13 +404,7 @@ impl<'de> Visitor<'de> for Function<'_> {
         f.write_str("a function object")
     }
 
-    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_none<E: serde::de::Error>(self) -> Result<(), E> {
-        Ok(())
-    }
+    null_is_nothing!();
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         while let Some(field) = map.next_key()? {
@@ -478,13 +448,7 @@ impl<'s> Append<'s> {
     }
 }
 
-impl<'de> DeserializeSeed<'de> for Append<'_> {
-    type Value = bool;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
+seed!(Append, deserialize_any);
 
 impl<'de> Visitor<'de> for Append<'_> {
     type Value = bool;
