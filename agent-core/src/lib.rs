@@ -56,7 +56,8 @@ mod result;
 mod run_options;
 mod runner;
 pub mod schema;
-pub mod store;
+mod scores;
+mod stores;
 pub mod stream;
 mod sweep;
 pub mod testing;
@@ -68,10 +69,8 @@ mod validate;
 pub use agent_macros::{agent_output, agent_type, tool};
 pub use backoff::Backoff;
 pub use batch::{Batch, Receipt, run_batch};
-pub use config::{
-    AgentConfig, AgentConfigBuilder, ConfigError, ESCALATE_TO_HUMAN, OutputValidator,
-};
-pub use error::{AgentError, Attempt, AttemptKind, Budget, Ending, StuckReason};
+pub use config::{AgentConfig, AgentConfigBuilder, OutputValidator};
+pub use error::{AgentError, Attempt, AttemptKind, Budget, ConfigError, Ending, StuckReason};
 pub use grader::{
     Case, Check, Comparator, Composite, CriterionVerdict, FnGrader, Grade, GradeError, GradeFuture,
     Grader, GroundTruth, Heuristic, JudgeVerdict, LlmJudge, Match, Rubric, RunGradeFuture,
@@ -80,11 +79,13 @@ pub use grader::{
 pub use handover::{CallOutcome, CallRecord, Handover, Limits, RunState};
 pub use llm::{
     LlmClient, LlmError, LlmErrorKind, LlmFuture, LlmRequest, LlmResponse, OutputCapabilities,
-    OutputSpec, StopReason, TokenUsage, ToolChoice,
+    StopReason, TokenUsage, ToolChoice,
 };
 pub use message::{Message, ToolCall, ToolResult};
 pub use observe::{Observer, RunEvent};
-pub use output::{AgentOutput, OutputMode, PromptCaching, SUBMIT_OUTPUT};
+pub use output::{
+    AgentOutput, ESCALATE_TO_HUMAN, OutputMode, OutputSpec, PromptCaching, SUBMIT_OUTPUT,
+};
 pub use pricing::{ModelPrice, Pricing};
 pub use registry::ToolRegistry;
 pub use result::AgentResult;
@@ -93,7 +94,9 @@ pub use runner::{run_agent, run_agent_with};
 /// serde_json, re-exported: tool arguments and scripted turns are `serde_json::Value`s, so
 /// a user crate needs no serde_json dependency of its own (`agent_core::json!`).
 pub use serde_json::{self, Value, json};
-pub use store::{Embedder, FeedbackStore, Memory, MemoryWindow, Retriever, StoreError, TraceStore};
+pub use stores::{
+    Embedder, FeedbackStore, Memory, MemoryWindow, Retriever, StoreError, TraceStore,
+};
 pub use stream::{
     RunStream, StreamDelta, StreamEvent, StreamSink, run_agent_stream, run_agent_stream_with,
 };
@@ -108,6 +111,38 @@ pub use tool::{
 pub use turns::TurnStats;
 pub use usage::Usage;
 pub use validate::{SchemaValidator, ValidationErrors, whole_numbers_as_integers};
+
+pub mod store {
+    //! Stores beside the run loop: conversation [`Memory`], document retrieval
+    //! ([`Retriever`], [`Embedder`]), run records with human feedback ([`FeedbackStore`]) and
+    //! full transcripts for replay and diff ([`TraceStore`]).
+    //!
+    //! The traits live here; the SQLite and PostgreSQL backends live in the `agent-store`
+    //! crate. A config takes them with the builder's `memory`, `retriever`,
+    //! `feedback_store` and `trace_store`; the runner calls them around every run:
+    //!
+    //! - **before** the run (only when the config has the store): the thread's cap on round
+    //!   trips is checked and its earlier messages are loaded ([`Memory`], when the run names
+    //!   a thread with [`RunOptions::thread`](crate::RunOptions::thread)); documents are
+    //!   retrieved for the input and appended to the system prompt ([`Retriever`], see
+    //!   [`context_section`]);
+    //! - **after** it: the run's messages are appended to its thread, the run is recorded
+    //!   ([`FeedbackStore::record`]) and so is its trace ([`TraceStore::record_trace`]).
+    //!
+    //! A store never changes a run's outcome. Every store call is bounded by the config's
+    //! `store_timeout` (default 5 s) and sits behind a catch boundary; a call that fails,
+    //! times out or panics is reported as a `tracing` warning and a
+    //! [`RunEvent::StoreFailed`](crate::RunEvent::StoreFailed), and counted in
+    //! [`AgentResult::store_failures`](crate::AgentResult::store_failures) (which
+    //! [`Receipt`](crate::Receipt) sums). A failed memory load means the run goes on without
+    //! the thread's history (and without the thread cap check); a failed retrieval, without
+    //! context. The one store outcome that does end a run is the thread cap itself:
+    //! [`AgentError::BudgetExhausted`](crate::AgentError::BudgetExhausted) with
+    //! [`Budget::ThreadLlmCalls`](crate::Budget::ThreadLlmCalls), before any request.
+
+    pub use crate::runner::replay;
+    pub use crate::stores::*;
+}
 
 /// Builds a [`ToolRegistry`] from `#[tool]` fns, in order: `tools![lookup_order, refund_status]`.
 ///

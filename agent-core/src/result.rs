@@ -3,9 +3,9 @@
 use std::time::Duration;
 
 use crate::error::{AgentError, Ending};
-use crate::grader::Scores;
 use crate::handover::Handover;
 use crate::message::Message;
+use crate::scores::Scores;
 use crate::usage::Usage;
 
 /// The result of one run: exactly one of a validated value or an [`AgentError`], plus

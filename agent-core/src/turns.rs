@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Ending;
 use crate::result::AgentResult;
-use crate::sweep::stats::nearest_rank;
 
 /// Round trips per run: a histogram per ending, the cap hits, and a suggested
 /// `max_llm_calls`.
@@ -89,4 +88,15 @@ impl TurnStats {
             })
             .collect()
     }
+}
+
+/// The value at quantile `q` (`0.0..=1.0`) of sorted values, by nearest rank: the
+/// `ceil(q × n)`-th smallest (at least the first). `None` for no values.
+pub(crate) fn nearest_rank<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let n = sorted.len();
+    let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
+    Some(sorted[rank - 1])
 }

@@ -10,7 +10,6 @@ use tokio_util::sync::CancellationToken;
 use crate::backoff::Backoff;
 use crate::config::{AgentConfig, ConfigError};
 use crate::error::Ending;
-use crate::grader::Grader;
 use crate::handover::RunState;
 use crate::llm::LlmClient;
 use crate::observe::Observer;
@@ -19,7 +18,8 @@ use crate::pricing::{ModelPrice, Pricing};
 use crate::providers::{ApiKey, ProviderOptions};
 use crate::registry::ToolRegistry;
 use crate::result::AgentResult;
-use crate::store::StoreSettings;
+use crate::scores::Grader;
+use crate::stores::StoreSettings;
 use crate::tool::{StateMap, StateRequirement, Tool, ToolDefinition};
 use std::collections::BTreeMap;
 

@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use crate::config::Settings;
-use crate::store::fnv1a64;
+use crate::stores::fnv1a64;
 use crate::tool::ToolDefinition;
 
 /// The fingerprint of compiled settings: 64-bit FNV-1a over a canonical JSON rendering of

@@ -1,7 +1,6 @@
 //! [`AgentConfig`]: a frozen, validated agent definition.
 
 mod builder;
-mod error;
 mod fingerprint;
 mod stores;
 
@@ -11,19 +10,16 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+pub use crate::error::ConfigError;
 pub(crate) use builder::Settings;
 pub use builder::{AgentConfigBuilder, OutputValidator};
-pub use error::ConfigError;
 
 use crate::llm::{LlmClient, OutputSpec};
-use crate::output::{AgentOutput, OutputMode, PromptCaching, SUBMIT_OUTPUT};
+use crate::output::{AgentOutput, ESCALATE_TO_HUMAN, OutputMode, PromptCaching, SUBMIT_OUTPUT};
 use crate::pricing::ModelPrice;
 use crate::providers::{self, PREFIXES};
 use crate::tool::{StateMap, Tool, ToolDefinition};
 use crate::validate::SchemaValidator;
-
-/// The name of the built-in escalation tool (see the builder's `escalation`).
-pub const ESCALATE_TO_HUMAN: &str = "escalate_to_human";
 
 /// A frozen agent: model, prompt, tools, budgets and guards, for output type `T`.
 ///
@@ -299,7 +295,7 @@ impl<T: AgentOutput> AgentConfig<T> {
                 if spec.mode == OutputMode::Prompted
                     || (spec.mode == OutputMode::Native && schema_unseen) =>
             {
-                Some(crate::runner::prompted_system(
+                Some(crate::output::prompted_system(
                     settings.system_prompt.as_deref(),
                     spec,
                 ))

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::config::{AgentConfigBuilder, ConfigError, invalid};
 use crate::output::AgentOutput;
-use crate::store::{FeedbackStore, Memory, MemoryWindow, Retriever, StoreSettings, TraceStore};
+use crate::stores::{FeedbackStore, Memory, MemoryWindow, Retriever, StoreSettings, TraceStore};
 
 impl<T: AgentOutput> AgentConfigBuilder<T> {
     /// Conversation memory: runs that name a thread

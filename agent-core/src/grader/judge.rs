@@ -12,7 +12,7 @@ use super::{
 use crate::config::{AgentConfig, AgentConfigBuilder, ConfigError};
 use crate::output::AgentOutput;
 use crate::runner::run_agent;
-use crate::{agent_output, agent_type};
+use agent_macros::{agent_output, agent_type};
 
 /// The judge's verdict: a score per rubric criterion and an overall reason. The judge's
 /// run ends with this value, validated like any output (and checked against the rubric:

@@ -31,49 +31,15 @@ use serde_json::Value;
 
 use crate::error::AgentError;
 use crate::output::AgentOutput;
+use crate::output::{Extracted, extract_json};
 use crate::result::AgentResult;
-use crate::runner::{Extracted, extract_json};
 use crate::usage::Usage;
 
+pub use crate::scores::{FnGrader, GradeFuture, Grader, Scores};
 pub use composite::Composite;
 pub use ground_truth::{Comparator, GroundTruth, Match};
 pub use heuristic::{Check, Heuristic};
 pub use judge::{CriterionVerdict, JudgeVerdict, LlmJudge, Rubric};
-
-/// Named scores, each in `0.0..=1.0`.
-pub type Scores = BTreeMap<String, f64>;
-
-/// The future a [`Grader`] returns.
-pub type GradeFuture<'a> = Pin<Box<dyn Future<Output = Result<Scores, String>> + Send + 'a>>;
-
-/// Scores the validated value of a successful run (an LLM judge, a heuristic, a check
-/// against a gold label).
-///
-/// The scores land in `AgentResult::scores`. A grader that fails, panics, runs past
-/// `grader_timeout` or the deadline, or returns a score outside `0.0..=1.0` (or not
-/// finite) never changes the outcome: `scores` is `None` and the failure is traced. It
-/// must not block its thread: the timeout can only stop it at an `.await`.
-pub trait Grader<T>: Send + Sync {
-    /// Scores `output`, the value the run produced for `input`.
-    ///
-    /// # Errors
-    /// A message saying why no scores could be given.
-    fn grade<'a>(&'a self, output: &'a T, input: &'a str) -> GradeFuture<'a>;
-}
-
-/// A [`Grader`] from a synchronous closure.
-pub struct FnGrader<F>(pub F);
-
-impl<T, F> Grader<T> for FnGrader<F>
-where
-    T: Sync,
-    F: Fn(&T, &str) -> Result<Scores, String> + Send + Sync,
-{
-    fn grade<'a>(&'a self, output: &'a T, input: &'a str) -> GradeFuture<'a> {
-        let result = (self.0)(output, input);
-        Box::pin(async move { result })
-    }
-}
 
 /// What a [`RunGrader`] gives one run: named scores in `0.0..=1.0` with a reason each,
 /// one overall score, an optional pass/fail, and what grading spent.
@@ -414,15 +380,4 @@ pub(crate) fn add_usage(a: &mut Usage, b: &Usage) {
         (None, None) => None,
         (x, y) => Some(x.unwrap_or(0.0) + y.unwrap_or(0.0)),
     };
-}
-
-/// The message of a caught panic.
-pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic with a non-string payload".to_owned()
-    }
 }

@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
+use crate::llm::StreamSink;
 use crate::llm::{
     LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, OutputCapabilities, StopReason,
     TokenUsage, ToolChoice,
@@ -26,7 +27,6 @@ use crate::providers::normalize::fill_ids;
 use crate::providers::sse;
 use crate::providers::{ApiKey, ProviderOptions};
 use crate::schema;
-use crate::stream::StreamSink;
 
 /// A client of the Anthropic Messages API.
 ///

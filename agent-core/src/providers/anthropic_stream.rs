@@ -13,8 +13,8 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::llm::{StreamDelta, StreamSink};
 use crate::providers::sse::{Assembler, Step};
-use crate::stream::{StreamDelta, StreamSink};
 
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

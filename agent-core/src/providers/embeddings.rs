@@ -12,13 +12,13 @@ use reqwest::header::{AUTHORIZATION, HeaderMap};
 use serde::{Deserialize, Serialize};
 
 use crate::backoff::Backoff;
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 use crate::llm::LlmError;
 use crate::providers::ProviderOptions;
 use crate::providers::classify::{redact, undecodable};
 use crate::providers::http::Transport;
 use crate::providers::routing::{Settings, non_empty_name};
-use crate::store::{EmbedFuture, Embedder};
+use crate::stores::{EmbedFuture, Embedder};
 
 /// An [`Embedder`] over an OpenAI-compatible `/embeddings` endpoint, routed like
 /// models:

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 use crate::llm::{
     LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, OutputCapabilities, StopReason,
     TokenUsage, ToolChoice,

@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
+use crate::llm::StreamSink;
 use crate::llm::{
     LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, OutputCapabilities, OutputSpec,
     StopReason, TokenUsage, ToolChoice,
@@ -28,7 +29,6 @@ use crate::providers::openai_stream::ChunkAssembler;
 use crate::providers::sse;
 use crate::providers::{ApiKey, ProviderOptions};
 use crate::schema;
-use crate::stream::StreamSink;
 use crate::tool::ToolDefinition;
 
 /// Which server the client talks to; the quirks differ.

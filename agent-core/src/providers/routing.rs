@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::config::ConfigError;
+use crate::error::ConfigError;
 use crate::llm::LlmClient;
 use crate::providers::http::HttpPool;
 use crate::providers::{AnthropicClient, ApiKey, GeminiClient, OpenAiClient, ProviderOptions};

@@ -8,10 +8,10 @@ use serde_json::{Value, json};
 use sse_stream::SseByteStream;
 
 use crate::llm::LlmError;
+use crate::llm::StreamSink;
 use crate::providers::ApiKey;
 use crate::providers::classify::{request_id, undecodable};
 use crate::providers::http::{Reply, Streaming, Transport};
-use crate::stream::StreamSink;
 
 /// How many events after the end marker are read (without waiting) before the body is
 /// dropped.

@@ -5,8 +5,8 @@ use std::panic::AssertUnwindSafe;
 
 use crate::config::Settings;
 use crate::error::Ending;
+use crate::error::panic_message;
 use crate::result::AgentResult;
-use crate::runner::trace::panic_message;
 
 /// The default template per ending (see the builder's `customer_message`).
 pub(crate) fn default_template(ending: Ending) -> &'static str {

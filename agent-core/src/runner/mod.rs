@@ -4,16 +4,17 @@
 //! transition table); every run ends in an [`AgentResult`] holding a validated value or one
 //! [`AgentError`].
 
-mod answer;
 mod content;
 mod customer;
 mod feedback;
 mod guard;
+mod replay;
 mod sanitize;
 mod stores;
 mod tools;
 mod trace;
 
+pub use replay::replay;
 pub(crate) use stores::flush_stores;
 
 use std::collections::HashSet;
@@ -25,26 +26,25 @@ use futures::FutureExt;
 use serde_json::Value;
 use tracing::Instrument;
 
-use crate::config::{AgentConfig, Compiled, ESCALATE_TO_HUMAN, OutputPlan};
+use crate::config::{AgentConfig, Compiled, OutputPlan};
 use crate::error::{AgentError, Attempt, AttemptKind, Budget, Ending};
-use crate::grader::Scores;
 use crate::handover::{CallOutcome, CallRecord, Handover, Limits, RunState};
 use crate::llm::{LlmError, LlmRequest, LlmResponse, StopReason, ToolChoice};
 use crate::message::{Message, ToolCall, ToolResult};
 use crate::observe::RunEvent;
-use crate::output::{AgentOutput, SUBMIT_OUTPUT};
+use crate::output::{AgentOutput, ESCALATE_TO_HUMAN, Extracted, SUBMIT_OUTPUT, extract_json};
 use crate::result::AgentResult;
 use crate::run_options::RunOptions;
+use crate::scores::Scores;
 use crate::stream::{EventSender, PartialKind, StreamEvent, StreamSink, TurnSink};
 use crate::tool::{StateMap, ToolDefinition};
 use crate::usage::Usage;
 use crate::validate::ValidationErrors;
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use answer::prompted_system;
-pub(crate) use answer::{Extracted, extract_json};
+use crate::error::panic_message;
 use guard::Guard;
-use trace::{Observers, panic_message, trace_id_of};
+use trace::{Observers, trace_id_of};
 
 /// Resolves when any of the tokens is cancelled; never, when there is none.
 async fn any_cancelled(tokens: &[CancellationToken]) {

@@ -17,13 +17,14 @@ use crate::message::Message;
 use crate::observe::{Observer, RunEvent};
 use crate::result::AgentResult;
 use crate::run_options::RunOptions;
-use crate::store::{
+use crate::stores::{
     RunRecord, StoreError, StoreKind, ThreadEntry, TraceEvent, TraceRecord, context_section, ms,
     now_ms, with_context,
 };
 
-use super::answer::{Extracted, extract_json};
-use super::trace::{Observers, notify, panic_message};
+use super::trace::{Observers, notify};
+use crate::error::panic_message;
+use crate::output::{Extracted, extract_json};
 
 /// What the before-run hook found, carried to the after-run hook.
 pub(crate) struct Prepared {

@@ -9,11 +9,12 @@ use futures::{FutureExt, StreamExt};
 use tracing::Instrument;
 
 use crate::config::{Compiled, CompiledTool};
+use crate::error::panic_message;
 use crate::handover::CallOutcome;
 use crate::message::{ToolCall, ToolResult};
 use crate::observe::RunEvent;
 use crate::runner::feedback;
-use crate::runner::trace::{Observers, panic_message};
+use crate::runner::trace::Observers;
 use crate::tool::ToolDefinition;
 use crate::tool::{StateMap, ToolContext};
 

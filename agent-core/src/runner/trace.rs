@@ -1,10 +1,10 @@
 //! Trace ids, panic messages, and observer calls behind a catch boundary.
 
-use std::any::Any;
 use std::fmt::Write;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
+use crate::error::panic_message;
 use crate::observe::{Observer, RunEvent};
 
 /// The run's trace id: with the `otel` feature and a tracing-opentelemetry layer
@@ -38,17 +38,6 @@ pub(crate) fn new_trace_id() -> String {
     let value = fastrand::u128(1..);
     let _ = write!(id, "{value:032x}");
     id
-}
-
-/// The message of a caught panic.
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic with a non-string payload".to_owned()
-    }
 }
 
 /// Calls the observer, if any; a panic in it is caught and traced.

@@ -15,7 +15,8 @@ use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 
 use crate::config::AgentConfig;
-use crate::grader::{Case, Grade, GradeError, RunGrader, panic_text};
+use crate::error::panic_message;
+use crate::grader::{Case, Grade, GradeError, RunGrader};
 use crate::output::AgentOutput;
 use crate::result::AgentResult;
 use crate::run_options::RunOptions;
@@ -131,7 +132,7 @@ pub struct SweepOptions<T> {
     seed: u64,
     grade_timeout: Duration,
     observer: Option<Arc<SweepObserver<T>>>,
-    feedback_store: Option<Arc<dyn crate::store::FeedbackStore>>,
+    feedback_store: Option<Arc<dyn crate::stores::FeedbackStore>>,
 }
 
 impl<T> Clone for SweepOptions<T> {
@@ -245,7 +246,7 @@ impl<T> SweepOptions<T> {
     /// returns. A variant whose config already records to a store keeps it, and gets
     /// its name as the label when it has none.
     #[must_use]
-    pub fn feedback_store(mut self, store: Arc<dyn crate::store::FeedbackStore>) -> Self {
+    pub fn feedback_store(mut self, store: Arc<dyn crate::stores::FeedbackStore>) -> Self {
         self.feedback_store = Some(store);
         self
     }
@@ -285,7 +286,7 @@ pub enum SweepError {
         /// The variant's name.
         name: String,
         /// Why.
-        error: crate::config::ConfigError,
+        error: crate::error::ConfigError,
     },
 }
 
@@ -455,7 +456,7 @@ async fn grade<T>(
     let graded = AssertUnwindSafe(async move {
         let future = std::panic::catch_unwind(AssertUnwindSafe(|| grader.grade_run(case)))
             .map_err(|payload| GradeError::Panicked {
-                message: panic_text(payload.as_ref()),
+                message: panic_message(payload.as_ref()),
             })?;
         tokio::time::timeout(limit, future)
             .await
@@ -467,7 +468,7 @@ async fn grade<T>(
         Ok(Ok(grade)) => grade.check().map(|()| grade),
         Ok(Err(e)) => Err(e),
         Err(payload) => Err(GradeError::Panicked {
-            message: panic_text(payload.as_ref()),
+            message: panic_message(payload.as_ref()),
         }),
     }
 }
@@ -476,6 +477,6 @@ fn notify<T>(options: &SweepOptions<T>, event: &SweepEvent<'_, T>) {
     if let Some(observer) = &options.observer
         && let Err(payload) = std::panic::catch_unwind(AssertUnwindSafe(|| observer(event)))
     {
-        tracing::warn!(panic = %panic_text(payload.as_ref()), "sweep observer panicked");
+        tracing::warn!(panic = %panic_message(payload.as_ref()), "sweep observer panicked");
     }
 }

@@ -1,16 +1,7 @@
 //! The statistics of sweeps and receipts: nearest-rank percentiles and the seeded
 //! percentile bootstrap.
 
-/// The value at quantile `q` (`0.0..=1.0`) of sorted values, by nearest rank: the
-/// `ceil(q × n)`-th smallest (at least the first). `None` for no values.
-pub(crate) fn nearest_rank<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let n = sorted.len();
-    let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
-    Some(sorted[rank - 1])
-}
+pub(crate) use crate::turns::nearest_rank;
 
 /// The mean, `None` for no values.
 pub(crate) fn mean(values: &[f64]) -> Option<f64> {

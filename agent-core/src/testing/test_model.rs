@@ -2,11 +2,11 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::config::ESCALATE_TO_HUMAN;
 use crate::llm::{
     LlmClient, LlmFuture, LlmRequest, LlmResponse, StopReason, TokenUsage, ToolChoice,
 };
 use crate::message::{Message, ToolCall};
+use crate::output::ESCALATE_TO_HUMAN;
 use crate::output::SUBMIT_OUTPUT;
 use crate::testing::example::example_for_schema;
 use crate::tool::ToolDefinition;

@@ -16,11 +16,11 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
+use crate::llm::{StreamDelta, StreamSink};
 use crate::providers::openai::{
     WireCallOut, WireChoiceOut, WireFunctionOut, WireMessageOut, WireResponse, WireUsage,
 };
 use crate::providers::sse::{Assembler, Step};
-use crate::stream::{StreamDelta, StreamSink};
 
 /// A tool call being assembled.
 struct Call {
@@ -161,8 +161,8 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::ChunkAssembler;
+    use crate::llm::StreamDelta;
     use crate::providers::sse::{Assembler, Step};
-    use crate::stream::StreamDelta;
 
     /// Feeds `events` (data lines) to an assembler; returns the deltas as text and the
     /// assembled reply.

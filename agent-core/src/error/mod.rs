@@ -5,6 +5,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+mod config;
+
+pub use config::ConfigError;
+
 use crate::llm::{LlmError, StopReason};
 
 /// Why a run ended, in five words that say whose fix is next.
@@ -440,5 +444,16 @@ impl fmt::Display for StuckText<'_> {
                 write!(f, "{turns} turns in a row brought no new tool results")
             }
         }
+    }
+}
+
+/// The message of a caught panic.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-string payload".to_owned()
     }
 }

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::llm::OutputSpec;
+use super::OutputSpec;
 
 /// What a reply's text holds.
 #[derive(Debug, PartialEq)]

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::Ending;
-use crate::grader::Scores;
-use crate::store::StoreFuture;
+use crate::scores::Scores;
+use crate::stores::StoreFuture;
 use crate::usage::Usage;
 
 /// Run records and the feedback people give on them.

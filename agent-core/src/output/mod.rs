@@ -4,11 +4,17 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod answer;
+
 use crate::tool::ToolDefinition;
 use crate::validate::ValidationErrors;
+pub(crate) use answer::{Extracted, extract_json, prompted_system};
 
 /// The name of the synthetic tool whose valid call ends a run.
 pub const SUBMIT_OUTPUT: &str = "submit_output";
+
+/// The name of the built-in escalation tool (see the builder's `escalation`).
+pub const ESCALATE_TO_HUMAN: &str = "escalate_to_human";
 
 /// How the model is asked for the structured answer; set with the builder's
 /// `output_mode`, kept by `with_`.
@@ -168,5 +174,43 @@ impl AgentOutput for String {
 
     fn from_text(text: &str) -> Option<Self> {
         Some(text.to_owned())
+    }
+}
+
+/// The structured answer a request expects in the model's text.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct OutputSpec {
+    /// How the schema reaches the model: [`OutputMode::Native`] or
+    /// [`OutputMode::Prompted`].
+    pub mode: OutputMode,
+    /// A name for the schema (`^[A-Za-z0-9_-]{1,64}$`; OpenAI's `json_schema.name`).
+    pub name: String,
+    /// What the answer is, for the model (the output type's doc comment).
+    pub description: String,
+    /// The canonical JSON Schema of the answer (an object schema); adapters transform
+    /// it per provider.
+    pub schema: Value,
+}
+
+impl OutputSpec {
+    /// A spec from its parts.
+    pub fn new(
+        mode: OutputMode,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        schema: Value,
+    ) -> Self {
+        Self {
+            mode,
+            name: name.into(),
+            description: description.into(),
+            schema,
+        }
+    }
+
+    /// Whether adapters send the schema as the provider's structured-output setting.
+    pub fn is_native(&self) -> bool {
+        self.mode == OutputMode::Native
     }
 }

@@ -7,12 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+
+mod sink;
 
 use crate::message::{Message, ToolCall};
 use crate::output::OutputMode;
-use crate::stream::{StreamDelta, StreamSink};
+pub use crate::output::OutputSpec;
 use crate::tool::ToolDefinition;
+pub(crate) use sink::replay;
+pub use sink::{StreamDelta, StreamSink};
 
 /// The future an [`LlmClient`] returns.
 pub type LlmFuture<'a> = Pin<Box<dyn Future<Output = Result<LlmResponse, LlmError>> + Send + 'a>>;
@@ -169,24 +172,6 @@ impl<C: LlmClient + ?Sized> LlmClient for Arc<C> {
     }
 }
 
-/// Hands a whole turn to `sink`: its text, then each tool call (start, then its
-/// arguments as JSON text), as one batch.
-pub(crate) fn replay(response: &LlmResponse, sink: &mut dyn StreamSink) {
-    if !response.text.is_empty() {
-        sink.on_delta(StreamDelta::Text(&response.text));
-    }
-    for (index, call) in response.tool_calls.iter().enumerate() {
-        sink.on_delta(StreamDelta::ToolCallStarted {
-            index,
-            id: &call.id,
-            name: &call.name,
-        });
-        let json = call.arguments.to_string();
-        sink.on_delta(StreamDelta::ToolCallArguments { index, json: &json });
-    }
-    sink.flush();
-}
-
 /// Which tools the model may or must call in a turn.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", content = "name", rename_all = "snake_case")]
@@ -232,44 +217,6 @@ pub struct LlmRequest {
     /// [`OutputMode::Prompted`] (the schema is in the system prompt; adapters send
     /// nothing). `None` in [`OutputMode::Tool`] and for plain-text output.
     pub output: Option<Arc<OutputSpec>>,
-}
-
-/// The structured answer a request expects in the model's text.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub struct OutputSpec {
-    /// How the schema reaches the model: [`OutputMode::Native`] or
-    /// [`OutputMode::Prompted`].
-    pub mode: OutputMode,
-    /// A name for the schema (`^[A-Za-z0-9_-]{1,64}$`; OpenAI's `json_schema.name`).
-    pub name: String,
-    /// What the answer is, for the model (the output type's doc comment).
-    pub description: String,
-    /// The canonical JSON Schema of the answer (an object schema); adapters transform
-    /// it per provider.
-    pub schema: Value,
-}
-
-impl OutputSpec {
-    /// A spec from its parts.
-    pub fn new(
-        mode: OutputMode,
-        name: impl Into<String>,
-        description: impl Into<String>,
-        schema: Value,
-    ) -> Self {
-        Self {
-            mode,
-            name: name.into(),
-            description: description.into(),
-            schema,
-        }
-    }
-
-    /// Whether adapters send the schema as the provider's structured-output setting.
-    pub fn is_native(&self) -> bool {
-        self.mode == OutputMode::Native
-    }
 }
 
 impl LlmRequest {

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::message::Message;
-use crate::store::StoreFuture;
+use crate::stores::StoreFuture;
 
 /// Conversation threads: a run that names a thread
 /// ([`RunOptions::thread`](crate::RunOptions::thread)) starts from the thread's earlier

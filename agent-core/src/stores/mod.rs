@@ -1,29 +1,5 @@
-//! Stores beside the run loop: conversation [`Memory`], document retrieval
-//! ([`Retriever`], [`Embedder`]), run records with human feedback ([`FeedbackStore`]) and
-//! full transcripts for replay and diff ([`TraceStore`]).
-//!
-//! The traits live here; the SQLite and PostgreSQL backends live in the `agent-store`
-//! crate. A config takes them with the builder's `memory`, `retriever`,
-//! `feedback_store` and `trace_store`; the runner calls them around every run:
-//!
-//! - **before** the run (only when the config has the store): the thread's cap on round
-//!   trips is checked and its earlier messages are loaded ([`Memory`], when the run names
-//!   a thread with [`RunOptions::thread`](crate::RunOptions::thread)); documents are
-//!   retrieved for the input and appended to the system prompt ([`Retriever`], see
-//!   [`context_section`]);
-//! - **after** it: the run's messages are appended to its thread, the run is recorded
-//!   ([`FeedbackStore::record`]) and so is its trace ([`TraceStore::record_trace`]).
-//!
-//! A store never changes a run's outcome. Every store call is bounded by the config's
-//! `store_timeout` (default 5 s) and sits behind a catch boundary; a call that fails,
-//! times out or panics is reported as a `tracing` warning and a
-//! [`RunEvent::StoreFailed`](crate::RunEvent::StoreFailed), and counted in
-//! [`AgentResult::store_failures`](crate::AgentResult::store_failures) (which
-//! [`Receipt`](crate::Receipt) sums). A failed memory load means the run goes on without
-//! the thread's history (and without the thread cap check); a failed retrieval, without
-//! context. The one store outcome that does end a run is the thread cap itself:
-//! [`AgentError::BudgetExhausted`](crate::AgentError::BudgetExhausted) with
-//! [`Budget::ThreadLlmCalls`](crate::Budget::ThreadLlmCalls), before any request.
+//! The stores' traits (the layer below the runner): see the public [`store`](crate::store)
+//! module, which re-exports them with [`replay`](crate::store::replay).
 
 mod diff;
 mod feedback;
@@ -46,7 +22,7 @@ pub use memory::{Memory, MemoryWindow, ThreadEntry, ThreadState, estimate_tokens
 pub use retrieval::{
     EmbedFuture, Embedder, HashEmbedder, Retrieved, Retriever, context_section, cosine, normalize,
 };
-pub use trace::{TraceEvent, TraceRecord, TraceStore, replay};
+pub use trace::{TraceEvent, TraceRecord, TraceStore};
 
 pub(crate) use retrieval::{fnv1a64, with_context};
 pub(crate) use trace::ms;

@@ -1,0 +1,77 @@
+//! The provider-facing side of streaming: the pieces of a turn ([`StreamDelta`]) a
+//! client hands to a [`StreamSink`] as they arrive, and [`replay`] for clients that
+//! answer in one piece.
+
+use super::LlmResponse;
+
+/// One piece of a streamed model turn, as a client reads it off the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StreamDelta<'a> {
+    /// More of the turn's text.
+    Text(&'a str),
+    /// A tool call began: its position in the turn (0-based, the order of the calls in
+    /// the response), its id and its tool name as the provider sent them.
+    ToolCallStarted {
+        /// The call's position in the turn (0-based).
+        index: usize,
+        /// The call id (may be empty: ids are filled in when the turn is complete).
+        id: &'a str,
+        /// The tool name.
+        name: &'a str,
+    },
+    /// More of a tool call's arguments, as JSON text (a fragment: the concatenation of
+    /// a call's fragments is its arguments).
+    ToolCallArguments {
+        /// The call's position in the turn (0-based).
+        index: usize,
+        /// The fragment of JSON text.
+        json: &'a str,
+    },
+}
+
+/// Receives a streamed turn's [`StreamDelta`]s, in order, as they arrive.
+///
+/// Called inline on the run's task: keep it quick. What it receives is a preview: the
+/// [`LlmResponse`](crate::LlmResponse) the client returns is what the run goes on
+/// with, and a turn that fails mid-way (see
+/// [`LlmClient::complete_streaming`](crate::LlmClient::complete_streaming)) is retried
+/// as a whole.
+pub trait StreamSink: Send {
+    /// Handles one piece of the turn.
+    fn on_delta(&mut self, delta: StreamDelta<'_>);
+
+    /// The pieces handed over so far arrived together (for example in one network
+    /// read): a client calls this before it waits for more, and when the turn ends. A
+    /// sink may act on a batch here rather than on every piece (the runner's sink sends
+    /// one [`StreamEvent::PartialOutput`] per batch). Does nothing by default; calling
+    /// it again without new pieces must do nothing either.
+    fn flush(&mut self) {}
+}
+
+impl<F> StreamSink for F
+where
+    F: FnMut(StreamDelta<'_>) + Send,
+{
+    fn on_delta(&mut self, delta: StreamDelta<'_>) {
+        self(delta);
+    }
+}
+
+/// Hands a whole turn to `sink`: its text, then each tool call (start, then its
+/// arguments as JSON text), as one batch.
+pub(crate) fn replay(response: &LlmResponse, sink: &mut dyn StreamSink) {
+    if !response.text.is_empty() {
+        sink.on_delta(StreamDelta::Text(&response.text));
+    }
+    for (index, call) in response.tool_calls.iter().enumerate() {
+        sink.on_delta(StreamDelta::ToolCallStarted {
+            index,
+            id: &call.id,
+            name: &call.name,
+        });
+        let json = call.arguments.to_string();
+        sink.on_delta(StreamDelta::ToolCallArguments { index, json: &json });
+    }
+    sink.flush();
+}
