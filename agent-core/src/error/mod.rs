@@ -447,6 +447,16 @@ impl fmt::Display for StuckText<'_> {
     }
 }
 
+impl AgentError {
+    /// The [`AgentError::Internal`] for a panic caught in `what` ("the runner", "the
+    /// model client"): `"{what} panicked: {message}"`.
+    pub(crate) fn from_panic(what: &str, payload: &(dyn std::any::Any + Send)) -> Self {
+        AgentError::Internal {
+            message: format!("{what} panicked: {}", panic_message(payload)),
+        }
+    }
+}
+
 /// The message of a caught panic.
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {

@@ -33,16 +33,17 @@
 //! unaffected.
 
 mod anthropic;
-mod anthropic_stream;
 mod classify;
 mod embeddings;
 mod encoded;
+
 mod gemini;
+mod glue;
 mod history;
 pub(crate) mod http;
 mod normalize;
 mod openai;
-mod openai_stream;
+
 mod routing;
 mod sse;
 

@@ -1,275 +1,24 @@
-//! [`OpenAiClient`]: OpenAI Chat Completions (`POST /chat/completions`) and the servers
-//! that copy it (Ollama, llama.cpp's llama-server, vLLM, TGI, routers).
-//!
-//! Wire format from the Chat Completions reference
-//! (<https://platform.openai.com/docs/api-reference/chat>) and openai-python; the quirks of
-//! compatible servers are listed in `docs/providers.md`.
+//! The Chat Completions wire format: the request body a [`LlmRequest`] is encoded into,
+//! and the reply decoded into an [`LlmResponse`].
 
 use std::borrow::Cow;
-use std::fmt;
 
-use reqwest::header::{AUTHORIZATION, HeaderMap};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::error::ConfigError;
-use crate::llm::StreamSink;
 use crate::llm::{
-    LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, OutputCapabilities, OutputSpec,
-    StopReason, TokenUsage, ToolChoice,
+    LlmError, LlmRequest, LlmResponse, OutputSpec, StopReason, TokenUsage, ToolChoice,
 };
 use crate::message::{Message, ToolCall};
+use crate::providers::ApiKey;
 use crate::providers::classify::{ErrorBody, embedded_error, request_id, undecodable};
 use crate::providers::encoded::{WireCache, raw};
 use crate::providers::history::{self, Turn};
-use crate::providers::http::{Reply, Transport, traced};
+use crate::providers::http::Reply;
 use crate::providers::normalize::{fill_ids, recover_tool_calls};
-use crate::providers::openai_stream::ChunkAssembler;
-use crate::providers::sse;
-use crate::providers::{ApiKey, ProviderOptions};
 use crate::schema;
 use crate::tool::ToolDefinition;
-
-/// Which server the client talks to; the quirks differ.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Flavor {
-    /// api.openai.com (or a faithful proxy).
-    OpenAi,
-    /// An OpenAI-compatible server.
-    Compatible,
-}
-
-/// A client of OpenAI Chat Completions, or of an OpenAI-compatible server.
-///
-/// Requests: `Authorization: Bearer KEY` (when there is a key); the system prompt as the
-/// first `system` message; an assistant turn echoed with its calls, `arguments` always a
-/// JSON **string** of an object (never the invalid text a model sent: `from_wire`
-/// already replaced it with `{}`), content `null` when it has calls and no text, and
-/// `(empty)` when it has neither; then one `tool` message per call, in call order (a
-/// failed result's content starts with `Error: `, since the format has no error flag);
-/// each tool's parameters through [`schema::for_openai`]; `tool_choice` auto / required /
-/// none / `{"type":"function",..}`.
-///
-/// Differences of [`compatible`](Self::compatible) servers from
-/// [`openai`](Self::openai):
-/// - the output cap is sent as `max_tokens` (OpenAI: `max_completion_tokens`, which its
-///   reasoning models require), and `temperature` always as set (OpenAI: left out for
-///   its reasoning models, which reject it);
-/// - a named tool choice is sent as `"required"` when that tool is the only one offered
-///   (the same constraint, and the form llama.cpp and older vLLM understand);
-/// - tool calls written as `<tool_call>{..}</tool_call>` text with an empty `tool_calls`
-///   list are recovered into calls (see `normalize::recover_tool_calls`); JSON text
-///   without those tags stays text (case C5).
-///
-/// Responses: `choices[0]`; the turn is classified by its content, never by
-/// `finish_reason` (case C5); `arguments` as a string, an object, `""`, `null` or cut-off
-/// JSON are read by [`ToolCall::from_wire`] (cases C6-C8); missing or repeated call ids
-/// are synthesised (case C9); usage with cached prompt tokens as cache reads;
-/// `x-request-id` kept (else the body's `id`).
-pub struct OpenAiClient {
-    transport: Transport,
-    flavor: Flavor,
-    cache: WireCache,
-}
-
-impl fmt::Debug for OpenAiClient {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OpenAiClient")
-            .field("flavor", &self.flavor)
-            .field("transport", &self.transport)
-            .finish()
-    }
-}
-
-impl OpenAiClient {
-    /// The API root used when no base URL is given.
-    pub const DEFAULT_BASE_URL: &'static str = "https://api.openai.com/v1";
-
-    /// A client of OpenAI itself, from explicit options; reads no environment variable.
-    /// Needs `options.api_key`; `options.base_url` is the API root, ending in `/v1`
-    /// (default [`DEFAULT_BASE_URL`](Self::DEFAULT_BASE_URL)); `/chat/completions` is
-    /// appended.
-    ///
-    /// # Errors
-    /// [`ConfigError::InvalidProvider`] (with `model` set to `"openai"`) when the key is
-    /// missing or unusable in a header, or the base URL is invalid.
-    pub fn openai(options: &ProviderOptions) -> Result<Self, ConfigError> {
-        Self::build_openai(options).map_err(|message| ConfigError::InvalidProvider {
-            model: "openai".to_owned(),
-            message,
-        })
-    }
-
-    /// A client of an OpenAI-compatible server called `provider` (reported as
-    /// `gen_ai.provider.name`, e.g. `"ollama"`), from explicit options; reads no
-    /// environment variable. Needs `options.base_url`, the API root ending in `/v1`
-    /// (`/chat/completions` is appended); the key is optional.
-    ///
-    /// # Errors
-    /// [`ConfigError::InvalidProvider`] (with `model` set to `provider`) when the base
-    /// URL is missing or invalid, or the key is unusable in a header.
-    pub fn compatible(
-        provider: impl Into<String>,
-        options: &ProviderOptions,
-    ) -> Result<Self, ConfigError> {
-        let provider = provider.into();
-        Self::build_compatible(&provider, options).map_err(|message| ConfigError::InvalidProvider {
-            model: provider,
-            message,
-        })
-    }
-
-    pub(crate) fn build_openai(options: &ProviderOptions) -> Result<Self, String> {
-        if options.api_key.is_none() {
-            return Err("an API key is required (OPENAI_API_KEY)".to_owned());
-        }
-        let base = options
-            .base_url
-            .as_deref()
-            .unwrap_or(Self::DEFAULT_BASE_URL);
-        Self::build("openai", base, options, Flavor::OpenAi)
-    }
-
-    pub(crate) fn build_compatible(
-        provider: &str,
-        options: &ProviderOptions,
-    ) -> Result<Self, String> {
-        let base = options
-            .base_url
-            .as_deref()
-            .ok_or("a base URL is required for an OpenAI-compatible server")?;
-        Self::build(provider, base, options, Flavor::Compatible)
-    }
-
-    fn build(
-        provider: &str,
-        base: &str,
-        options: &ProviderOptions,
-        flavor: Flavor,
-    ) -> Result<Self, String> {
-        let url = format!("{}/chat/completions", base.trim_end_matches('/'));
-        let mut headers = HeaderMap::new();
-        if let Some(key) = &options.api_key {
-            let bearer = Transport::secret_header(&format!("Bearer {}", key.expose()))?;
-            headers.insert(AUTHORIZATION, bearer);
-        }
-        let transport = Transport::new(provider, &url, headers, options.api_key.clone(), options)?;
-        Ok(Self {
-            transport,
-            flavor,
-            cache: WireCache::default(),
-        })
-    }
-
-    /// The endpoint this client posts to.
-    pub fn endpoint(&self) -> &str {
-        self.transport.url().as_str()
-    }
-
-    async fn streamed_round_trip(
-        &self,
-        request: &LlmRequest,
-        sink: &mut dyn StreamSink,
-    ) -> Result<LlmResponse, LlmError> {
-        let compatible = self.flavor == Flavor::Compatible;
-        let body = encode_body(request, compatible, &self.cache, true)?;
-        let streaming = self.transport.post_streaming(body).await?;
-        let status = streaming.status;
-        let provider = self.transport.provider();
-        let key = self.transport.key();
-        match sse::read(&self.transport, streaming, ChunkAssembler::default(), sink).await? {
-            sse::Streamed::Done(wire, headers) => {
-                let reply = Reply {
-                    status,
-                    headers,
-                    body: Vec::new(),
-                };
-                decode_wire(wire, &reply, provider, compatible, key)
-            }
-            sse::Streamed::Failed(reply) => decode(&reply, provider, compatible, key),
-            sse::Streamed::Whole(reply) => {
-                let response = decode(&reply, provider, compatible, key)?;
-                crate::llm::replay(&response, sink);
-                Ok(response)
-            }
-        }
-    }
-
-    async fn round_trip(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
-        let body = encode(request, self.flavor == Flavor::Compatible, &self.cache)?;
-        let reply = self.transport.post(body).await?;
-        decode(
-            &reply,
-            self.transport.provider(),
-            self.flavor == Flavor::Compatible,
-            self.transport.key(),
-        )
-    }
-}
-
-impl LlmClient for OpenAiClient {
-    fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
-        Box::pin(traced(self.transport.provider(), self.round_trip(request)))
-    }
-
-    /// Streams with `stream: true` and `stream_options: {"include_usage": true}` (the
-    /// usage comes in a last chunk with no choices), reading `chat.completion.chunk`
-    /// events up to `data: [DONE]` (source: Chat Completions API reference,
-    /// "The chat completion chunk object",
-    /// <https://platform.openai.com/docs/api-reference/chat-streaming>). The turn is
-    /// normalized as a non-streamed one.
-    fn complete_streaming<'a>(
-        &'a self,
-        request: &'a LlmRequest,
-        sink: &'a mut dyn StreamSink,
-    ) -> LlmFuture<'a> {
-        Box::pin(traced(
-            self.transport.provider(),
-            self.streamed_round_trip(request, sink),
-        ))
-    }
-
-    fn provider(&self) -> &str {
-        self.transport.provider()
-    }
-
-    /// OpenAI enforces `tool_choice`, so `Auto` is tool mode; every current chat model
-    /// takes `response_format: json_schema` except `gpt-3.5-*`, `gpt-4`, `gpt-4-*`
-    /// (gpt-4-turbo), `o1-mini` and `o1-preview` (source: OpenAI structured outputs
-    /// guide, "Supported models", <https://platform.openai.com/docs/guides/structured-outputs>).
-    ///
-    /// Compatible servers (llama.cpp, vLLM, Ollama's `/v1`) apply `response_format` as a
-    /// grammar or guided decoding, while whether they enforce `tool_choice` depends on
-    /// the server and on the model's chat template (llama.cpp does not for templates it
-    /// cannot render tools into), so `Auto` is native mode there. These servers turn the
-    /// schema into a grammar without showing it to the model, so native mode also puts
-    /// it in the system prompt there.
-    fn output_capabilities(&self, model: &str) -> OutputCapabilities {
-        match self.flavor {
-            Flavor::OpenAi => {
-                let old = model.starts_with("gpt-3.5")
-                    || model == "gpt-4"
-                    || model.starts_with("gpt-4-")
-                    || model.starts_with("o1-mini")
-                    || model.starts_with("o1-preview");
-                OutputCapabilities::new(true, !old)
-            }
-            Flavor::Compatible => {
-                OutputCapabilities::new(false, true).with_native_schema_seen(false)
-            }
-        }
-    }
-
-    /// OpenAI's reasoning models (o1, o3, o4, gpt-5 except `-chat`) reject any
-    /// temperature but the default, so none is sent for them; compatible servers get it
-    /// as set.
-    fn effective_temperature(&self, model: &str, requested: f32) -> Option<f32> {
-        (self.flavor == Flavor::Compatible || accepts_temperature(model)).then_some(requested)
-    }
-}
-
-// ---- request ----
 
 #[derive(Serialize)]
 struct Body<'a> {
@@ -370,6 +119,7 @@ struct NamedFunction<'a> {
 ///
 /// # Errors
 /// A permanent [`LlmError`] if serialization fails (it does not for these types).
+#[cfg(test)]
 pub(crate) fn encode(
     request: &LlmRequest,
     compatible: bool,
@@ -485,7 +235,7 @@ fn response_format(spec: &OutputSpec, compatible: bool) -> Value {
 /// the gpt-5 family, except its `-chat` models) reject any value but the default with a
 /// 400, so the adapter leaves it out for them (source: OpenAI's reasoning guide,
 /// <https://platform.openai.com/docs/guides/reasoning>, "unsupported parameters").
-fn accepts_temperature(model: &str) -> bool {
+pub(super) fn accepts_temperature(model: &str) -> bool {
     let reasoning = ["o1", "o3", "o4", "gpt-5"]
         .iter()
         .any(|p| model.starts_with(p))
@@ -756,110 +506,4 @@ pub(super) fn decode_wire(
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-    use super::*;
-    use crate::message::ToolResult;
-    use serde_json::json;
-
-    fn body(request: &LlmRequest, compatible: bool) -> Value {
-        serde_json::from_slice(&encode(request, compatible, &WireCache::default()).unwrap())
-            .unwrap()
-    }
-
-    fn submit_only() -> Vec<ToolDefinition> {
-        vec![ToolDefinition::new(
-            "submit_output",
-            "",
-            json!({"type": "object"}),
-        )]
-    }
-
-    #[test]
-    fn history_is_echoed_with_string_arguments_and_tool_messages() {
-        let request = LlmRequest::new("gpt-x")
-            .with_system("sys")
-            .with_message(Message::user("hi"))
-            .with_message(Message::assistant(
-                "",
-                vec![
-                    ToolCall::new("c1", "a", json!({"x": 1})),
-                    ToolCall::with_invalid_arguments("c2", "b", "truncated"),
-                ],
-            ))
-            .with_message(Message::tool_results(vec![
-                ToolResult::ok("c1", "a", "one"),
-                ToolResult::error("c2", "b", "bad args"),
-            ]));
-        let b = body(&request, false);
-        assert_eq!(
-            b["messages"],
-            json!([
-                {"role": "system", "content": "sys"},
-                {"role": "user", "content": "hi"},
-                {"role": "assistant", "content": null, "tool_calls": [
-                    {"id": "c1", "type": "function", "function": {"name": "a", "arguments": "{\"x\":1}"}},
-                    {"id": "c2", "type": "function", "function": {"name": "b", "arguments": "{}"}}
-                ]},
-                {"role": "tool", "tool_call_id": "c1", "content": "one"},
-                {"role": "tool", "tool_call_id": "c2", "content": "Error: bad args"}
-            ])
-        );
-        assert_eq!(b["max_completion_tokens"], json!(4096));
-        assert!(b.get("max_tokens").is_none());
-        assert!(b.get("tools").is_none() && b.get("tool_choice").is_none());
-        let compat = body(&request, true);
-        assert_eq!(compat["max_tokens"], json!(4096));
-        assert!(compat.get("max_completion_tokens").is_none());
-    }
-
-    #[test]
-    fn temperature_is_left_out_for_openai_reasoning_models_only() {
-        let sent = |model: &str, compatible: bool| {
-            body(&LlmRequest::new(model).with_temperature(0.0), compatible)
-                .get("temperature")
-                .cloned()
-        };
-        assert_eq!(sent("gpt-4.1", false), Some(json!(0.0)));
-        assert_eq!(sent("gpt-5-chat-latest", false), Some(json!(0.0)));
-        for model in ["gpt-5", "gpt-5-mini", "o3", "o4-mini", "o1-2024-12-17"] {
-            assert_eq!(sent(model, false), None, "{model}");
-        }
-        assert_eq!(
-            sent("o3", true),
-            Some(json!(0.0)),
-            "compatible servers get it as set"
-        );
-    }
-
-    #[test]
-    fn tool_choice_is_mapped_per_flavor() {
-        let named = ToolChoice::Tool("submit_output".into());
-        let request = LlmRequest::new("m")
-            .with_tools(submit_only())
-            .with_tool_choice(named.clone());
-        assert_eq!(
-            body(&request, false)["tool_choice"],
-            json!({"type": "function", "function": {"name": "submit_output"}})
-        );
-        assert_eq!(body(&request, true)["tool_choice"], json!("required"));
-        let mut two = submit_only();
-        two.push(ToolDefinition::new("other", "", json!({"type": "object"})));
-        let request = LlmRequest::new("m").with_tools(two).with_tool_choice(named);
-        assert_eq!(
-            body(&request, true)["tool_choice"],
-            json!({"type": "function", "function": {"name": "submit_output"}})
-        );
-        for (choice, wire) in [
-            (ToolChoice::Auto, "auto"),
-            (ToolChoice::Required, "required"),
-            (ToolChoice::None, "none"),
-        ] {
-            let request = LlmRequest::new("m")
-                .with_tools(submit_only())
-                .with_tool_choice(choice);
-            assert_eq!(body(&request, false)["tool_choice"], json!(wire));
-        }
-    }
-}
+mod tests;

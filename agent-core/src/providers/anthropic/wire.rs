@@ -1,205 +1,21 @@
-//! [`AnthropicClient`]: the Anthropic Messages API (`POST /v1/messages`).
-//!
-//! Wire format from the Messages API reference (<https://docs.anthropic.com/en/api/messages>)
-//! and anthropic-sdk-python; the rules that matter here are in `docs/providers.md`.
+//! The Messages API wire format: the request body a [`LlmRequest`] is encoded into,
+//! and the reply decoded into an [`LlmResponse`].
 
-use std::fmt;
-
-use reqwest::header::{HeaderMap, HeaderValue};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::error::ConfigError;
-use crate::llm::StreamSink;
-use crate::llm::{
-    LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, OutputCapabilities, StopReason,
-    TokenUsage, ToolChoice,
-};
+use super::clamp_temperature;
+use crate::llm::{LlmError, LlmRequest, LlmResponse, StopReason, TokenUsage, ToolChoice};
 use crate::message::ToolCall;
-use crate::providers::anthropic_stream::EventAssembler;
+use crate::providers::ApiKey;
 use crate::providers::classify::{ErrorBody, embedded_error, request_id, undecodable};
 use crate::providers::encoded::{WireCache, raw};
 use crate::providers::history::{self, Turn};
-use crate::providers::http::{Reply, Transport, traced};
+use crate::providers::http::Reply;
 use crate::providers::normalize::fill_ids;
-use crate::providers::sse;
-use crate::providers::{ApiKey, ProviderOptions};
 use crate::schema;
-
-/// A client of the Anthropic Messages API.
-///
-/// Sends `x-api-key`, `anthropic-version: 2023-06-01` and a JSON body: `system` at the
-/// top level; the conversation as `user` / `assistant` messages of content blocks;
-/// every tool result of a turn in the one `user` message after it, tool results first,
-/// `is_error` set on failures; no empty or whitespace-only text block (an empty turn is
-/// sent as `(empty)`); each tool's parameters through [`schema::for_anthropic`];
-/// `tool_choice` auto → `auto`, required → `any`, a named tool → `tool`, none → `none`;
-/// `temperature` clamped to Anthropic's 0.0..=1.0.
-///
-/// Responses: text blocks joined, `tool_use` blocks as calls (in order, ids kept,
-/// missing ones synthesised), other block types (thinking, ...) ignored; usage with
-/// `input_tokens` = uncached + cache reads + cache writes; `request-id` kept.
-pub struct AnthropicClient {
-    transport: Transport,
-    cache: WireCache,
-}
-
-impl fmt::Debug for AnthropicClient {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AnthropicClient")
-            .field("transport", &self.transport)
-            .finish()
-    }
-}
-
-impl AnthropicClient {
-    /// The API root used when no base URL is given.
-    pub const DEFAULT_BASE_URL: &'static str = "https://api.anthropic.com";
-    /// The `anthropic-version` header sent.
-    pub const API_VERSION: &'static str = "2023-06-01";
-
-    /// A client from explicit options; reads no environment variable. Needs
-    /// `options.api_key`; `options.base_url` is the API root (default
-    /// [`DEFAULT_BASE_URL`](Self::DEFAULT_BASE_URL); `/v1/messages` is appended, or
-    /// `/messages` to a root ending in `/v1`).
-    ///
-    /// # Errors
-    /// [`ConfigError::InvalidProvider`] (with `model` set to `"anthropic"`) when the key
-    /// is missing or unusable in a header, or the base URL is invalid.
-    pub fn new(options: &ProviderOptions) -> Result<Self, ConfigError> {
-        Self::build(options).map_err(|message| ConfigError::InvalidProvider {
-            model: "anthropic".to_owned(),
-            message,
-        })
-    }
-
-    pub(crate) fn build(options: &ProviderOptions) -> Result<Self, String> {
-        let key = options
-            .api_key
-            .clone()
-            .ok_or("an API key is required (ANTHROPIC_API_KEY)")?;
-        let base = options
-            .base_url
-            .as_deref()
-            .unwrap_or(Self::DEFAULT_BASE_URL)
-            .trim_end_matches('/');
-        let url = if base.ends_with("/v1") {
-            format!("{base}/messages")
-        } else {
-            format!("{base}/v1/messages")
-        };
-        let mut headers = HeaderMap::new();
-        Transport::insert_header(
-            &mut headers,
-            "x-api-key",
-            Transport::secret_header(key.expose())?,
-        );
-        Transport::insert_header(
-            &mut headers,
-            "anthropic-version",
-            HeaderValue::from_static(Self::API_VERSION),
-        );
-        let transport = Transport::new("anthropic", &url, headers, Some(key), options)?;
-        Ok(Self {
-            transport,
-            cache: WireCache::default(),
-        })
-    }
-
-    async fn streamed_round_trip(
-        &self,
-        request: &LlmRequest,
-        sink: &mut dyn StreamSink,
-    ) -> Result<LlmResponse, LlmError> {
-        let body = encode_body(request, &self.cache, true)?;
-        let streaming = self.transport.post_streaming(body).await?;
-        let status = streaming.status;
-        let assembler = EventAssembler::default();
-        match sse::read(&self.transport, streaming, assembler, sink).await? {
-            sse::Streamed::Done(body, headers) => {
-                decode(&sse::reply(status, headers, &body), self.transport.key())
-            }
-            sse::Streamed::Failed(reply) => decode(&reply, self.transport.key()),
-            sse::Streamed::Whole(reply) => {
-                let response = decode(&reply, self.transport.key())?;
-                crate::llm::replay(&response, sink);
-                Ok(response)
-            }
-        }
-    }
-
-    async fn round_trip(&self, request: &LlmRequest) -> Result<LlmResponse, LlmError> {
-        let body = encode(request, &self.cache)?;
-        let reply = self.transport.post(body).await?;
-        decode(&reply, self.transport.key())
-    }
-}
-
-impl LlmClient for AnthropicClient {
-    fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
-        Box::pin(traced(self.transport.provider(), self.round_trip(request)))
-    }
-
-    /// Streams with `stream: true`, reading the message events up to `message_stop`
-    /// (source: Messages API, "Streaming Messages",
-    /// <https://docs.anthropic.com/en/docs/build-with-claude/streaming>). The turn is
-    /// normalized as a non-streamed one.
-    fn complete_streaming<'a>(
-        &'a self,
-        request: &'a LlmRequest,
-        sink: &'a mut dyn StreamSink,
-    ) -> LlmFuture<'a> {
-        Box::pin(traced(
-            self.transport.provider(),
-            self.streamed_round_trip(request, sink),
-        ))
-    }
-
-    fn provider(&self) -> &str {
-        "anthropic"
-    }
-
-    /// Anthropic enforces `tool_choice` (`any`, `tool`), so `Auto` is tool mode. Native
-    /// structured output (`output_config.format`) is generally available on Claude
-    /// Opus 4.5, Sonnet 4.5, Haiku 4.5 and later (4.6, ...); older models reject the
-    /// field (source: <https://platform.claude.com/docs/en/build-with-claude/structured-outputs>,
-    /// read 2026-12-01). A model name is judged by its version: `claude-<family>-4-5...`
-    /// and newer take it; `claude-3-...`, `claude-<family>-4-<date>`, `-4-1` do not.
-    fn output_capabilities(&self, model: &str) -> OutputCapabilities {
-        OutputCapabilities::new(true, anthropic_native_output(model))
-    }
-
-    /// Anthropic takes a temperature from 0.0 to 1.0 (source: Messages API reference,
-    /// `temperature`); a higher one is clamped to 1.0.
-    fn effective_temperature(&self, _model: &str, requested: f32) -> Option<f32> {
-        Some(clamp_temperature(requested))
-    }
-}
-
-fn clamp_temperature(t: f32) -> f32 {
-    t.clamp(0.0, 1.0)
-}
-
-/// Whether a Claude model takes `output_config.format`: version 4.5 or newer, read from
-/// names like `claude-sonnet-4-5-20250929`, `claude-opus-4-6`, `claude-haiku-4-5`
-/// (a number of 100 or more after the major version is a date, i.e. minor 0).
-fn anthropic_native_output(model: &str) -> bool {
-    let numbers: Vec<u64> = model
-        .split('-')
-        .skip(1)
-        .filter_map(|part| part.parse::<u64>().ok())
-        .collect();
-    let (major, minor) = match numbers.as_slice() {
-        [major, minor, ..] if *minor < 100 => (*major, *minor),
-        [major, ..] => (*major, 0),
-        [] => return false,
-    };
-    (major, minor) >= (4, 5)
-}
-
-// ---- request ----
 
 #[derive(Serialize)]
 struct Body<'a> {
@@ -313,6 +129,7 @@ enum WireChoice<'a> {
 ///
 /// # Errors
 /// A permanent [`LlmError`] if serialization fails (it does not for these types).
+#[cfg(test)]
 pub(crate) fn encode(request: &LlmRequest, cache: &WireCache) -> Result<Vec<u8>, LlmError> {
     encode_body(request, cache, false)
 }
@@ -582,93 +399,4 @@ pub(crate) fn decode(reply: &Reply, key: Option<&ApiKey>) -> Result<LlmResponse,
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-    use super::*;
-    use crate::message::{Message, ToolResult};
-    use serde_json::json;
-
-    fn body(request: &LlmRequest) -> Value {
-        serde_json::from_slice(&encode(request, &WireCache::default()).unwrap()).unwrap()
-    }
-
-    #[test]
-    fn tool_results_follow_their_turn_first_with_is_error() {
-        let request = LlmRequest::new("claude-x")
-            .with_message(Message::user("hi"))
-            .with_message(Message::assistant(
-                "  ",
-                vec![
-                    ToolCall::new("toolu_1", "a", json!({"x": 1})),
-                    ToolCall::new("toolu_2", "b", json!("not an object")),
-                ],
-            ))
-            .with_message(Message::tool_results(vec![
-                ToolResult::ok("toolu_1", "a", "one"),
-                ToolResult::error("toolu_2", "b", "boom"),
-            ]))
-            .with_message(Message::user("now submit"));
-        let b = body(&request);
-        assert_eq!(
-            b["messages"],
-            json!([
-                {"role": "user", "content": [{"type": "text", "text": "hi"}]},
-                {"role": "assistant", "content": [
-                    {"type": "tool_use", "id": "toolu_1", "name": "a", "input": {"x": 1}},
-                    {"type": "tool_use", "id": "toolu_2", "name": "b", "input": {}}
-                ]},
-                {"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": "one"},
-                    {"type": "tool_result", "tool_use_id": "toolu_2", "content": "boom", "is_error": true},
-                    {"type": "text", "text": "now submit"}
-                ]}
-            ])
-        );
-        assert!(b.get("tools").is_none() && b.get("tool_choice").is_none());
-    }
-
-    #[test]
-    fn empty_assistant_turn_is_rendered_safely() {
-        let request = LlmRequest::new("claude-x")
-            .with_message(Message::user("hi"))
-            .with_message(Message::assistant("", vec![]))
-            .with_message(Message::user("call the tool"));
-        let b = body(&request);
-        assert_eq!(
-            b["messages"][1],
-            json!({"role": "assistant", "content": [{"type": "text", "text": "(empty)"}]})
-        );
-    }
-
-    #[test]
-    fn tool_choice_and_temperature_are_mapped() {
-        let tools = vec![crate::tool::ToolDefinition::new(
-            "submit_output",
-            "Submit.",
-            json!({"type": "object"}),
-        )];
-        let base = LlmRequest::new("m")
-            .with_message(Message::user("x"))
-            .with_tools(tools)
-            .with_temperature(1.7);
-        let cases = [
-            (ToolChoice::Auto, json!({"type": "auto"})),
-            (ToolChoice::Required, json!({"type": "any"})),
-            (
-                ToolChoice::Tool("submit_output".into()),
-                json!({"type": "tool", "name": "submit_output"}),
-            ),
-            (ToolChoice::None, json!({"type": "none"})),
-        ];
-        for (choice, wire) in cases {
-            let b = body(&base.clone().with_tool_choice(choice));
-            assert_eq!(b["tool_choice"], wire);
-            assert_eq!(b["temperature"], json!(1.0));
-            assert_eq!(
-                b["tools"],
-                json!([{"name": "submit_output", "description": "Submit.", "input_schema": {"type": "object"}}])
-            );
-        }
-    }
-}
+mod tests;

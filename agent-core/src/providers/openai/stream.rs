@@ -16,10 +16,10 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use crate::llm::{StreamDelta, StreamSink};
-use crate::providers::openai::{
+use super::wire::{
     WireCallOut, WireChoiceOut, WireFunctionOut, WireMessageOut, WireResponse, WireUsage,
 };
+use crate::llm::{StreamDelta, StreamSink};
 use crate::providers::sse::{Assembler, Step};
 
 /// A tool call being assembled.

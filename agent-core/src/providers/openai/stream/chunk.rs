@@ -16,7 +16,7 @@ use serde_json::value::RawValue;
 
 use super::ChunkAssembler;
 use crate::llm::{StreamDelta, StreamSink};
-use crate::providers::openai::WireUsage;
+use crate::providers::openai::wire::WireUsage;
 
 /// Reads the chunk `data` into `reply`, handing its pieces to `sink` as they are read.
 /// Returns the chunk's `error` object, if it has one (`null` is none).

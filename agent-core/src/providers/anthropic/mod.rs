@@ -1,0 +1,189 @@
+//! [`AnthropicClient`]: the Anthropic Messages API (`POST /v1/messages`).
+//!
+//! Wire format from the Messages API reference (<https://docs.anthropic.com/en/api/messages>)
+//! and anthropic-sdk-python; the rules that matter here are in `docs/providers.md`.
+
+mod stream;
+mod wire;
+
+use std::fmt;
+
+use reqwest::header::{HeaderMap, HeaderValue};
+use serde_json::Value;
+
+use crate::error::ConfigError;
+use crate::llm::{
+    LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, OutputCapabilities, StreamSink,
+};
+use crate::providers::encoded::WireCache;
+use crate::providers::glue::{self, Streams, Wire};
+use crate::providers::http::{Reply, Transport};
+use crate::providers::{ProviderOptions, sse};
+use stream::EventAssembler;
+
+/// A client of the Anthropic Messages API.
+///
+/// Sends `x-api-key`, `anthropic-version: 2023-06-01` and a JSON body: `system` at the
+/// top level; the conversation as `user` / `assistant` messages of content blocks;
+/// every tool result of a turn in the one `user` message after it, tool results first,
+/// `is_error` set on failures; no empty or whitespace-only text block (an empty turn is
+/// sent as `(empty)`); each tool's parameters through [`schema::for_anthropic`];
+/// `tool_choice` auto → `auto`, required → `any`, a named tool → `tool`, none → `none`;
+/// `temperature` clamped to Anthropic's 0.0..=1.0.
+///
+/// Responses: text blocks joined, `tool_use` blocks as calls (in order, ids kept,
+/// missing ones synthesised), other block types (thinking, ...) ignored; usage with
+/// `input_tokens` = uncached + cache reads + cache writes; `request-id` kept.
+pub struct AnthropicClient {
+    transport: Transport,
+    cache: WireCache,
+}
+
+impl fmt::Debug for AnthropicClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AnthropicClient")
+            .field("transport", &self.transport)
+            .finish()
+    }
+}
+
+impl AnthropicClient {
+    /// The API root used when no base URL is given.
+    pub const DEFAULT_BASE_URL: &'static str = "https://api.anthropic.com";
+    /// The `anthropic-version` header sent.
+    pub const API_VERSION: &'static str = "2023-06-01";
+
+    /// A client from explicit options; reads no environment variable. Needs
+    /// `options.api_key`; `options.base_url` is the API root (default
+    /// [`DEFAULT_BASE_URL`](Self::DEFAULT_BASE_URL); `/v1/messages` is appended, or
+    /// `/messages` to a root ending in `/v1`).
+    ///
+    /// # Errors
+    /// [`ConfigError::InvalidProvider`] (with `model` set to `"anthropic"`) when the key
+    /// is missing or unusable in a header, or the base URL is invalid.
+    pub fn new(options: &ProviderOptions) -> Result<Self, ConfigError> {
+        glue::built("anthropic", Self::build(options))
+    }
+
+    pub(crate) fn build(options: &ProviderOptions) -> Result<Self, String> {
+        let key = options
+            .api_key
+            .clone()
+            .ok_or("an API key is required (ANTHROPIC_API_KEY)")?;
+        let base = options
+            .base_url
+            .as_deref()
+            .unwrap_or(Self::DEFAULT_BASE_URL)
+            .trim_end_matches('/');
+        let url = if base.ends_with("/v1") {
+            format!("{base}/messages")
+        } else {
+            format!("{base}/v1/messages")
+        };
+        let mut headers = HeaderMap::new();
+        Transport::insert_header(
+            &mut headers,
+            "x-api-key",
+            Transport::secret_header(key.expose())?,
+        );
+        Transport::insert_header(
+            &mut headers,
+            "anthropic-version",
+            HeaderValue::from_static(Self::API_VERSION),
+        );
+        let transport = Transport::new("anthropic", &url, headers, Some(key), options)?;
+        Ok(Self {
+            transport,
+            cache: WireCache::default(),
+        })
+    }
+}
+
+impl Wire for AnthropicClient {
+    fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
+    fn encode(&self, request: &LlmRequest, stream: bool) -> Result<Vec<u8>, LlmError> {
+        wire::encode_body(request, &self.cache, stream)
+    }
+
+    fn decode(&self, reply: &Reply) -> Result<LlmResponse, LlmError> {
+        wire::decode(reply, self.transport.key())
+    }
+}
+
+impl Streams for AnthropicClient {
+    type Assembler = EventAssembler;
+
+    fn decode_streamed(
+        &self,
+        assembled: Value,
+        status: u16,
+        headers: HeaderMap,
+    ) -> Result<LlmResponse, LlmError> {
+        wire::decode(
+            &sse::reply(status, headers, &assembled),
+            self.transport.key(),
+        )
+    }
+}
+
+impl LlmClient for AnthropicClient {
+    fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
+        glue::complete(self, request)
+    }
+
+    /// Streams with `stream: true`, reading the message events up to `message_stop`
+    /// (source: Messages API, "Streaming Messages",
+    /// <https://docs.anthropic.com/en/docs/build-with-claude/streaming>). The turn is
+    /// normalized as a non-streamed one.
+    fn complete_streaming<'a>(
+        &'a self,
+        request: &'a LlmRequest,
+        sink: &'a mut dyn StreamSink,
+    ) -> LlmFuture<'a> {
+        glue::complete_streaming(self, request, sink)
+    }
+
+    fn provider(&self) -> &str {
+        "anthropic"
+    }
+
+    /// Anthropic enforces `tool_choice` (`any`, `tool`), so `Auto` is tool mode. Native
+    /// structured output (`output_config.format`) is generally available on Claude
+    /// Opus 4.5, Sonnet 4.5, Haiku 4.5 and later (4.6, ...); older models reject the
+    /// field (source: <https://platform.claude.com/docs/en/build-with-claude/structured-outputs>,
+    /// read 2026-12-01). A model name is judged by its version: `claude-<family>-4-5...`
+    /// and newer take it; `claude-3-...`, `claude-<family>-4-<date>`, `-4-1` do not.
+    fn output_capabilities(&self, model: &str) -> OutputCapabilities {
+        OutputCapabilities::new(true, anthropic_native_output(model))
+    }
+
+    /// Anthropic takes a temperature from 0.0 to 1.0 (source: Messages API reference,
+    /// `temperature`); a higher one is clamped to 1.0.
+    fn effective_temperature(&self, _model: &str, requested: f32) -> Option<f32> {
+        Some(clamp_temperature(requested))
+    }
+}
+
+fn clamp_temperature(t: f32) -> f32 {
+    t.clamp(0.0, 1.0)
+}
+
+/// Whether a Claude model takes `output_config.format`: version 4.5 or newer, read from
+/// names like `claude-sonnet-4-5-20250929`, `claude-opus-4-6`, `claude-haiku-4-5`
+/// (a number of 100 or more after the major version is a date, i.e. minor 0).
+fn anthropic_native_output(model: &str) -> bool {
+    let numbers: Vec<u64> = model
+        .split('-')
+        .skip(1)
+        .filter_map(|part| part.parse::<u64>().ok())
+        .collect();
+    let (major, minor) = match numbers.as_slice() {
+        [major, minor, ..] if *minor < 100 => (*major, *minor),
+        [major, ..] => (*major, 0),
+        [] => return false,
+    };
+    (major, minor) >= (4, 5)
+}

@@ -1,0 +1,136 @@
+//! The glue every HTTP adapter shares. A provider supplies its parts through [`Wire`]
+//! (and [`Streams`] where it streams): its transport, how a request is encoded and how
+//! a reply is decoded, and its stream assembler. Written once here: the round trip, the
+//! streamed round trip (with the fallback for servers that ignore `stream: true`), the
+//! traced `LlmClient` calls, and the constructor's error mapping.
+
+use std::borrow::Cow;
+
+use reqwest::Url;
+use reqwest::header::HeaderMap;
+
+use crate::error::ConfigError;
+use crate::llm::{LlmError, LlmFuture, LlmRequest, LlmResponse, StreamSink, replay};
+use crate::providers::http::{Reply, Transport, traced};
+use crate::providers::sse::{self, Assembler};
+
+/// A provider's request and reply formats, over its [`Transport`].
+pub(crate) trait Wire: Send + Sync {
+    /// The transport: endpoint, headers (the key), pool and caps.
+    fn transport(&self) -> &Transport;
+
+    /// The URL a request is posted to: the transport's, unless the endpoint depends on
+    /// the request (Gemini names the model in the path).
+    ///
+    /// # Errors
+    /// A permanent [`LlmError`] when no URL can be made for the request.
+    fn url(&self, _request: &LlmRequest) -> Result<Cow<'_, Url>, LlmError> {
+        Ok(Cow::Borrowed(self.transport().url()))
+    }
+
+    /// The JSON body of a request (`stream`: asking for server-sent events).
+    ///
+    /// # Errors
+    /// A permanent [`LlmError`] when the body cannot be serialized.
+    fn encode(&self, request: &LlmRequest, stream: bool) -> Result<Vec<u8>, LlmError>;
+
+    /// Normalizes a 2xx reply read whole.
+    ///
+    /// # Errors
+    /// The provider's classification of an undecodable body or an error object in it.
+    fn decode(&self, reply: &Reply) -> Result<LlmResponse, LlmError>;
+}
+
+/// A provider that streams: its assembler of the event stream and the decoding of what
+/// it assembled.
+pub(crate) trait Streams: Wire {
+    /// Reads the provider's events into the reply.
+    type Assembler: Assembler + Default + Send;
+
+    /// Normalizes a stream that reached its end marker: `assembled` is the assembler's
+    /// reply, `status` and `headers` the response's.
+    ///
+    /// # Errors
+    /// As [`Wire::decode`].
+    fn decode_streamed(
+        &self,
+        assembled: <Self::Assembler as Assembler>::Output,
+        status: u16,
+        headers: HeaderMap,
+    ) -> Result<LlmResponse, LlmError>;
+}
+
+/// One round trip: encode, post, decode.
+///
+/// # Errors
+/// The transport's errors (status, connection, caps) and the provider's decode errors.
+pub(crate) async fn round_trip<W: Wire>(
+    wire: &W,
+    request: &LlmRequest,
+) -> Result<LlmResponse, LlmError> {
+    let url = wire.url(request)?;
+    let body = wire.encode(request, false)?;
+    let reply = wire.transport().post_to(&url, body).await?;
+    wire.decode(&reply)
+}
+
+/// One streamed round trip: the pieces go to `sink` as they arrive; the returned
+/// response is the whole turn, normalized as a non-streamed one. An error event in the
+/// stream is decoded as an error body; a server that answers with one JSON body is read
+/// as a non-streamed reply, and the turn replayed to `sink`.
+///
+/// # Errors
+/// As [`round_trip`], plus the stream's: cut mid-way, undecodable events, over the cap.
+pub(crate) async fn streamed_round_trip<W: Streams>(
+    wire: &W,
+    request: &LlmRequest,
+    sink: &mut dyn StreamSink,
+) -> Result<LlmResponse, LlmError> {
+    let body = wire.encode(request, true)?;
+    let transport = wire.transport();
+    let streaming = transport.post_streaming(body).await?;
+    let status = streaming.status;
+    match sse::read(transport, streaming, W::Assembler::default(), sink).await? {
+        sse::Streamed::Done(assembled, headers) => wire.decode_streamed(assembled, status, headers),
+        sse::Streamed::Failed(reply) => wire.decode(&reply),
+        sse::Streamed::Whole(reply) => {
+            let response = wire.decode(&reply)?;
+            replay(&response, sink);
+            Ok(response)
+        }
+    }
+}
+
+/// [`LlmClient::complete`](crate::LlmClient::complete) of an HTTP adapter: one traced
+/// round trip.
+pub(crate) fn complete<'a, W: Wire>(wire: &'a W, request: &'a LlmRequest) -> LlmFuture<'a> {
+    Box::pin(traced(
+        wire.transport().provider(),
+        round_trip(wire, request),
+    ))
+}
+
+/// [`LlmClient::complete_streaming`](crate::LlmClient::complete_streaming) of an HTTP
+/// adapter that streams: one traced streamed round trip.
+pub(crate) fn complete_streaming<'a, W: Streams>(
+    wire: &'a W,
+    request: &'a LlmRequest,
+    sink: &'a mut dyn StreamSink,
+) -> LlmFuture<'a> {
+    Box::pin(traced(
+        wire.transport().provider(),
+        streamed_round_trip(wire, request, sink),
+    ))
+}
+
+/// A public constructor's result: the message of a client that could not be built
+/// becomes [`ConfigError::InvalidProvider`] with `model` set to `provider`.
+///
+/// # Errors
+/// That [`ConfigError`].
+pub(crate) fn built<C>(provider: &str, client: Result<C, String>) -> Result<C, ConfigError> {
+    client.map_err(|message| ConfigError::InvalidProvider {
+        model: provider.to_owned(),
+        message,
+    })
+}

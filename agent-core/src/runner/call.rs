@@ -1,0 +1,141 @@
+//! One model call: the tools and tool choice of the turn, the call under its timeout
+//! and catch boundary, its `chat` span, and the retry rule for a failed call.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures::FutureExt;
+use tracing::Instrument;
+
+use crate::config::OutputPlan;
+use crate::error::AgentError;
+use crate::llm::{LlmError, LlmResponse, ToolChoice};
+use crate::observe::RunEvent;
+use crate::output::{AgentOutput, SUBMIT_OUTPUT};
+use crate::stream::{PartialKind, StreamEvent, StreamSink, TurnSink};
+
+use super::{Run, spans};
+
+impl<'c, T: AgentOutput> Run<'c, T> {
+    /// One round trip. The outer `Err` is a panic inside the client: not a provider's
+    /// failure but a bug in the client's code, so the run ends with `internal_error`.
+    pub(super) async fn call_model(&mut self) -> Result<Result<LlmResponse, LlmError>, AgentError> {
+        let cfg = self.cfg;
+        let wrap_up =
+            cfg.settings.wrap_up && !matches!(cfg.output, OutputPlan::Text) && self.is_last_call();
+        self.wrap_up_turn = wrap_up;
+        let escalation = cfg.escalation_validator.is_some();
+        // The forced answer: a submit_output call in tool mode; in native and prompted
+        // modes, text (no tool may be called), which the provider constrains to the
+        // schema in native mode. At the limit, a model with escalation on may hand over
+        // instead (escalate_to_human with its summary).
+        let (tools, choice) = match (&cfg.output, wrap_up, self.force_answer) {
+            (OutputPlan::Tool, true, _) => match &cfg.wrap_up_offered {
+                Some(tools) if escalation => (Arc::clone(tools), ToolChoice::Required),
+                Some(tools) => (
+                    Arc::clone(tools),
+                    ToolChoice::Tool(SUBMIT_OUTPUT.to_owned()),
+                ),
+                None => (Arc::clone(&cfg.offered), ToolChoice::Required),
+            },
+            (OutputPlan::Json(_), true, _) if escalation => {
+                (Arc::clone(&cfg.offered), ToolChoice::Auto)
+            }
+            (OutputPlan::Json(_), true, _) => (Arc::clone(&cfg.offered), ToolChoice::None),
+            (OutputPlan::Tool, false, true) => (self.offered_tools(), ToolChoice::Required),
+            (OutputPlan::Json(_), false, true) => (self.offered_tools(), ToolChoice::None),
+            _ => (self.offered_tools(), ToolChoice::Auto),
+        };
+        self.request.tools = tools;
+        self.request.tool_choice = choice;
+        self.usage.llm_calls = self.usage.llm_calls.saturating_add(1);
+        let llm_call = self.usage.llm_calls;
+        self.notify(&RunEvent::TurnStarted {
+            trace_id: &self.trace_id,
+            llm_call,
+        });
+        let span = spans::chat(
+            cfg.client.provider(),
+            &self.request,
+            llm_call,
+            wrap_up,
+            cfg.settings.capture_content,
+        );
+        let mut sink = self.events.as_ref().map(|events| {
+            events.send(StreamEvent::TurnStarted { llm_call });
+            let kind = match &cfg.output {
+                OutputPlan::Tool => PartialKind::Tool,
+                OutputPlan::Json(_) => PartialKind::Text,
+                OutputPlan::Text => PartialKind::None,
+            };
+            TurnSink::new(events.clone(), llm_call, kind)
+        });
+        let request = &self.request;
+        let client = &cfg.client;
+        let limit = cfg.settings.llm_timeout;
+        // The timer sits inside the catch boundary: outside a runtime its creation panics.
+        let guarded = AssertUnwindSafe(async move {
+            match sink.as_mut() {
+                Some(sink) => {
+                    let outcome =
+                        tokio::time::timeout(limit, client.complete_streaming(request, sink)).await;
+                    // The last batch of a client that does not flush.
+                    if matches!(outcome, Ok(Ok(_))) {
+                        sink.flush();
+                    }
+                    outcome
+                }
+                None => tokio::time::timeout(limit, client.complete(request)).await,
+            }
+        })
+        .catch_unwind();
+        let outcome = match guarded.instrument(span.clone()).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(_elapsed)) => Err(LlmError::transient(format!(
+                "the model call timed out after {} ms (llm_timeout)",
+                limit.as_millis()
+            ))),
+            Err(payload) => {
+                spans::record_error(&span, "internal_error");
+                return Err(AgentError::from_panic("the model client", payload.as_ref()));
+            }
+        };
+        spans::record_outcome(&span, &outcome, cfg.settings.capture_content);
+        Ok(outcome)
+    }
+
+    /// A failed round trip: retry a transient failure after backoff (the request is
+    /// unchanged), or end the run.
+    pub(super) async fn on_provider_failure(&mut self, error: LlmError) -> Result<(), AgentError> {
+        if !error.is_transient() {
+            return Err(AgentError::LlmPermanent { error });
+        }
+        let retry = u32::try_from(self.failures.len()).unwrap_or(u32::MAX);
+        let delay = self.cfg.settings.backoff.delay(retry, error.retry_after);
+        self.failures.push(error);
+        if self.failures.len() >= self.cfg.settings.max_llm_retries as usize {
+            return Err(AgentError::MaxLlmRetries {
+                failures: std::mem::take(&mut self.failures),
+            });
+        }
+        if let Some(last) = self.failures.last() {
+            self.notify(&RunEvent::RetryScheduled {
+                trace_id: &self.trace_id,
+                llm_call: self.usage.llm_calls,
+                delay,
+                error: last,
+            });
+            if let Some(events) = &self.events {
+                events.send(StreamEvent::Retrying {
+                    llm_call: self.usage.llm_calls,
+                    delay,
+                    error: last.to_string(),
+                });
+            }
+        }
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        Ok(())
+    }
+}

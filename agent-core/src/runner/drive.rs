@@ -1,0 +1,109 @@
+//! The driver: the loop of round trips and turns, under the run-wide bounds (the
+//! deadline, cancellation, and a catch boundary for faults of the runner itself).
+
+use std::panic::AssertUnwindSafe;
+use std::time::Duration;
+
+use futures::FutureExt;
+
+use crate::error::AgentError;
+use crate::output::AgentOutput;
+
+use super::{Next, Run, any_cancelled};
+
+impl<'c, T: AgentOutput> Run<'c, T> {
+    /// The loop under the run-wide bounds: the deadline, the caller's cancellation token,
+    /// and a catch boundary for faults of the runner itself.
+    pub(super) async fn drive_bounded(&mut self) -> Result<T, AgentError> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(AgentError::Internal {
+                message: "run_agent needs a Tokio runtime with timers (for example \
+                          #[tokio::main]); none is running on this thread"
+                    .to_owned(),
+            });
+        }
+        // A runtime built without `enable_time` panics on the first timer; find out
+        // before any request.
+        if std::panic::catch_unwind(|| drop(tokio::time::sleep(Duration::ZERO))).is_err() {
+            return Err(AgentError::Internal {
+                message: "run_agent needs a Tokio runtime with timers; this one was built \
+                          without them (use enable_time or enable_all)"
+                    .to_owned(),
+            });
+        }
+        if let Some(error) = self.missing_state() {
+            return Err(error);
+        }
+        let deadline = self.deadline;
+        // A deadline too far to represent (`Duration::MAX`) is no deadline.
+        let deadline_at = deadline.and_then(|limit| tokio::time::Instant::now().checked_add(limit));
+        self.deadline_at = deadline_at;
+        if self.is_cancelled() {
+            return Err(AgentError::Cancelled);
+        }
+        if deadline.is_some_and(|d| d.is_zero()) {
+            return Err(AgentError::DeadlineExceeded {
+                limit: Duration::ZERO,
+            });
+        }
+        let tokens = self.tokens.clone();
+        let drive = AssertUnwindSafe(self.drive()).catch_unwind();
+        let timer = async {
+            match deadline_at {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        let cancelled = any_cancelled(&tokens);
+        let bounded = async {
+            tokio::select! {
+                biased;
+                outcome = drive => match outcome {
+                    Ok(outcome) => outcome,
+                    Err(payload) => Err(AgentError::from_panic("the runner", payload.as_ref())),
+                },
+                () = cancelled => Err(AgentError::Cancelled),
+                () = timer => Err(AgentError::DeadlineExceeded {
+                    limit: deadline.unwrap_or_default(),
+                }),
+            }
+        };
+        // Building the timer can panic (a runtime without timers); keep that inside the
+        // boundary too.
+        let outcome = match AssertUnwindSafe(bounded).catch_unwind().await {
+            Ok(outcome) => outcome,
+            Err(payload) => Err(AgentError::from_panic("the runner", payload.as_ref())),
+        };
+        // The outcome is fixed: grading can only add scores, within its own timeout, the
+        // deadline and the cancellation token.
+        if let Ok(value) = &outcome {
+            self.grade(value, deadline_at, &tokens).await;
+        }
+        outcome
+    }
+
+    pub(super) async fn drive(&mut self) -> Result<T, AgentError> {
+        loop {
+            self.check_before_call()?;
+            let response = match self.call_model().await {
+                Ok(Ok(response)) => response,
+                Ok(Err(error)) => {
+                    self.on_provider_failure(error).await?;
+                    continue;
+                }
+                Err(panicked) => return Err(panicked),
+            };
+            self.failures.clear();
+            self.force_answer = false;
+            let before = self.request.messages.len();
+            let next = self.on_turn(response).await;
+            if self.events.is_some() {
+                self.send_results(before);
+            }
+            match next {
+                Next::Continue => {}
+                Next::Stop(outcome) => return outcome,
+            }
+        }
+    }
+}

@@ -1,0 +1,293 @@
+//! The transitions of a model turn: every successful turn is classified into exactly
+//! one (text, an answer, an ambiguous turn, tool calls), and malformed turns are
+//! counted against `max_parse_retries`.
+
+use std::sync::Arc;
+
+use crate::config::OutputPlan;
+use crate::error::{AgentError, Attempt, AttemptKind};
+use crate::handover::CallOutcome;
+use crate::llm::{LlmResponse, StopReason};
+use crate::message::{Message, ToolCall, ToolResult};
+use crate::output::{AgentOutput, ESCALATE_TO_HUMAN, Extracted, SUBMIT_OUTPUT, extract_json};
+use crate::stream::StreamEvent;
+use crate::validate::ValidationErrors;
+
+use super::{Next, Run, feedback, sanitize, tools};
+
+impl<'c, T: AgentOutput> Run<'c, T> {
+    /// Classifies a successful turn into exactly one transition.
+    pub(super) async fn on_turn(&mut self, mut response: LlmResponse) -> Next<T> {
+        let cfg = self.cfg;
+        let is_known = |name: &str| {
+            cfg.tool_index.contains_key(name) || name == SUBMIT_OUTPUT || name == ESCALATE_TO_HUMAN
+        };
+        sanitize::sanitize_calls(
+            &mut response.tool_calls,
+            &mut self.seen_ids,
+            &self.trace_id,
+            self.usage.llm_calls,
+            &is_known,
+        );
+        self.add_usage(&response);
+        let input_tokens = response.usage.input_tokens;
+        let LlmResponse {
+            text,
+            mut tool_calls,
+            stop_reason,
+            reasoning,
+            ..
+        } = response;
+        if stop_reason == StopReason::MaxTokens
+            && let Some(last) = tool_calls.last_mut()
+        {
+            // The output cap cut the turn: its last call was still being written. Even
+            // arguments that parse (`{}` for a tool whose parameters are all optional)
+            // are not what the model meant to send, so the call is never run.
+            let signature = last.thought_signature.take();
+            *last = ToolCall::with_invalid_arguments(
+                std::mem::take(&mut last.id),
+                std::mem::take(&mut last.name),
+                feedback::cut_call(self.request.max_tokens),
+            );
+            last.thought_signature = signature;
+        }
+        if !text.is_empty() {
+            self.last_text.clone_from(&text);
+        }
+        self.request
+            .messages
+            .push(Message::assistant(text.clone(), tool_calls.clone()));
+        if let Some(events) = &self.events {
+            for call in &tool_calls {
+                events.send(StreamEvent::ToolCallFinished {
+                    llm_call: self.usage.llm_calls,
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                });
+            }
+        }
+        match stop_reason {
+            // Provider-declared stops that are not answers: the same input gets the
+            // same answer, so no nudge and no retry.
+            StopReason::Refusal | StopReason::ContentFilter => {
+                let message = if text.trim().is_empty() {
+                    "the provider gave no text".to_owned()
+                } else {
+                    text
+                };
+                return Next::Stop(Err(AgentError::Refused {
+                    stop_reason,
+                    message,
+                }));
+            }
+            StopReason::ContextWindowExceeded => {
+                return Next::Stop(Err(AgentError::ContextWindowExceeded { input_tokens }));
+            }
+            _ => {}
+        }
+        let terminal: Vec<&ToolCall> = tool_calls
+            .iter()
+            .filter(|c| self.is_terminal(&c.name))
+            .collect();
+        if tool_calls.is_empty() {
+            // Some reasoning parsers leave the content empty and put the whole reply,
+            // the JSON answer included, in the reasoning.
+            let answer_in_reasoning = text.trim().is_empty()
+                && !reasoning.trim().is_empty()
+                && matches!(self.cfg.output, OutputPlan::Json(_));
+            let text = if answer_in_reasoning {
+                &reasoning
+            } else {
+                &text
+            };
+            return self.on_text(text, &stop_reason);
+        }
+        if !terminal.is_empty() && tool_calls.len() > 1 {
+            return self.on_ambiguous(&tool_calls, terminal[0].name.clone());
+        }
+        if let Some(call) = terminal.first() {
+            return if call.name == SUBMIT_OUTPUT {
+                self.on_submit(call).await
+            } else {
+                self.on_escalate(call)
+            };
+        }
+        self.on_tool_calls(&tool_calls).await
+    }
+
+    pub(super) fn is_terminal(&self, name: &str) -> bool {
+        (matches!(self.cfg.output, OutputPlan::Tool) && name == SUBMIT_OUTPUT)
+            || (self.cfg.escalation_validator.is_some() && name == ESCALATE_TO_HUMAN)
+    }
+
+    pub(super) fn on_text(&mut self, text: &str, stop_reason: &StopReason) -> Next<T> {
+        match &self.cfg.output {
+            OutputPlan::Text => {
+                if let Some(value) = T::from_text(text) {
+                    self.output = text.to_owned();
+                    return Next::Stop(Ok(value));
+                }
+            }
+            OutputPlan::Json(spec) => {
+                let prompted = spec.mode == crate::output::OutputMode::Prompted;
+                return self.on_answer_text(text, stop_reason, prompted);
+            }
+            OutputPlan::Tool => {}
+        }
+        let cut = (*stop_reason == StopReason::MaxTokens).then_some(self.request.max_tokens);
+        let nudge = self.feedback(feedback::plain_text_nudge(cut));
+        self.request.messages.push(Message::user(nudge));
+        self.force_answer = true;
+        let mut summary = if text.trim().is_empty() {
+            "an empty turn: no text and no tool call".to_owned()
+        } else {
+            format!("plain text instead of a {SUBMIT_OUTPUT} call")
+        };
+        if let Some(cap) = cut {
+            summary.push_str(&format!(" (the output hit max_tokens, {cap} tokens)"));
+        }
+        self.malformed(AttemptKind::SchemaNotCalled, summary)
+    }
+
+    /// A text reply in native or prompted mode: the answer, or a malformed turn fed back
+    /// as a user message (there is no call id to answer).
+    pub(super) fn on_answer_text(
+        &mut self,
+        text: &str,
+        stop_reason: &StopReason,
+        prompted: bool,
+    ) -> Next<T> {
+        let cut = (*stop_reason == StopReason::MaxTokens).then_some(self.request.max_tokens);
+        let (kind, errors) = if text.trim().is_empty() {
+            (
+                AttemptKind::SchemaNotCalled,
+                ValidationErrors::one("/: an empty reply: no text and no tool call"),
+            )
+        } else {
+            match extract_json(text) {
+                Extracted::Value(mut value) => match self.accept_lenient(&mut value) {
+                    Ok(answer) => {
+                        self.output = text.to_owned();
+                        return Next::Stop(Ok(answer));
+                    }
+                    Err(errors) => (AttemptKind::SchemaValidation, errors),
+                },
+                Extracted::Truncated => (
+                    AttemptKind::SchemaValidation,
+                    ValidationErrors::one("/: the JSON object was cut off before its end"),
+                ),
+                // Prompted mode asks for JSON in text: prose alone is the model not
+                // answering yet. Native mode constrains the reply to JSON: anything else
+                // is a broken answer.
+                Extracted::NotJson if prompted => (
+                    AttemptKind::SchemaNotCalled,
+                    ValidationErrors::one("/: plain text without a JSON answer"),
+                ),
+                Extracted::NotJson => (
+                    AttemptKind::SchemaValidation,
+                    ValidationErrors::one("/: the reply is not a JSON object"),
+                ),
+            }
+        };
+        let rejected = self.feedback(feedback::rejected_answer(&errors, cut));
+        self.request.messages.push(Message::user(rejected));
+        self.force_answer = true;
+        let mut summary = errors.to_string();
+        if let Some(cap) = cut {
+            summary.push_str(&format!(" (the reply hit max_tokens, {cap} tokens)"));
+        }
+        self.malformed(kind, summary)
+    }
+
+    pub(super) fn on_ambiguous(&mut self, calls: &[ToolCall], terminal: String) -> Next<T> {
+        let results: Vec<ToolResult> = calls
+            .iter()
+            .map(|c| ToolResult::error(&c.id, &c.name, feedback::ambiguous(c, calls, &terminal)))
+            .collect();
+        self.record_not_run(calls, &results);
+        self.last_feedback = results
+            .iter()
+            .find(|r| r.name == terminal)
+            .map(|r| r.content.clone());
+        self.request.messages.push(Message::tool_results(results));
+        let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
+        self.malformed(
+            AttemptKind::AmbiguousTurn,
+            format!(
+                "{terminal} with other calls in one turn ({}); none executed",
+                names.join(", ")
+            ),
+        )
+    }
+
+    pub(super) async fn on_tool_calls(&mut self, calls: &[ToolCall]) -> Next<T> {
+        if self.wrap_up_turn {
+            // Only submit_output (and escalate_to_human) was offered: nothing else runs
+            // in the last round trip.
+            let results: Vec<ToolResult> = calls
+                .iter()
+                .map(|c| {
+                    ToolResult::error(&c.id, &c.name, feedback::wrap_up_only(&self.cfg.output))
+                })
+                .collect();
+            self.record_not_run(calls, &results);
+            self.request.messages.push(Message::tool_results(results));
+            return Next::Continue;
+        }
+        let offered = Arc::clone(&self.request.tools);
+        let executed = tools::run_tool_calls(
+            self.cfg,
+            calls,
+            &offered,
+            &self.trace_id,
+            &self.state,
+            &self.observers,
+            &mut self.usage.tool_calls,
+        )
+        .await;
+        let mut results = Vec::with_capacity(executed.len());
+        for (call, done) in calls.iter().zip(executed) {
+            if done.fatal && self.fatal.is_none() {
+                let message = match &done.outcome {
+                    CallOutcome::Failed(text) => text.clone(),
+                    _ => String::new(),
+                };
+                self.fatal = Some((call.name.clone(), message));
+            }
+            if self.cfg.tool_index.contains_key(&call.name) {
+                self.record_call(call, done.outcome);
+            }
+            results.push(done.result);
+        }
+        let stuck = self.guard.record_turn(calls, &results);
+        self.request.messages.push(Message::tool_results(results));
+        // A tool that cannot safely continue ends the run once the whole turn is
+        // answered.
+        if let Some((tool, message)) = self.fatal.clone() {
+            return Next::Stop(Err(AgentError::ToolFatal { tool, message }));
+        }
+        match stuck {
+            Some(reason) => Next::Stop(Err(AgentError::Stuck { reason })),
+            None => Next::Continue,
+        }
+    }
+
+    /// Records a malformed turn; ends the run when the corrections are used up.
+    pub(super) fn malformed(&mut self, kind: AttemptKind, message: String) -> Next<T> {
+        self.attempts
+            .push(Attempt::new(kind, self.usage.llm_calls, message));
+        if self.attempts.len() > self.cfg.settings.max_parse_retries as usize {
+            let attempts = std::mem::take(&mut self.attempts);
+            return Next::Stop(Err(AgentError::from_attempts(kind, attempts)));
+        }
+        Next::Continue
+    }
+
+    /// Remembers a correction for the handover, and returns it.
+    pub(super) fn feedback(&mut self, text: String) -> String {
+        self.last_feedback = Some(text.clone());
+        text
+    }
+}
