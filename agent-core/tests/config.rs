@@ -209,3 +209,70 @@ async fn the_test_model_answers_any_schema_without_a_script() {
         Ok("This is the built-in test model's answer.")
     );
 }
+
+#[test]
+fn fingerprints_are_stable_across_releases() {
+    // Fingerprints are stored with every run record: the same settings must hash to
+    // the same value in every release (these were computed before the settings table).
+    let plain: AgentConfig<String> = AgentConfig::builder("pin")
+        .llm(TestModel::new())
+        .build()
+        .unwrap();
+    assert_eq!(plain.fingerprint(), "e7c3e42b98787ac9");
+    let tuned: AgentConfig<String> = AgentConfig::builder("pin")
+        .llm(TestModel::new())
+        .system_prompt("Be brief.")
+        .max_llm_calls(7)
+        .temperature(0.5)
+        .deadline(std::time::Duration::from_millis(1500))
+        .max_total_tokens(1234)
+        .escalation(true)
+        .grader_timeout(std::time::Duration::from_secs(3))
+        .build()
+        .unwrap();
+    assert_eq!(tuned.fingerprint(), "128975db40cdbe58");
+    // A setting outside the fingerprint (a timeout of the grader) changes nothing.
+    let graded = tuned
+        .with_(|b| b.grader_timeout(std::time::Duration::from_secs(9)))
+        .unwrap();
+    assert_eq!(graded.fingerprint(), tuned.fingerprint());
+}
+
+#[test]
+fn every_budget_is_checked_with_its_name() {
+    let rejected = |f: fn(
+        agent_core::AgentConfigBuilder<String>,
+    ) -> agent_core::AgentConfigBuilder<String>| {
+        match f(AgentConfig::builder("b").llm(TestModel::new())).build() {
+            Err(ConfigError::InvalidSetting { setting, .. }) => setting,
+            other => panic!("expected InvalidSetting, got {other:?}"),
+        }
+    };
+    assert_eq!(rejected(|b| b.max_llm_calls(0)), "max_llm_calls");
+    assert_eq!(rejected(|b| b.temperature(3.0)), "temperature");
+    assert_eq!(
+        rejected(|b| b.deadline(std::time::Duration::ZERO)),
+        "deadline"
+    );
+    assert_eq!(rejected(|b| b.max_cost_usd(-1.0)), "max_cost_usd");
+    assert_eq!(
+        rejected(|b| b.repeated_call_limit(1)),
+        "repeated_call_limit"
+    );
+    let mut jitter = agent_core::Backoff::default();
+    jitter.jitter = 2.0;
+    let built = AgentConfig::<String>::builder("b")
+        .llm(TestModel::new())
+        .backoff(jitter)
+        .build();
+    assert!(
+        matches!(
+            built,
+            Err(ConfigError::InvalidSetting {
+                setting: "backoff.jitter",
+                ..
+            })
+        ),
+        "{built:?}"
+    );
+}

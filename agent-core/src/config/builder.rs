@@ -7,19 +7,20 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::backoff::Backoff;
 use crate::config::{AgentConfig, ConfigError};
 use crate::error::Ending;
 use crate::handover::RunState;
 use crate::llm::LlmClient;
 use crate::observe::Observer;
-use crate::output::{AgentOutput, OutputMode, PromptCaching};
+use crate::output::AgentOutput;
 use crate::pricing::{ModelPrice, Pricing};
 use crate::providers::{ApiKey, ProviderOptions};
 use crate::registry::ToolRegistry;
 use crate::result::AgentResult;
 use crate::scores::Grader;
 use crate::stores::StoreSettings;
+
+use super::budgets::Budgets;
 use crate::tool::{StateMap, StateRequirement, Tool, ToolDefinition};
 use std::collections::BTreeMap;
 
@@ -42,32 +43,12 @@ pub(crate) struct Settings<T> {
     pub(crate) llm: Option<Arc<dyn LlmClient>>,
     pub(crate) system_prompt: Option<String>,
     pub(crate) tools: ToolRegistry,
-    pub(crate) max_llm_calls: u32,
-    pub(crate) max_tool_calls: u32,
-    pub(crate) max_llm_retries: u32,
-    pub(crate) max_parse_retries: u32,
-    pub(crate) max_tokens: u32,
-    pub(crate) temperature: Option<f32>,
-    pub(crate) tool_timeout: Duration,
-    pub(crate) llm_timeout: Duration,
-    pub(crate) max_tool_result_bytes: usize,
-    pub(crate) grader_timeout: Duration,
-    pub(crate) tool_concurrency: usize,
-    pub(crate) backoff: Backoff,
+    pub(crate) budgets: Budgets,
     pub(crate) state: StateMap,
     pub(crate) run_state: Vec<StateRequirement>,
     pub(crate) provider: ProviderOptions,
-    pub(crate) max_total_tokens: Option<u64>,
-    pub(crate) max_cost_usd: Option<f64>,
     pub(crate) pricing: Pricing,
-    pub(crate) deadline: Option<Duration>,
     pub(crate) cancellation: Option<CancellationToken>,
-    pub(crate) repeated_call_limit: u32,
-    pub(crate) no_progress_turns: u32,
-    pub(crate) escalation: bool,
-    pub(crate) wrap_up: bool,
-    pub(crate) output_mode: OutputMode,
-    pub(crate) prompt_caching: PromptCaching,
     pub(crate) tools_for: Option<ToolFilter>,
     pub(crate) customer_messages: BTreeMap<Ending, String>,
     pub(crate) customer_message_fn: Option<CustomerMessageFn<T>>,
@@ -75,7 +56,6 @@ pub(crate) struct Settings<T> {
     pub(crate) output_validator: Option<OutputValidator<T>>,
     pub(crate) observer: Option<Arc<dyn Observer>>,
     pub(crate) stores: StoreSettings,
-    pub(crate) capture_content: bool,
 }
 
 impl<T> Clone for Settings<T> {
@@ -86,32 +66,12 @@ impl<T> Clone for Settings<T> {
             llm: self.llm.clone(),
             system_prompt: self.system_prompt.clone(),
             tools: self.tools.clone(),
-            max_llm_calls: self.max_llm_calls,
-            max_tool_calls: self.max_tool_calls,
-            max_llm_retries: self.max_llm_retries,
-            max_parse_retries: self.max_parse_retries,
-            max_tokens: self.max_tokens,
-            temperature: self.temperature,
-            tool_timeout: self.tool_timeout,
-            llm_timeout: self.llm_timeout,
-            max_tool_result_bytes: self.max_tool_result_bytes,
-            grader_timeout: self.grader_timeout,
-            tool_concurrency: self.tool_concurrency,
-            backoff: self.backoff,
+            budgets: self.budgets,
             state: self.state.clone(),
             run_state: self.run_state.clone(),
             provider: self.provider.clone(),
-            max_total_tokens: self.max_total_tokens,
-            max_cost_usd: self.max_cost_usd,
             pricing: self.pricing.clone(),
-            deadline: self.deadline,
             cancellation: self.cancellation.clone(),
-            repeated_call_limit: self.repeated_call_limit,
-            no_progress_turns: self.no_progress_turns,
-            escalation: self.escalation,
-            wrap_up: self.wrap_up,
-            output_mode: self.output_mode,
-            prompt_caching: self.prompt_caching,
             tools_for: self.tools_for.clone(),
             customer_messages: self.customer_messages.clone(),
             customer_message_fn: self.customer_message_fn.clone(),
@@ -119,7 +79,6 @@ impl<T> Clone for Settings<T> {
             output_validator: self.output_validator.clone(),
             observer: self.observer.clone(),
             stores: self.stores.clone(),
-            capture_content: self.capture_content,
         }
     }
 }
@@ -132,32 +91,12 @@ impl<T> Settings<T> {
             llm: None,
             system_prompt: None,
             tools: ToolRegistry::new(),
-            max_llm_calls: 50,
-            max_tool_calls: 10,
-            max_llm_retries: 3,
-            max_parse_retries: 2,
-            max_tokens: 4096,
-            temperature: None,
-            tool_timeout: Duration::from_secs(60),
-            llm_timeout: Duration::from_secs(600),
-            max_tool_result_bytes: 100_000,
-            grader_timeout: Duration::from_secs(60),
-            tool_concurrency: 8,
-            backoff: Backoff::default(),
+            budgets: Budgets::default(),
             state: StateMap::new(),
             run_state: Vec::new(),
             provider: ProviderOptions::default(),
-            max_total_tokens: None,
-            max_cost_usd: None,
             pricing: Pricing::default(),
-            deadline: None,
             cancellation: None,
-            repeated_call_limit: 2,
-            no_progress_turns: 3,
-            escalation: false,
-            wrap_up: true,
-            output_mode: OutputMode::Auto,
-            prompt_caching: PromptCaching::Auto,
             tools_for: None,
             customer_messages: BTreeMap::new(),
             customer_message_fn: None,
@@ -165,7 +104,6 @@ impl<T> Settings<T> {
             output_validator: None,
             observer: None,
             stores: StoreSettings::default(),
-            capture_content: false,
         }
     }
 }
@@ -267,85 +205,6 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     }
 
     setter!(
-        /// The cap on round trips, failed ones included (default 50; at least 1).
-        max_llm_calls: u32
-    );
-    setter!(
-        /// The cap on tool executions (default 10). Calls past it are answered with a
-        /// "limit reached, submit now" result and not run; it never ends a run by itself.
-        max_tool_calls: u32
-    );
-    setter!(
-        /// How many consecutive transient provider failures end the run (default 3; at
-        /// least 1). A success resets the count.
-        max_llm_retries: u32
-    );
-    setter!(
-        /// Corrections allowed after the first malformed turn (default 2): with 2, the
-        /// third malformed turn ends the run.
-        max_parse_retries: u32
-    );
-    setter!(
-        /// The output-token cap per round trip (tokens, default 4096; at least 1).
-        max_tokens: u32
-    );
-    setter!(
-        /// How long one tool execution may take (default 60 s; more than zero).
-        tool_timeout: Duration
-    );
-    setter!(
-        /// How long one round trip may take before the runner gives up on it (default
-        /// 600 s, the official SDKs' request timeout; more than zero). A call that runs
-        /// over is a transient failure, retried like any other. This bounds every
-        /// `LlmClient`, including hand-written ones; the HTTP adapters also have their
-        /// own `request_timeout`.
-        llm_timeout: Duration
-    );
-    setter!(
-        /// The largest tool result shown to the model (bytes, default 100,000, about
-        /// 25,000 tokens; at least 1). A longer result is cut at a character boundary and
-        /// ends with a note saying how much was left out, so one tool cannot blow the
-        /// context window or the token budget.
-        max_tool_result_bytes: usize
-    );
-    setter!(
-        /// How long the grader may take (default 60 s; more than zero). A grader that
-        /// runs over leaves `scores` at `None`; the outcome is unchanged. Like a tool, a
-        /// grader must not block its thread: the timeout can only stop it at an `.await`.
-        grader_timeout: Duration
-    );
-    setter!(
-        /// How many tool calls of one turn run at once (default 8; at least 1).
-        tool_concurrency: usize
-    );
-    setter!(
-        /// The backoff between retries of a transient provider failure.
-        backoff: Backoff
-    );
-    setter!(
-        /// How many times in a row the same call (same tool, same canonical arguments)
-        /// may return the same result before the run is `stuck` (default 2; at least 2);
-        /// the same call failing `repeated_call_limit + 1` times in a row is stuck too. A
-        /// repeat whose result changed (polling a job until it is done, a retry after
-        /// "busy, try again") is progress and resets the count.
-        repeated_call_limit: u32
-    );
-    setter!(
-        /// How many consecutive turns without new tool result content make the run
-        /// `stuck` (default 3; at least 1).
-        no_progress_turns: u32
-    );
-    setter!(
-        /// Offers the built-in `escalate_to_human` tool (reason, summary); calling it ends
-        /// the run as escalated (default off).
-        escalation: bool
-    );
-    setter!(
-        /// When one round trip is left (or a token/cost budget would be passed by one more
-        /// ordinary turn), offer only `submit_output` and force it (default on).
-        wrap_up: bool
-    );
-    setter!(
         /// Replaces the whole pricing table used for `max_cost_usd` and
         /// `Usage::cost_usd` (default: [`Pricing::default`], the providers' published
         /// list prices with their sources; `docs/pricing.md`). Build one from
@@ -355,33 +214,6 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         /// [`ConfigError::MissingPrice`] at `build()`.
         pricing: Pricing
     );
-    setter!(
-        /// How the model is asked for the structured answer (default
-        /// [`OutputMode::Auto`]: the best mode the route supports). See [`OutputMode`]
-        /// for the modes and how `Auto` chooses. Ignored for `AgentConfig<String>`,
-        /// whose answer is plain text. `build()` rejects `Native` for a model known not
-        /// to support it ([`ConfigError::UnsupportedOutputMode`]).
-        output_mode: OutputMode
-    );
-    setter!(
-        /// Whether the tool definitions and system prompt are marked for the provider's
-        /// prompt cache (default [`PromptCaching::Auto`]: when they are about 1,024
-        /// tokens or more). See [`PromptCaching`] for what each provider does.
-        prompt_caching: PromptCaching
-    );
-
-    /// Sampling temperature (0.0 to 2.0; `build()` rejects others).
-    ///
-    /// Some providers take less, and the adapter sends what they take: Anthropic's
-    /// range is 0.0 to 1.0 (a higher value is sent as 1.0), and OpenAI's reasoning
-    /// models (o1, o3, o4, gpt-5 but not `-chat`) take none (it is left out).
-    /// `build()` logs a `tracing` warning naming the model and what is sent whenever it
-    /// differs from the value set here.
-    #[must_use]
-    pub fn temperature(mut self, temperature: f32) -> Self {
-        self.settings.temperature = Some(temperature);
-        self
-    }
 
     /// A grader that scores every validated value (see [`Grader`]).
     #[must_use]
@@ -457,25 +289,6 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         self
     }
 
-    /// A cap on input + output tokens over the run (tokens), checked before each call:
-    /// the run stops with `budget_exhausted` when the tokens used so far plus those of
-    /// the last round trip (the next one is at least as large, the conversation only
-    /// grows) would pass it, so it never pays for the call that crosses the cap.
-    #[must_use]
-    pub fn max_total_tokens(mut self, tokens: u64) -> Self {
-        self.settings.max_total_tokens = Some(tokens);
-        self
-    }
-
-    /// A cap on the run's cost (USD), checked before each call like `max_total_tokens`
-    /// (spent so far plus the last round trip's cost). The model needs a price in the
-    /// pricing table, else `build()` returns [`ConfigError::MissingPrice`].
-    #[must_use]
-    pub fn max_cost_usd(mut self, usd: f64) -> Self {
-        self.settings.max_cost_usd = Some(usd);
-        self
-    }
-
     /// Sets the price (USD per million tokens) of every model whose name starts with
     /// `prefix`, on top of the pricing table: it replaces a row with the same prefix,
     /// and the longest matching prefix wins, so `.price("gpt-5", ..)` leaves
@@ -486,13 +299,6 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     #[must_use]
     pub fn price(mut self, prefix: impl Into<String>, price: ModelPrice) -> Self {
         self.settings.pricing.set(prefix, price);
-        self
-    }
-
-    /// A wall-clock deadline for the whole run, from its start (more than zero).
-    #[must_use]
-    pub fn deadline(mut self, deadline: Duration) -> Self {
-        self.settings.deadline = Some(deadline);
         self
     }
 
@@ -558,22 +364,6 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     #[must_use]
     pub fn observer(mut self, observer: impl Observer + 'static) -> Self {
         self.settings.observer = Some(Arc::new(observer));
-        self
-    }
-
-    /// Records what the model saw and said on the run's spans (default `false`: off).
-    ///
-    /// On, as the OpenTelemetry GenAI conventions' opt-in attributes (JSON text): each
-    /// `chat` span gets `gen_ai.system_instructions`, `gen_ai.input.messages` (the whole
-    /// conversation sent) and `gen_ai.output.messages` (the reply: text and tool calls,
-    /// with its finish reason); each `execute_tool` span `gen_ai.tool.call.arguments` and
-    /// `gen_ai.tool.call.result`. Prompts, tool arguments and tool results can hold
-    /// personal data: whatever a tool returns is recorded as it is. API keys, request
-    /// state (`RunOptions::state`) and providers' opaque tokens (thought signatures) are
-    /// never recorded. Off, none of these fields is ever filled.
-    #[must_use]
-    pub fn capture_content(mut self, on: bool) -> Self {
-        self.settings.capture_content = on;
         self
     }
 }

@@ -1,7 +1,7 @@
 //! [`AgentConfig::fingerprint`](crate::AgentConfig::fingerprint): a stable hash of what
 //! changes an agent's behaviour.
 
-use serde_json::json;
+use serde_json::{Map, Value, json};
 
 use crate::config::Settings;
 use crate::stores::fnv1a64;
@@ -16,37 +16,36 @@ pub(crate) fn of<T>(
     wire_model: &str,
     provider: &str,
 ) -> String {
-    let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
     let tools: Vec<_> = offered
         .iter()
         .map(|t| json!([t.name, t.description, t.parameters]))
         .collect();
-    let canonical = json!({
-        "model": s.model.as_deref().unwrap_or(wire_model),
-        "wire_model": wire_model,
-        "provider": provider,
-        "system_prompt": s.system_prompt,
-        "tools": tools,
-        "max_llm_calls": s.max_llm_calls,
-        "max_tool_calls": s.max_tool_calls,
-        "max_llm_retries": s.max_llm_retries,
-        "max_parse_retries": s.max_parse_retries,
-        "max_tokens": s.max_tokens,
-        "temperature": s.temperature,
-        "tool_timeout_ms": ms(s.tool_timeout),
-        "llm_timeout_ms": ms(s.llm_timeout),
-        "max_tool_result_bytes": s.max_tool_result_bytes,
-        "max_total_tokens": s.max_total_tokens,
-        "max_cost_usd": s.max_cost_usd,
-        "deadline_ms": s.deadline.map(ms),
-        "repeated_call_limit": s.repeated_call_limit,
-        "no_progress_turns": s.no_progress_turns,
-        "escalation": s.escalation,
-        "wrap_up": s.wrap_up,
-        "output_validator": s.output_validator.is_some(),
-        "memory_window": [s.stores.window.max_messages, s.stores.window.max_tokens],
-        "max_thread_llm_calls": s.stores.max_thread_llm_calls,
-        "retrieval_top_k": s.stores.retriever.as_ref().map(|_| s.stores.top_k),
-    });
+    let mut canonical = Map::new();
+    canonical.insert(
+        "model".to_owned(),
+        json!(s.model.as_deref().unwrap_or(wire_model)),
+    );
+    canonical.insert("wire_model".to_owned(), json!(wire_model));
+    canonical.insert("provider".to_owned(), json!(provider));
+    canonical.insert("system_prompt".to_owned(), json!(s.system_prompt));
+    canonical.insert("tools".to_owned(), json!(tools));
+    s.budgets.fingerprint(&mut canonical);
+    canonical.insert(
+        "output_validator".to_owned(),
+        json!(s.output_validator.is_some()),
+    );
+    canonical.insert(
+        "memory_window".to_owned(),
+        json!([s.stores.window.max_messages, s.stores.window.max_tokens]),
+    );
+    canonical.insert(
+        "max_thread_llm_calls".to_owned(),
+        json!(s.stores.max_thread_llm_calls),
+    );
+    canonical.insert(
+        "retrieval_top_k".to_owned(),
+        json!(s.stores.retriever.as_ref().map(|_| s.stores.top_k)),
+    );
+    let canonical = Value::Object(canonical);
     format!("{:016x}", fnv1a64(canonical.to_string().as_bytes()))
 }

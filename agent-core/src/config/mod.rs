@@ -1,5 +1,6 @@
 //! [`AgentConfig`]: a frozen, validated agent definition.
 
+mod budgets;
 mod builder;
 mod fingerprint;
 mod stores;
@@ -147,22 +148,22 @@ impl<T: AgentOutput> AgentConfig<T> {
 
     /// The cap on round trips.
     pub fn max_llm_calls(&self) -> u32 {
-        self.inner.settings.max_llm_calls
+        self.inner.settings.budgets.max_llm_calls
     }
 
     /// The cap on tool executions.
     pub fn max_tool_calls(&self) -> u32 {
-        self.inner.settings.max_tool_calls
+        self.inner.settings.budgets.max_tool_calls
     }
 
     /// The consecutive transient failures that end a run.
     pub fn max_llm_retries(&self) -> u32 {
-        self.inner.settings.max_llm_retries
+        self.inner.settings.budgets.max_llm_retries
     }
 
     /// The corrections allowed after the first malformed turn.
     pub fn max_parse_retries(&self) -> u32 {
-        self.inner.settings.max_parse_retries
+        self.inner.settings.budgets.max_parse_retries
     }
 
     /// The tools offered in an ordinary turn (user tools, `submit_output` in tool
@@ -239,7 +240,7 @@ impl<T: AgentOutput> AgentConfig<T> {
                 });
             }
         };
-        if let Some(t) = settings.temperature {
+        if let Some(t) = settings.budgets.temperature {
             let sent = client.as_ref().effective_temperature(&wire_model, t);
             if sent != Some(t) {
                 tracing::warn!(
@@ -263,7 +264,7 @@ impl<T: AgentOutput> AgentConfig<T> {
                 "every rate must be a finite, non-negative number of USD per million tokens",
             ));
         }
-        if settings.max_cost_usd.is_some() && price.is_none() {
+        if settings.budgets.max_cost_usd.is_some() && price.is_none() {
             return Err(ConfigError::MissingPrice {
                 model: price_key.to_owned(),
             });
@@ -272,7 +273,7 @@ impl<T: AgentOutput> AgentConfig<T> {
             None => OutputPlan::Text,
             Some(def) => plan_output(
                 def,
-                settings.output_mode,
+                settings.budgets.output_mode,
                 client.as_ref(),
                 settings.model.as_deref().unwrap_or(&wire_model),
                 &wire_model,
@@ -302,7 +303,7 @@ impl<T: AgentOutput> AgentConfig<T> {
             }
             _ => settings.system_prompt.clone(),
         };
-        let escalation_validator = if settings.escalation {
+        let escalation_validator = if settings.budgets.escalation {
             let def = escalation_tool();
             let validator = SchemaValidator::new(&def.parameters).map_err(|message| {
                 ConfigError::InvalidSchema {
@@ -320,7 +321,7 @@ impl<T: AgentOutput> AgentConfig<T> {
             None
         };
         let wrap_up_offered = (!wrap_up.is_empty()).then(|| Arc::from(wrap_up));
-        let prompt_cache = match settings.prompt_caching {
+        let prompt_cache = match settings.budgets.prompt_caching {
             PromptCaching::On => true,
             PromptCaching::Off => false,
             _ => {
@@ -363,10 +364,7 @@ impl<T> fmt::Debug for AgentConfig<T> {
             .field("model", &s.model)
             .field("provider", &self.inner.client.provider())
             .field("tools", &s.tools)
-            .field("max_llm_calls", &s.max_llm_calls)
-            .field("max_tool_calls", &s.max_tool_calls)
-            .field("max_llm_retries", &s.max_llm_retries)
-            .field("max_parse_retries", &s.max_parse_retries)
+            .field("budgets", &s.budgets)
             .field("provider_options", &s.provider)
             .finish_non_exhaustive()
     }
@@ -435,87 +433,7 @@ fn invalid(setting: &'static str, value: impl fmt::Display, reason: &'static str
 }
 
 fn check_settings<T>(s: &Settings<T>) -> Result<(), ConfigError> {
-    if s.max_llm_calls == 0 {
-        return Err(invalid(
-            "max_llm_calls",
-            0,
-            "a run needs at least one round trip",
-        ));
-    }
-    if s.max_llm_retries == 0 {
-        return Err(invalid(
-            "max_llm_retries",
-            0,
-            "it counts failures; the first failure is 1",
-        ));
-    }
-    if s.max_tokens == 0 {
-        return Err(invalid(
-            "max_tokens",
-            0,
-            "the model must be allowed some output",
-        ));
-    }
-    if let Some(t) = s.temperature
-        && !(0.0..=2.0).contains(&t)
-    {
-        return Err(invalid("temperature", t, "it must be between 0.0 and 2.0"));
-    }
-    if s.tool_timeout.is_zero() {
-        return Err(invalid("tool_timeout", "0 s", "a tool needs time to run"));
-    }
-    if s.llm_timeout.is_zero() {
-        return Err(invalid("llm_timeout", "0 s", "a model call needs time"));
-    }
-    if s.max_tool_result_bytes == 0 {
-        return Err(invalid(
-            "max_tool_result_bytes",
-            0,
-            "a tool result needs some bytes",
-        ));
-    }
-    if s.grader_timeout.is_zero() {
-        return Err(invalid("grader_timeout", "0 s", "a grader needs time"));
-    }
-    if s.tool_concurrency == 0 {
-        return Err(invalid(
-            "tool_concurrency",
-            0,
-            "at least one tool call must run at a time",
-        ));
-    }
-    if !(0.0..=1.0).contains(&s.backoff.jitter) {
-        return Err(invalid(
-            "backoff.jitter",
-            s.backoff.jitter,
-            "it must be between 0.0 and 1.0",
-        ));
-    }
-    if s.max_total_tokens == Some(0) {
-        return Err(invalid("max_total_tokens", 0, "a run needs some tokens"));
-    }
-    if let Some(usd) = s.max_cost_usd
-        && !(usd.is_finite() && usd > 0.0)
-    {
-        return Err(invalid(
-            "max_cost_usd",
-            usd,
-            "it must be a positive number of USD",
-        ));
-    }
-    if s.deadline.is_some_and(|d| d.is_zero()) {
-        return Err(invalid("deadline", "0 s", "a run needs time"));
-    }
-    if s.repeated_call_limit < 2 {
-        return Err(invalid(
-            "repeated_call_limit",
-            s.repeated_call_limit,
-            "a first call cannot be a repeat; use 2 or more",
-        ));
-    }
-    if s.no_progress_turns == 0 {
-        return Err(invalid("no_progress_turns", 0, "use 1 or more"));
-    }
+    s.budgets.check()?;
     if s.provider.request_timeout.is_zero() {
         return Err(invalid("request_timeout", "0 s", "a request needs time"));
     }

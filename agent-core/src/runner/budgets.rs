@@ -21,13 +21,13 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         {
             return Err(AgentError::DeadlineExceeded { limit });
         }
-        if self.usage.llm_calls >= s.max_llm_calls {
+        if self.usage.llm_calls >= s.budgets.max_llm_calls {
             return Err(AgentError::MaxLlmCalls {
-                limit: s.max_llm_calls,
+                limit: s.budgets.max_llm_calls,
                 attempts: std::mem::take(&mut self.attempts),
             });
         }
-        if let Some(limit) = s.max_total_tokens {
+        if let Some(limit) = s.budgets.max_total_tokens {
             let used = self.usage.total_tokens();
             if used >= limit || used.saturating_add(self.last_call_tokens) > limit {
                 return Err(AgentError::BudgetExhausted {
@@ -35,7 +35,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 });
             }
         }
-        if let Some(limit) = s.max_cost_usd {
+        if let Some(limit) = s.budgets.max_cost_usd {
             let spent = self.cost_usd;
             if spent >= limit || spent + self.last_call_cost > limit {
                 return Err(AgentError::BudgetExhausted {
@@ -49,10 +49,10 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     /// Whether this round trip is the last one the budgets allow.
     pub(super) fn is_last_call(&self) -> bool {
         let s = &self.cfg.settings;
-        if self.usage.llm_calls.saturating_add(1) >= s.max_llm_calls {
+        if self.usage.llm_calls.saturating_add(1) >= s.budgets.max_llm_calls {
             return true;
         }
-        let tokens_tight = s.max_total_tokens.is_some_and(|limit| {
+        let tokens_tight = s.budgets.max_total_tokens.is_some_and(|limit| {
             self.last_call_tokens > 0
                 && self
                     .usage
@@ -60,7 +60,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                     .saturating_add(self.last_call_tokens.saturating_mul(2))
                     > limit
         });
-        let cost_tight = s.max_cost_usd.is_some_and(|limit| {
+        let cost_tight = s.budgets.max_cost_usd.is_some_and(|limit| {
             self.last_call_cost > 0.0 && self.cost_usd + 2.0 * self.last_call_cost > limit
         });
         tokens_tight || cost_tight

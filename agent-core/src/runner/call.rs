@@ -21,8 +21,9 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     /// failure but a bug in the client's code, so the run ends with `internal_error`.
     pub(super) async fn call_model(&mut self) -> Result<Result<LlmResponse, LlmError>, AgentError> {
         let cfg = self.cfg;
-        let wrap_up =
-            cfg.settings.wrap_up && !matches!(cfg.output, OutputPlan::Text) && self.is_last_call();
+        let wrap_up = cfg.settings.budgets.wrap_up
+            && !matches!(cfg.output, OutputPlan::Text)
+            && self.is_last_call();
         self.wrap_up_turn = wrap_up;
         let escalation = cfg.escalation_validator.is_some();
         // The forced answer: a submit_output call in tool mode; in native and prompted
@@ -59,7 +60,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             &self.request,
             llm_call,
             wrap_up,
-            cfg.settings.capture_content,
+            cfg.settings.budgets.capture_content,
         );
         let mut sink = self.events.as_ref().map(|events| {
             events.send(StreamEvent::TurnStarted { llm_call });
@@ -72,7 +73,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         });
         let request = &self.request;
         let client = &cfg.client;
-        let limit = cfg.settings.llm_timeout;
+        let limit = cfg.settings.budgets.llm_timeout;
         // The timer sits inside the catch boundary: outside a runtime its creation panics.
         let guarded = AssertUnwindSafe(async move {
             match sink.as_mut() {
@@ -100,7 +101,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 return Err(AgentError::from_panic("the model client", payload.as_ref()));
             }
         };
-        spans::record_outcome(&span, &outcome, cfg.settings.capture_content);
+        spans::record_outcome(&span, &outcome, cfg.settings.budgets.capture_content);
         Ok(outcome)
     }
 
@@ -111,9 +112,14 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             return Err(AgentError::LlmPermanent { error });
         }
         let retry = u32::try_from(self.failures.len()).unwrap_or(u32::MAX);
-        let delay = self.cfg.settings.backoff.delay(retry, error.retry_after);
+        let delay = self
+            .cfg
+            .settings
+            .budgets
+            .backoff
+            .delay(retry, error.retry_after);
         self.failures.push(error);
-        if self.failures.len() >= self.cfg.settings.max_llm_retries as usize {
+        if self.failures.len() >= self.cfg.settings.budgets.max_llm_retries as usize {
             return Err(AgentError::MaxLlmRetries {
                 failures: std::mem::take(&mut self.failures),
             });

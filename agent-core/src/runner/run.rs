@@ -50,8 +50,8 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         request.messages = history;
         request.messages.push(Message::user(input.clone()));
         request.tools = Arc::clone(&cfg.offered);
-        request.max_tokens = s.max_tokens;
-        request.temperature = s.temperature;
+        request.max_tokens = s.budgets.max_tokens;
+        request.temperature = s.budgets.temperature;
         let state = if run_state.is_empty() {
             Arc::clone(&cfg.state)
         } else {
@@ -60,7 +60,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             Arc::new(merged)
         };
         let tokens = s.cancellation.iter().cloned().chain(cancellation).collect();
-        let deadline = match (s.deadline, deadline) {
+        let deadline = match (s.budgets.deadline, deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
@@ -86,7 +86,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             last_text: String::new(),
             output: String::new(),
             scores: None,
-            guard: Guard::new(s.repeated_call_limit, s.no_progress_turns),
+            guard: Guard::new(s.budgets.repeated_call_limit, s.budgets.no_progress_turns),
             deadline_at: None,
             seen_ids: HashSet::new(),
             wrap_up_turn: false,

@@ -83,7 +83,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             return;
         };
         let input = self.input.as_str();
-        let mut limit = self.cfg.settings.grader_timeout;
+        let mut limit = self.cfg.settings.budgets.grader_timeout;
         if let Some(at) = deadline_at {
             limit = limit.min(at.saturating_duration_since(tokio::time::Instant::now()));
         }

@@ -48,7 +48,7 @@ pub(crate) async fn run_tool_calls<T>(
     observers: &Observers,
     executed: &mut u32,
 ) -> Vec<Executed> {
-    let limit = cfg.settings.max_tool_calls;
+    let limit = cfg.settings.budgets.max_tool_calls;
     let plans: Vec<Plan<'_>> = calls
         .iter()
         .map(|call| {
@@ -67,9 +67,9 @@ pub(crate) async fn run_tool_calls<T>(
             }
         })
         .collect();
-    let timeout = cfg.settings.tool_timeout;
-    let max_bytes = cfg.settings.max_tool_result_bytes;
-    let capture = cfg.settings.capture_content;
+    let timeout = cfg.settings.budgets.tool_timeout;
+    let max_bytes = cfg.settings.budgets.max_tool_result_bytes;
+    let capture = cfg.settings.budgets.capture_content;
     let jobs = calls.iter().zip(plans).map(|(call, plan)| async move {
         let started = Instant::now();
         let executed = match plan {
@@ -97,7 +97,7 @@ pub(crate) async fn run_tool_calls<T>(
     // `tokio::spawn(run_agent(..))` does not compile.
     let jobs: Vec<_> = jobs.collect();
     futures::stream::iter(jobs)
-        .buffered(cfg.settings.tool_concurrency)
+        .buffered(cfg.settings.budgets.tool_concurrency)
         .collect()
         .await
 }

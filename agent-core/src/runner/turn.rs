@@ -278,7 +278,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     pub(super) fn malformed(&mut self, kind: AttemptKind, message: String) -> Next<T> {
         self.attempts
             .push(Attempt::new(kind, self.usage.llm_calls, message));
-        if self.attempts.len() > self.cfg.settings.max_parse_retries as usize {
+        if self.attempts.len() > self.cfg.settings.budgets.max_parse_retries as usize {
             let attempts = std::mem::take(&mut self.attempts);
             return Next::Stop(Err(AgentError::from_attempts(kind, attempts)));
         }
