@@ -8,10 +8,11 @@ use futures::StreamExt;
 use serde::Serialize;
 
 use crate::config::AgentConfig;
-use crate::error::{AgentError, Ending};
+use crate::error::Ending;
 use crate::output::AgentOutput;
 use crate::result::AgentResult;
 use crate::runner::run_agent;
+use crate::tally::RunTally;
 use crate::turns::TurnStats;
 
 /// The results of a batch, in input order, and its receipt.
@@ -115,41 +116,43 @@ impl Receipt {
     }
 
     pub(crate) fn build<T>(results: &[&AgentResult<T>], cap: Option<u32>) -> Self {
+        let tallies: Vec<RunTally> = results.iter().map(|r| RunTally::from(*r)).collect();
+        Self::from_tallies(&tallies, cap)
+    }
+
+    /// A receipt over runs as tallied ([`RunTally`]: from results, or from stored
+    /// records); `max_llm_calls` is their cap when known (`turns.hit_cap` then also
+    /// counts the runs that used all of it). `wall_time` is zero.
+    pub fn from_tallies(runs: &[RunTally], max_llm_calls: Option<u32>) -> Self {
         let mut endings: BTreeMap<Ending, usize> = Ending::ALL.iter().map(|e| (*e, 0)).collect();
         let mut categories = BTreeMap::new();
         let mut r = Receipt {
-            runs: results.len(),
+            runs: runs.len(),
             ..Receipt::default()
         };
-        let mut durations: Vec<Duration> = Vec::with_capacity(results.len());
-        for result in results {
-            *endings.entry(result.ending()).or_insert(0) += 1;
-            r.partial += usize::from(result.is_partial());
-            if let Err(e) = &result.outcome {
-                *categories.entry(AgentError::category(e)).or_insert(0) += 1;
+        let mut durations: Vec<Duration> = Vec::with_capacity(runs.len());
+        for run in runs {
+            *endings.entry(run.ending).or_insert(0) += 1;
+            r.partial += usize::from(run.partial);
+            if let Some(category) = run.category {
+                *categories.entry(category.as_str()).or_insert(0) += 1;
             }
-            r.llm_calls = r
-                .llm_calls
-                .saturating_add(u64::from(result.usage.llm_calls));
-            r.tool_calls = r
-                .tool_calls
-                .saturating_add(u64::from(result.usage.tool_calls));
-            r.input_tokens = r.input_tokens.saturating_add(result.usage.input_tokens);
-            r.output_tokens = r.output_tokens.saturating_add(result.usage.output_tokens);
-            if let Some(cost) = result.usage.cost_usd {
+            r.llm_calls = r.llm_calls.saturating_add(u64::from(run.usage.llm_calls));
+            r.tool_calls = r.tool_calls.saturating_add(u64::from(run.usage.tool_calls));
+            r.input_tokens = r.input_tokens.saturating_add(run.usage.input_tokens);
+            r.output_tokens = r.output_tokens.saturating_add(run.usage.output_tokens);
+            if let Some(cost) = run.usage.cost_usd {
                 r.cost_usd = Some(r.cost_usd.unwrap_or(0.0) + cost);
             }
-            durations.push(result.duration);
-            r.store_failures = r
-                .store_failures
-                .saturating_add(u64::from(result.store_failures));
+            durations.push(run.duration);
+            r.store_failures = r.store_failures.saturating_add(run.store_failures);
         }
         durations.sort_unstable();
         r.p50 = percentile(&durations, 50);
         r.p95 = percentile(&durations, 95);
         r.endings = endings;
         r.categories = categories;
-        r.turns = TurnStats::from_refs(results, cap);
+        r.turns = TurnStats::from_tallies(runs, max_llm_calls);
         r
     }
 

@@ -60,6 +60,7 @@ mod scores;
 mod stores;
 pub mod stream;
 mod sweep;
+mod tally;
 pub mod testing;
 mod tool;
 mod turns;
@@ -70,7 +71,9 @@ pub use agent_macros::{agent_output, agent_type, tool};
 pub use backoff::Backoff;
 pub use batch::{Batch, Receipt, run_batch};
 pub use config::{AgentConfig, AgentConfigBuilder, OutputValidator};
-pub use error::{AgentError, Attempt, AttemptKind, Budget, ConfigError, Ending, StuckReason};
+pub use error::{
+    AgentError, Attempt, AttemptKind, Budget, Category, ConfigError, Ending, StuckReason,
+};
 pub use grader::{
     Case, Check, Comparator, Composite, CriterionVerdict, FnGrader, Grade, GradeError, GradeFuture,
     Grader, GroundTruth, Heuristic, JudgeVerdict, LlmJudge, Match, Rubric, RunGradeFuture,
@@ -104,6 +107,7 @@ pub use sweep::{
     Comparison, Estimate, GradeFailure, Paired, RunRecord, Sample, Spread, SweepError, SweepEvent,
     SweepOptions, Variant, VariantSummary, WinLoss, sweep,
 };
+pub use tally::RunTally;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     State, StateMap, StateRequirement, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,

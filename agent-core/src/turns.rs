@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Ending;
+use crate::error::{Category, Ending};
 use crate::result::AgentResult;
+use crate::tally::RunTally;
 
 /// Round trips per run: a histogram per ending, the cap hits, and a suggested
 /// `max_llm_calls`.
@@ -40,26 +41,30 @@ pub struct TurnStats {
 impl TurnStats {
     /// The turn data of these runs; `cap` is their `max_llm_calls` when known.
     pub fn from_results<T>(results: &[AgentResult<T>], cap: Option<u32>) -> Self {
-        Self::from_refs(&results.iter().collect::<Vec<_>>(), cap)
+        let runs: Vec<RunTally> = results.iter().map(RunTally::from).collect();
+        Self::from_tallies(&runs, cap)
     }
 
-    pub(crate) fn from_refs<T>(results: &[&AgentResult<T>], cap: Option<u32>) -> Self {
+    /// The turn data of runs as tallied ([`RunTally`]); `cap` is their
+    /// `max_llm_calls` when known.
+    pub fn from_tallies(runs: &[RunTally], cap: Option<u32>) -> Self {
         let mut stats = TurnStats {
             max_llm_calls: cap,
             ..TurnStats::default()
         };
         let mut answered: Vec<u32> = Vec::new();
-        for r in results {
+        for r in runs {
             let calls = r.usage.llm_calls;
             *stats
                 .histogram
-                .entry(r.ending())
+                .entry(r.ending)
                 .or_default()
                 .entry(calls)
                 .or_insert(0) += 1;
-            let capped = r.category() == Some("max_llm_calls") || cap.is_some_and(|c| calls >= c);
+            let capped =
+                r.category == Some(Category::MaxLlmCalls) || cap.is_some_and(|c| calls >= c);
             stats.hit_cap += usize::from(capped);
-            if r.is_ok() {
+            if r.ending == Ending::Answered {
                 answered.push(calls);
             }
         }

@@ -413,3 +413,28 @@ async fn partial_answers_are_answered_and_counted_apart() {
     assert!(batch.results[1].is_partial());
     assert!(batch.receipt.to_string().contains("partial answers"));
 }
+
+#[test]
+fn categories_are_one_list_with_their_endings() {
+    use agent_core::{AgentError, Category, Ending};
+    assert_eq!(Category::ALL.len(), AgentError::CATEGORIES.len());
+    for (category, tag) in Category::ALL.iter().zip(AgentError::CATEGORIES) {
+        assert_eq!(category.as_str(), tag);
+        assert_eq!(Category::from_tag(tag), Some(*category));
+        assert_eq!(
+            serde_json::to_value(category).unwrap(),
+            serde_json::json!(tag)
+        );
+    }
+    let unique: std::collections::BTreeSet<_> = AgentError::CATEGORIES.iter().collect();
+    assert_eq!(unique.len(), AgentError::CATEGORIES.len());
+    assert_eq!(Category::from_tag("no_such_category"), None);
+    assert_eq!(Category::MaxLlmCalls.ending(), Ending::Exhausted);
+    assert_eq!(Category::Escalated.ending(), Ending::Escalated);
+    assert_eq!(Category::Stuck.ending(), Ending::Stuck);
+    assert_eq!(Category::Internal.ending(), Ending::Failed);
+    let error = AgentError::Cancelled;
+    assert_eq!(error.kind(), Category::Cancelled);
+    assert_eq!(error.category(), "cancelled");
+    assert_eq!(error.ending(), error.kind().ending());
+}

@@ -5,8 +5,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+mod category;
 mod config;
 
+pub use category::Category;
 pub use config::ConfigError;
 
 use crate::llm::{LlmError, StopReason};
@@ -73,10 +75,15 @@ pub enum AttemptKind {
 impl AttemptKind {
     /// The category of the error this kind ends a run with.
     pub fn category(self) -> &'static str {
+        self.kind().as_str()
+    }
+
+    /// The [`Category`] of the error this kind ends a run with.
+    pub fn kind(self) -> Category {
         match self {
-            AttemptKind::SchemaValidation => "schema_validation_failed",
-            AttemptKind::AmbiguousTurn => "ambiguous_tool_turn",
-            AttemptKind::SchemaNotCalled => "schema_not_called",
+            AttemptKind::SchemaValidation => Category::SchemaValidation,
+            AttemptKind::AmbiguousTurn => Category::AmbiguousTurn,
+            AttemptKind::SchemaNotCalled => Category::SchemaNotCalled,
         }
     }
 }
@@ -282,68 +289,39 @@ impl AgentError {
     /// `schema_not_called`, `max_llm_retries`, `llm_permanent_error`, `max_llm_calls`,
     /// `budget_exhausted`, `deadline_exceeded`, `cancelled`, `stuck`, `escalated`,
     /// `refused`, `tool_fatal`, `context_window_exceeded`, `invalid_run` or
-    /// `internal_error`.
+    /// `internal_error` (the tag of [`kind`](Self::kind)).
     pub fn category(&self) -> &'static str {
+        self.kind().as_str()
+    }
+
+    /// The error's [`Category`].
+    pub fn kind(&self) -> Category {
         match self {
-            AgentError::SchemaValidation { .. } => AttemptKind::SchemaValidation.category(),
-            AgentError::AmbiguousTurn { .. } => AttemptKind::AmbiguousTurn.category(),
-            AgentError::SchemaNotCalled { .. } => AttemptKind::SchemaNotCalled.category(),
-            AgentError::MaxLlmRetries { .. } => "max_llm_retries",
-            AgentError::LlmPermanent { .. } => "llm_permanent_error",
-            AgentError::MaxLlmCalls { .. } => "max_llm_calls",
-            AgentError::BudgetExhausted { .. } => "budget_exhausted",
-            AgentError::DeadlineExceeded { .. } => "deadline_exceeded",
-            AgentError::Cancelled => "cancelled",
-            AgentError::Stuck { .. } => "stuck",
-            AgentError::Escalated { .. } => "escalated",
-            AgentError::Refused { .. } => "refused",
-            AgentError::ToolFatal { .. } => "tool_fatal",
-            AgentError::ContextWindowExceeded { .. } => "context_window_exceeded",
-            AgentError::InvalidRun { .. } => "invalid_run",
-            AgentError::Internal { .. } => "internal_error",
+            AgentError::SchemaValidation { .. } => Category::SchemaValidation,
+            AgentError::AmbiguousTurn { .. } => Category::AmbiguousTurn,
+            AgentError::SchemaNotCalled { .. } => Category::SchemaNotCalled,
+            AgentError::MaxLlmRetries { .. } => Category::MaxLlmRetries,
+            AgentError::LlmPermanent { .. } => Category::LlmPermanent,
+            AgentError::MaxLlmCalls { .. } => Category::MaxLlmCalls,
+            AgentError::BudgetExhausted { .. } => Category::BudgetExhausted,
+            AgentError::DeadlineExceeded { .. } => Category::DeadlineExceeded,
+            AgentError::Cancelled => Category::Cancelled,
+            AgentError::Stuck { .. } => Category::Stuck,
+            AgentError::Escalated { .. } => Category::Escalated,
+            AgentError::Refused { .. } => Category::Refused,
+            AgentError::ToolFatal { .. } => Category::ToolFatal,
+            AgentError::ContextWindowExceeded { .. } => Category::ContextWindowExceeded,
+            AgentError::InvalidRun { .. } => Category::InvalidRun,
+            AgentError::Internal { .. } => Category::Internal,
         }
     }
 
-    /// Every category, in a fixed order.
-    pub const CATEGORIES: [&'static str; 16] = [
-        "schema_validation_failed",
-        "ambiguous_tool_turn",
-        "schema_not_called",
-        "max_llm_retries",
-        "llm_permanent_error",
-        "max_llm_calls",
-        "budget_exhausted",
-        "deadline_exceeded",
-        "cancelled",
-        "stuck",
-        "escalated",
-        "refused",
-        "tool_fatal",
-        "context_window_exceeded",
-        "invalid_run",
-        "internal_error",
-    ];
+    /// Every category's tag, in a fixed order ([`Category::TAGS`]).
+    pub const CATEGORIES: [&'static str; Category::COUNT] = Category::TAGS;
 
-    /// The ending this error belongs to.
+    /// The ending this error belongs to (its category's).
     pub fn ending(&self) -> Ending {
-        match self {
-            AgentError::SchemaValidation { .. }
-            | AgentError::AmbiguousTurn { .. }
-            | AgentError::SchemaNotCalled { .. }
-            | AgentError::MaxLlmCalls { .. }
-            | AgentError::BudgetExhausted { .. }
-            | AgentError::DeadlineExceeded { .. }
-            | AgentError::ContextWindowExceeded { .. }
-            | AgentError::Cancelled => Ending::Exhausted,
-            AgentError::Stuck { .. } => Ending::Stuck,
-            AgentError::Escalated { .. } => Ending::Escalated,
-            AgentError::MaxLlmRetries { .. }
-            | AgentError::LlmPermanent { .. }
-            | AgentError::Refused { .. }
-            | AgentError::ToolFatal { .. }
-            | AgentError::InvalidRun { .. }
-            | AgentError::Internal { .. } => Ending::Failed,
-        }
+        self.kind().ending()
     }
 
     /// The malformed turns the error carries (empty for provider, budget and guard errors).
