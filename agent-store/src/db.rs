@@ -2,9 +2,10 @@
 
 use std::borrow::Cow;
 use std::future::Future;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::str::FromStr;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -99,9 +100,15 @@ macro_rules! on_read_pool {
 /// After a database error the connection is closed, not returned to the pool: SQLite
 /// rolls a transaction back by itself on some errors (a full disk), and a connection
 /// whose transaction state is in doubt must not take the next batch.
+///
+/// SQLite: the file is checked before the transaction and after the commit (see
+/// [`Shared::check_file`]), so a commit that went into a file no longer at the store's
+/// path is an error, never reported as stored.
 macro_rules! write_tx {
-    ($pools:expr, $DB:ident, $tx:ident => $body:expr) => {
-        $crate::db::on_write_pool!($pools, pool, $DB => {
+    ($shared:expr, $DB:ident, $tx:ident => $body:expr) => {{
+        let shared: &$crate::db::Shared = $shared;
+        shared.check_file()?;
+        $crate::db::on_write_pool!(&shared.pools, pool, $DB => {
             let mut conn = pool.acquire().await.map_err($crate::db::db_error)?;
             let outcome: Result<_, ::agent_core::StoreError> = async {
                 let mut $tx = ::sqlx::Connection::begin(&mut *conn)
@@ -109,6 +116,7 @@ macro_rules! write_tx {
                     .map_err($crate::db::db_error)?;
                 let value = $body;
                 $tx.commit().await.map_err($crate::db::db_error)?;
+                shared.check_file()?;
                 Ok(value)
             }
             .await;
@@ -120,7 +128,7 @@ macro_rules! write_tx {
             }
             outcome
         })
-    };
+    }};
 }
 
 pub(crate) use {on_read_pool, on_write_pool, write_tx};
@@ -132,6 +140,34 @@ pub(crate) struct Shared {
     ready: OnceCell<()>,
     /// Whether PostgreSQL has the pgvector extension (checked once, when ready).
     pub(crate) pgvector: AtomicBool,
+    /// SQLite: the file the connections opened (`None` for PostgreSQL and `:memory:`).
+    file: Option<SqliteFile>,
+}
+
+/// The SQLite file of a store: its path, how to create it, and which file (device and
+/// inode) was at the path when the store first opened it.
+struct SqliteFile {
+    path: PathBuf,
+    /// The pools' options with `create_if_missing`: used once, in `ready`.
+    create: SqliteConnectOptions,
+    identity: OnceLock<FileId>,
+    /// Whether the loss of the file was already logged (it is logged once).
+    reported: AtomicBool,
+}
+
+/// Which file a path names: device and inode on Unix (elsewhere only whether it exists).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileId(u64, u64);
+
+#[cfg(unix)]
+fn file_id(meta: &std::fs::Metadata) -> FileId {
+    use std::os::unix::fs::MetadataExt;
+    FileId(meta.dev(), meta.ino())
+}
+
+#[cfg(not(unix))]
+fn file_id(_meta: &std::fs::Metadata) -> FileId {
+    FileId(0, 0)
 }
 
 impl Shared {
@@ -139,6 +175,7 @@ impl Shared {
     /// connected on first use.
     pub(crate) fn open(target: &str, options: &StoreOptions) -> Result<Self, StoreError> {
         let is_pg = target.starts_with("postgres://") || target.starts_with("postgresql://");
+        let mut file = None;
         let pools = if is_pg {
             let mut connect = PgConnectOptions::from_str(target)
                 .map_err(|e| {
@@ -162,9 +199,19 @@ impl Shared {
             if path.is_empty() {
                 return Err(StoreError::invalid("an empty SQLite path"));
             }
+            // Absolute, so connections opened later (and the file checks) name the same
+            // file even if the process changes its working directory.
+            let path = if path == ":memory:" {
+                PathBuf::from(path)
+            } else {
+                std::path::absolute(path)
+                    .map_err(|e| StoreError::invalid(format!("SQLite path {path:?}: {e}")))?
+            };
+            // The pools never create the file: `ready` does, once. A connection opened
+            // after the file was deleted then fails instead of starting an empty one.
             let mut connect = SqliteConnectOptions::new()
-                .filename(Path::new(path))
-                .create_if_missing(true)
+                .filename(&path)
+                .create_if_missing(false)
                 .journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Normal)
                 .busy_timeout(options.busy_timeout)
@@ -187,7 +234,15 @@ impl Shared {
             let read = SqlitePoolOptions::new()
                 .max_connections(options.max_connections)
                 .acquire_timeout(options.connect_timeout)
-                .connect_lazy_with(connect);
+                .connect_lazy_with(connect.clone());
+            if path != Path::new(":memory:") {
+                file = Some(SqliteFile {
+                    path,
+                    create: connect.create_if_missing(true),
+                    identity: OnceLock::new(),
+                    reported: AtomicBool::new(false),
+                });
+            }
             Pools::Sqlite { write, read }
         };
         Ok(Self {
@@ -199,17 +254,88 @@ impl Shared {
             pools,
             ready: OnceCell::new(),
             pgvector: AtomicBool::new(false),
+            file,
         })
     }
 
-    /// Runs the migrations once (creating the schema first on PostgreSQL, and the
-    /// pgvector column when the extension is installed). A failure is not remembered:
-    /// the next call tries again.
+    /// Runs the migrations once (creating the SQLite file, or the schema on
+    /// PostgreSQL, first, and the pgvector column when the extension is installed),
+    /// then checks the SQLite file (see [`check_file`](Self::check_file)). A failed
+    /// migration is not remembered: the next call tries again.
     pub(crate) async fn ready(&self) -> Result<(), StoreError> {
         self.ready
             .get_or_try_init(|| async { self.migrate().await })
+            .await?;
+        self.check_file()
+    }
+
+    /// SQLite: the file at the store's path must still be the one its connections
+    /// opened. A file deleted (or replaced) under an open store stays open in the
+    /// process, so without this check writes would commit into a file that no reader
+    /// of the path ever sees. Every call then fails with
+    /// [`StoreError::Unavailable`] saying so (logged once as an error); reopening the
+    /// store uses (or creates) the file now at the path. A `stat` of the path: about a
+    /// microsecond.
+    pub(crate) fn check_file(&self) -> Result<(), StoreError> {
+        let Some(file) = &self.file else {
+            return Ok(());
+        };
+        let Some(expected) = file.identity.get() else {
+            return Ok(());
+        };
+        let what = match std::fs::metadata(&file.path) {
+            Ok(meta) if file_id(&meta) == *expected => return Ok(()),
+            Ok(_) => "was replaced by another file",
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => "is gone (deleted)",
+            Err(e) => {
+                return Err(StoreError::unavailable(format!(
+                    "cannot check the SQLite file {}: {e}",
+                    file.path.display()
+                )));
+            }
+        };
+        let message = format!(
+            "the SQLite file {} {what} since this store opened it: nothing is written to or \
+             read from it any more (its writes would reach no reader of the path); open the \
+             store again to use the file now at the path",
+            file.path.display()
+        );
+        if !file.reported.swap(true, Ordering::Relaxed) {
+            tracing::error!("{message}");
+        }
+        Err(StoreError::unavailable(message))
+    }
+
+    /// SQLite: creates the file if missing (the pools never do) and runs SQLite's
+    /// connection setup on it once.
+    async fn create_file(file: &SqliteFile) -> Result<(), StoreError> {
+        use sqlx::Connection;
+        let in_file = |e: StoreError| {
+            let path = file.path.display();
+            match e {
+                StoreError::Unavailable { message } => StoreError::unavailable(format!(
+                    "cannot open the SQLite file {path}: {message}"
+                )),
+                StoreError::Backend { message } => {
+                    StoreError::backend(format!("the SQLite file {path}: {message}"))
+                }
+                other => other,
+            }
+        };
+        if let Some(dir) = file.path.parent()
+            && !dir.as_os_str().is_empty()
+            && !dir.is_dir()
+        {
+            return Err(StoreError::unavailable(format!(
+                "cannot open the SQLite file {}: its directory {} does not exist",
+                file.path.display(),
+                dir.display()
+            )));
+        }
+        let conn = sqlx::SqliteConnection::connect_with(&file.create)
             .await
-            .map(drop)
+            .map_err(|e| in_file(db_error(e)))?;
+        conn.close().await.map_err(|e| in_file(db_error(e)))
     }
 
     async fn migrate(&self) -> Result<(), StoreError> {
@@ -218,7 +344,19 @@ impl Shared {
             .map_err(|e| StoreError::backend(format!("migrations: {e}")))?;
         match &self.pools {
             Pools::Sqlite { write, .. } => {
+                if let Some(file) = &self.file {
+                    Self::create_file(file).await?;
+                }
                 migrator.run(write).await.map_err(migrate_error)?;
+                if let Some(file) = &self.file {
+                    let meta = std::fs::metadata(&file.path).map_err(|e| {
+                        StoreError::unavailable(format!(
+                            "cannot open the SQLite file {}: {e}",
+                            file.path.display()
+                        ))
+                    })?;
+                    let _ = file.identity.set(file_id(&meta));
+                }
             }
             Pools::Postgres { pool, schema } => {
                 if let Some(schema) = schema {
@@ -276,7 +414,7 @@ impl Shared {
             loop {
                 tick.tick().await;
                 let Some(shared) = weak.upgrade() else { return };
-                if shared.ready.get().is_none() {
+                if shared.ready.get().is_none() || shared.check_file().is_err() {
                     continue;
                 }
                 if let Pools::Sqlite { read, .. } = &shared.pools {
@@ -444,8 +582,10 @@ pub(crate) fn db_error(error: sqlx::Error) -> StoreError {
         | sqlx::Error::Tls(_) => StoreError::unavailable(redact(&error)),
         sqlx::Error::Database(db) => {
             let message = db.message().to_owned();
+            let sqlite = db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some();
+            let code = db.code();
             let locked = message.contains("database is locked") || message.contains("busy");
-            if locked {
+            if locked || code.is_some_and(|c| is_unavailable_code(&c, sqlite)) {
                 StoreError::unavailable(message)
             } else {
                 StoreError::backend(message)
@@ -453,6 +593,20 @@ pub(crate) fn db_error(error: sqlx::Error) -> StoreError {
         }
         _ => StoreError::backend(redact(&error)),
     }
+}
+
+/// Database error codes that mean "cannot be reached or cannot take it now":
+/// SQLite's primary codes `SQLITE_BUSY` (5), `SQLITE_LOCKED` (6) and `SQLITE_CANTOPEN`
+/// (14) (sqlx gives extended codes: the primary code is the low byte); PostgreSQL's
+/// class 08 (connection exceptions), 57P01-57P03 (the server shuts down, crashed or is
+/// starting) and 53300 (too many connections).
+fn is_unavailable_code(code: &str, sqlite: bool) -> bool {
+    if sqlite {
+        return code
+            .parse::<u32>()
+            .is_ok_and(|n| matches!(n & 0xff, 5 | 6 | 14));
+    }
+    code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03" | "53300")
 }
 
 fn migrate_error(error: sqlx::migrate::MigrateError) -> StoreError {
@@ -529,6 +683,24 @@ mod tests {
             "bad postgres://u:<redacted>@h:5432/db"
         );
         assert_eq!(redact(&"no url"), "no url");
+    }
+
+    #[test]
+    fn codes_that_may_pass_are_unavailable() {
+        // SQLite: BUSY, LOCKED, CANTOPEN and their extended codes.
+        for code in ["5", "6", "14", "262", "1038"] {
+            assert!(is_unavailable_code(code, true), "{code}");
+        }
+        // SQLite: FULL, READONLY, NOTADB, CONSTRAINT_UNIQUE.
+        for code in ["13", "8", "26", "2067"] {
+            assert!(!is_unavailable_code(code, true), "{code}");
+        }
+        for code in ["08006", "57P01", "57P03", "53300"] {
+            assert!(is_unavailable_code(code, false), "{code}");
+        }
+        for code in ["23505", "42P01", "53100"] {
+            assert!(!is_unavailable_code(code, false), "{code}");
+        }
     }
 
     #[test]

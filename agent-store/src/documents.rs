@@ -112,8 +112,8 @@ impl Documents {
     ///
     /// # Errors
     /// [`StoreError::Invalid`] for an empty id or one with a NUL byte;
-    /// [`StoreError::Embedding`] when the embedder fails; another [`StoreError`] when the
-    /// store cannot be written.
+    /// [`StoreError::Embedding`] when the embedder fails; as
+    /// [`Store::stats`](crate::Store::stats) when the store cannot be written.
     pub async fn add_many(&self, docs: Vec<(String, String, Value)>) -> Result<(), StoreError> {
         let inner = &self.inner;
         for (id, _, _) in &docs {
@@ -144,7 +144,7 @@ impl Documents {
         let store = &inner.store;
         store.shared.ready().await?;
         let pgvector = store.shared.pgvector.load(Ordering::Relaxed);
-        write_tx!(&store.shared.pools, DB, tx => {
+        write_tx!(&store.shared, DB, tx => {
             for chunk in chunks(&rows) {
                 let mut q = QueryBuilder::<DB>::new(
                     "INSERT INTO documents (collection, id, model, dims, embedding, body, updated_at_ms) ",
@@ -186,11 +186,11 @@ impl Documents {
     /// Removes one document; `false` when there was none.
     ///
     /// # Errors
-    /// A [`StoreError`] when the store cannot be written.
+    /// As [`Store::stats`](crate::Store::stats) when the store cannot be written.
     pub async fn remove(&self, id: &str) -> Result<bool, StoreError> {
         let inner = &self.inner;
         inner.store.shared.ready().await?;
-        write_tx!(&inner.store.shared.pools, DB, tx => {
+        write_tx!(&inner.store.shared, DB, tx => {
             let removed = sqlx::query("DELETE FROM documents WHERE collection = $1 AND id = $2")
                 .bind(inner.collection.as_str())
                 .bind(id)
@@ -206,7 +206,7 @@ impl Documents {
     /// The number of documents in the collection (of any model).
     ///
     /// # Errors
-    /// A [`StoreError`] when the store cannot be read.
+    /// As [`Store::stats`](crate::Store::stats) when the store cannot be read.
     pub async fn len(&self) -> Result<u64, StoreError> {
         let inner = &self.inner;
         inner.store.shared.ready().await?;
@@ -223,7 +223,7 @@ impl Documents {
     /// Whether the collection has no documents.
     ///
     /// # Errors
-    /// A [`StoreError`] when the store cannot be read.
+    /// As [`Store::stats`](crate::Store::stats) when the store cannot be read.
     pub async fn is_empty(&self) -> Result<bool, StoreError> {
         Ok(self.len().await? == 0)
     }
@@ -232,8 +232,8 @@ impl Documents {
     /// first.
     ///
     /// # Errors
-    /// [`StoreError::Embedding`] when the embedder fails; another [`StoreError`] when
-    /// the store cannot be read.
+    /// [`StoreError::Embedding`] when the embedder fails; as
+    /// [`Store::stats`](crate::Store::stats) when the store cannot be read.
     pub async fn search(&self, query: &str, k: usize) -> Result<Vec<Retrieved>, StoreError> {
         let inner = &self.inner;
         if k == 0 {

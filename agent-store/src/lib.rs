@@ -68,6 +68,28 @@
 //! observer; and a run's record is durable after the next flush, not when the run
 //! returns.
 //!
+//! ## Faults
+//!
+//! What a store does when its database goes wrong under it (`docs/scale-out.md` has
+//! the same for the queue; the tests in `tests/faults.rs` and `tests/errors.rs` show
+//! each):
+//!
+//! - **The SQLite file deleted or replaced** (`rm runs.db*`, a backup restored over
+//!   it): the process still holds the old file open, so its writes would commit into a
+//!   file no reader of the path sees. Every call checks that the path still names the
+//!   file the store opened (device and inode; a `stat`, about a microsecond), and every
+//!   write checks again after its commit. From then on every call fails with
+//!   [`StoreError::Unavailable`] saying the file is gone (or was replaced) and to open
+//!   the store again; a write is never reported stored unless its commit is in the file
+//!   at the path. The store never recreates the file itself: [`Store::open`] on the path
+//!   does (an empty store).
+//! - **The PostgreSQL server crashes or restarts**: calls fail with
+//!   [`StoreError::Unavailable`] (refused connections, broken connections, the server's
+//!   "shutting down" and "starting up" codes) while it is away; the pool reconnects by
+//!   itself on the next call. Every failure is its caller's error (or, write-behind,
+//!   counted by the next flush), so a run counts it in `store_failures`.
+//! - **Bad paths and files**: see [`Store::open`]. A failed open changes nothing.
+//!
 //! ## Retrieval
 //!
 //! Vector search is brute force in Rust on both backends: each collection's vectors are
@@ -261,9 +283,12 @@ impl Store {
     /// runs on it.
     ///
     /// # Errors
-    /// [`StoreError::Invalid`] for a malformed URL; [`StoreError::Unavailable`] when the
-    /// server refuses or the file cannot be opened; [`StoreError::Backend`] when a
-    /// migration fails.
+    /// [`StoreError::Invalid`] for a malformed target (an empty path, a URL that does
+    /// not parse, a bad schema name); [`StoreError::Unavailable`] when the server
+    /// refuses or the file cannot be opened (its directory is missing, a directory is in
+    /// its place, no permission); [`StoreError::Backend`] when a migration fails (a file
+    /// that is not a database, a table of another shape: the migration is rolled back,
+    /// nothing of the file is changed).
     pub async fn open(target: &str) -> Result<Self, StoreError> {
         Self::open_with(target, StoreOptions::default()).await
     }
@@ -355,7 +380,8 @@ impl Store {
     /// [`write_jsonl`]); returns the number of lines.
     ///
     /// # Errors
-    /// A [`StoreError`] when the store cannot be read or `out` cannot be written.
+    /// As [`stats`](Self::stats) when the store cannot be read; [`StoreError::Backend`]
+    /// when `out` cannot be written.
     pub async fn export_jsonl(
         &self,
         filter: &EvalFilter,
@@ -369,7 +395,9 @@ impl Store {
     /// Row counts.
     ///
     /// # Errors
-    /// A [`StoreError`] when the store cannot be read.
+    /// [`StoreError::Unavailable`] when the database cannot be reached (the server
+    /// refuses, the SQLite file is gone or was replaced: see "Faults" in the crate
+    /// docs); [`StoreError::Backend`] when it refuses the query.
     pub async fn stats(&self) -> Result<StoreStats, StoreError> {
         records::stats(self).await
     }
@@ -378,7 +406,8 @@ impl Store {
     /// table must be readable (both backends).
     ///
     /// # Errors
-    /// [`StoreError::Backend`] with the problems found.
+    /// [`StoreError::Backend`] with the problems found (for example a missing table);
+    /// [`StoreError::Unavailable`] as for [`stats`](Self::stats).
     pub async fn check_integrity(&self) -> Result<(), StoreError> {
         records::check_integrity(self).await
     }

@@ -81,7 +81,7 @@ impl Memory for Store {
             let calls = i64::try_from(entry.llm_calls).unwrap_or(i64::MAX);
             let now = db_ms(now_ms());
             self.shared.ready().await?;
-            write_tx!(&self.shared.pools, DB, tx => {
+            write_tx!(&self.shared, DB, tx => {
                 let claimed = sqlx::query(
                     "INSERT INTO thread_runs (trace_id, thread_id, llm_calls, appended_at_ms) \
                      VALUES ($1, $2, $3, $4) ON CONFLICT (trace_id) DO NOTHING",

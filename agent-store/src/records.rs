@@ -127,7 +127,7 @@ impl FeedbackStore for Store {
                 feedback.given_at_ms = now_ms();
             }
             let body = encode(&feedback)?;
-            write_tx!(&self.shared.pools, DB, tx => {
+            write_tx!(&self.shared, DB, tx => {
                 let exists = sqlx::query("SELECT 1 FROM runs WHERE trace_id = $1 AND record IS NOT NULL")
                     .bind(trace_id)
                     .fetch_optional(&mut *tx)

@@ -236,7 +236,7 @@ const RUNS_UPSERT: &str = " ON CONFLICT (trace_id) DO UPDATE SET agent = exclude
 /// Writes one batch in one transaction.
 async fn write(shared: &Shared, rows: &[RunRow]) -> Result<(), StoreError> {
     shared.ready().await?;
-    write_tx!(&shared.pools, DB, tx => {
+    write_tx!(&shared, DB, tx => {
         for chunk in chunks(rows) {
             let mut q = QueryBuilder::<DB>::new(RUNS_INSERT);
             q.push_values(chunk, |mut b, r| {

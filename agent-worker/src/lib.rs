@@ -47,7 +47,9 @@ mod receipt;
 mod registry;
 mod worker;
 
-pub use batch::{BatchOptions, QueuedBatch, run_batch_queued, run_jobs_queued};
+pub use batch::{
+    BatchOptions, DEFAULT_STALL_TIMEOUT, QueuedBatch, run_batch_queued, run_jobs_queued,
+};
 pub use error::QueueError;
 pub use job::{DeadLetter, Done, Job};
 pub use limits::{RateLimited, RateLimiter};

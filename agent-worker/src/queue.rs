@@ -190,8 +190,20 @@ impl Queue {
     /// acknowledgement at once) and waits until every one is stored.
     ///
     /// # Errors
-    /// As [`submit`](Self::submit); jobs before the failing one may be on the queue.
+    /// As [`submit`](Self::submit) (the first failure); the other jobs may be on the
+    /// queue.
     pub async fn submit_many(&self, jobs: &[Job]) -> Result<(), QueueError> {
+        let refs: Vec<&Job> = jobs.iter().collect();
+        for outcome in self.publish_jobs(&refs).await {
+            outcome?;
+        }
+        Ok(())
+    }
+
+    /// Publishes each job (pipelined as in [`submit_many`](Self::submit_many)); one
+    /// outcome per job, in order: whether JetStream dropped it as a duplicate of a
+    /// message id it had seen within its window, or why it failed.
+    pub(crate) async fn publish_jobs(&self, jobs: &[&Job]) -> Vec<Result<bool, QueueError>> {
         use futures::StreamExt;
         let subject = self.subject("jobs");
         // Futures made up front (see `run_jobs_queued`).
@@ -214,22 +226,36 @@ impl Queue {
                         .publish_with_headers(subject, headers, payload.into())
                         .await
                         .map_err(QueueError::nats)?;
-                    ack.await.map_err(QueueError::nats).map(drop)
+                    ack.await.map_err(QueueError::nats).map(|a| a.duplicate)
                 }
             })
             .collect();
-        let mut acks = futures::stream::iter(publishes).buffer_unordered(256);
-        while let Some(result) = acks.next().await {
-            result?;
-        }
-        Ok(())
+        futures::stream::iter(publishes)
+            .buffered(256)
+            .collect()
+            .await
     }
 
-    /// Jobs waiting on the queue or delivered and not yet acked.
+    /// Jobs not yet done: waiting on the queue, or delivered to a worker and not yet
+    /// acked (the workers' consumer's pending and ack-pending counts). A job the
+    /// consumer has acked is not counted even when the server still holds its message
+    /// (after a `kill -9`, JetStream may keep acked messages of a work queue that it
+    /// never delivers again). A job whose result is stored but whose ack was lost is
+    /// counted until its redelivery is acked (within the ack wait).
+    ///
+    /// # Errors
+    /// [`QueueError::Nats`] when the stream or its consumer cannot be read.
+    pub async fn pending(&self) -> Result<u64, QueueError> {
+        let consumer = self.consumer().await?;
+        let info = consumer.cached_info();
+        Ok(info.num_pending + info.num_ack_pending as u64)
+    }
+
+    /// Messages the jobs stream holds, acked or not (see [`pending`](Self::pending)).
     ///
     /// # Errors
     /// [`QueueError::Nats`] when the stream cannot be read.
-    pub async fn pending(&self) -> Result<u64, QueueError> {
+    pub async fn stored_jobs(&self) -> Result<u64, QueueError> {
         let mut stream = self
             .js
             .get_stream(self.stream_name("JOBS"))
