@@ -33,6 +33,8 @@
 //! text deltas, tool calls, tool results, the structured answer as it arrives) and the
 //! [`AgentResult`] last; see the [`stream`] module.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 // Lets the macros' `::agent_core::..` paths resolve inside this crate's own tests.
 extern crate self as agent_core;
 
@@ -47,6 +49,7 @@ mod macro_support;
 mod message;
 mod observe;
 #[cfg(feature = "otel")]
+#[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
 pub mod otel;
 mod output;
 mod pricing;

@@ -31,6 +31,7 @@ fn other<E: std::fmt::Display>(e: E) -> io::Error {
     io::Error::other(e.to_string())
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "plot")))]
 impl Comparison {
     /// The chart as SVG text: the answered rate and (with a grader) the mean score per
     /// variant, each with its 95% interval as a whisker; below, the turn histogram
