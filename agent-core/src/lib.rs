@@ -45,6 +45,8 @@ mod error;
 mod grader;
 mod handover;
 mod llm;
+// Hidden support for the macros' expansions (types used only at compile time).
+#[allow(missing_debug_implementations)]
 mod macro_support;
 mod message;
 mod observe;

@@ -30,6 +30,12 @@ pub trait Grader<T>: Send + Sync {
 /// A [`Grader`] from a synchronous closure.
 pub struct FnGrader<F>(pub F);
 
+impl<F> std::fmt::Debug for FnGrader<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FnGrader(..)")
+    }
+}
+
 impl<T, F> Grader<T> for FnGrader<F>
 where
     T: Sync,

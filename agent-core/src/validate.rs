@@ -61,7 +61,7 @@ impl SchemaValidator {
 ///
 /// # Errors
 /// One message naming what did not deserialize.
-pub fn deserialize<T: DeserializeOwned>(instance: &Value) -> Result<T, ValidationErrors> {
+pub(crate) fn deserialize<T: DeserializeOwned>(instance: &Value) -> Result<T, ValidationErrors> {
     T::deserialize(instance).map_err(|e| ValidationErrors::one(format!("/: {e}")))
 }
 

@@ -1,7 +1,14 @@
 //! `#[agent_output]`: the derived `submit_output` tool, validation order (schema, serde,
 //! `validate` fn), and a whole run through the loop.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_docs,
+    unreachable_pub,
+    missing_debug_implementations
+)]
 
 use agent_core::__private::schemars::JsonSchema;
 use agent_core::__private::serde::Deserialize;

@@ -4,7 +4,14 @@
 //! schemars derives on the same struct directly, attributes, defaults and recursion
 //! included, and the values still deserialize.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_docs,
+    unreachable_pub,
+    missing_debug_implementations
+)]
 
 use agent_core::__private::schemars::JsonSchema;
 use agent_core::schema::parameters_for;

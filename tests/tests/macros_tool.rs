@@ -1,7 +1,14 @@
 //! `#[tool]`: the derived definition, calling through `Tool::call`, application state
 //! and the run context, `tools!`, and a whole run through the loop.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_docs,
+    unreachable_pub,
+    missing_debug_implementations
+)]
 
 use std::collections::HashMap;
 use std::fmt;

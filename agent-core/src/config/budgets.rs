@@ -92,6 +92,7 @@ macro_rules! budgets {
             $(
                 $(#[$doc])*
                 #[must_use]
+                #[allow(clippy::redundant_closure_call)]
                 pub fn $name(mut self, value: $arg) -> Self {
                     let set: fn($arg) -> $ty = $set;
                     self.settings.budgets.$name = set(value);

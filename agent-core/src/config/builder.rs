@@ -30,11 +30,11 @@ pub type OutputValidator<T> = Arc<dyn Fn(&T) -> Result<(), String> + Send + Sync
 
 /// Which tools are offered in a turn, from the run's state: called once per user tool
 /// before each round trip (see the builder's `tools_for`).
-pub type ToolFilter = Arc<dyn Fn(&RunState<'_>, &ToolDefinition) -> bool + Send + Sync>;
+pub(super) type ToolFilter = Arc<dyn Fn(&RunState<'_>, &ToolDefinition) -> bool + Send + Sync>;
 
 /// The customer message of a result, when a config wants one other than its templates
 /// (see the builder's `customer_message_fn`); `None` falls back to the templates.
-pub type CustomerMessageFn<T> = Arc<dyn Fn(&AgentResult<T>) -> Option<String> + Send + Sync>;
+pub(super) type CustomerMessageFn<T> = Arc<dyn Fn(&AgentResult<T>) -> Option<String> + Send + Sync>;
 
 /// Every setting of a config. Kept whole inside the config so `with_` can derive variants.
 pub(crate) struct Settings<T> {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-pub use crate::error::ConfigError;
+pub(crate) use crate::error::ConfigError;
 pub(crate) use builder::Settings;
 pub use builder::{AgentConfigBuilder, OutputValidator};
 

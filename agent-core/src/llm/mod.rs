@@ -12,7 +12,7 @@ mod sink;
 
 use crate::message::{Message, ToolCall};
 use crate::output::OutputMode;
-pub use crate::output::OutputSpec;
+pub(crate) use crate::output::OutputSpec;
 use crate::tool::ToolDefinition;
 pub(crate) use sink::replay;
 pub use sink::{StreamDelta, StreamSink};

@@ -165,6 +165,14 @@ impl ScriptedModel {
     }
 }
 
+impl std::fmt::Debug for ScriptedModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptedModel")
+            .field("remaining", &self.remaining())
+            .finish_non_exhaustive()
+    }
+}
+
 impl LlmClient for ScriptedModel {
     fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
         if self.inner.record {

@@ -2,7 +2,7 @@
 //! are tested in the `tests` package), and transcript checks.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-pub mod planned;
+pub(crate) mod planned;
 
 use std::sync::Arc;
 use std::sync::OnceLock;
@@ -18,12 +18,12 @@ use serde_json::{Value, json};
 
 /// The output type of most tests: a ticket triage.
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
-pub struct Triage {
+pub(crate) struct Triage {
     pub severity: u8,
     pub summary: String,
 }
 
-pub fn triage_schema() -> Value {
+pub(crate) fn triage_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
@@ -52,17 +52,17 @@ impl AgentOutput for Triage {
     }
 }
 
-pub fn valid() -> Value {
+pub(crate) fn valid() -> Value {
     json!({"severity": 2, "summary": "parcel late"})
 }
 
-pub fn invalid() -> Value {
+pub(crate) fn invalid() -> Value {
     json!({"severity": 9, "summary": "parcel late"})
 }
 
 /// What a tool does when called.
 #[derive(Clone, Copy, Debug)]
-pub enum Behaviour {
+pub(crate) enum Behaviour {
     /// Returns `{"order_id": .., "status": "shipped"}`.
     Echo,
     /// Returns a tool error.
@@ -79,14 +79,14 @@ pub enum Behaviour {
 
 /// A tool with a name, a behaviour, and a shared execution counter.
 #[derive(Clone)]
-pub struct TestTool {
+pub(crate) struct TestTool {
     pub name: &'static str,
     pub behaviour: Behaviour,
     pub runs: Arc<AtomicU32>,
 }
 
 impl TestTool {
-    pub fn new(name: &'static str, behaviour: Behaviour) -> Self {
+    pub(crate) fn new(name: &'static str, behaviour: Behaviour) -> Self {
         Self {
             name,
             behaviour,
@@ -94,7 +94,7 @@ impl TestTool {
         }
     }
 
-    pub fn runs(&self) -> u32 {
+    pub(crate) fn runs(&self) -> u32 {
         self.runs.load(Ordering::SeqCst)
     }
 }
@@ -137,7 +137,7 @@ impl Tool for TestTool {
 }
 
 /// A builder for `Triage` with the scripted model, no backoff, and these tools.
-pub fn builder(model: &ScriptedModel, tools: &[&TestTool]) -> AgentConfigBuilder<Triage> {
+pub(crate) fn builder(model: &ScriptedModel, tools: &[&TestTool]) -> AgentConfigBuilder<Triage> {
     let mut b = AgentConfig::<Triage>::builder("test-agent")
         .llm(model.clone())
         .backoff(Backoff::none())
@@ -148,14 +148,14 @@ pub fn builder(model: &ScriptedModel, tools: &[&TestTool]) -> AgentConfigBuilder
     b
 }
 
-pub fn order(id: &str) -> Value {
+pub(crate) fn order(id: &str) -> Value {
     json!({"order_id": id})
 }
 
 /// Checks every request is well-formed for Anthropic and OpenAI: every assistant turn
 /// with tool calls is immediately followed by one tool message answering each call id
 /// exactly once, in emission order; ids are unique within a turn.
-pub fn assert_well_formed(messages: &[Message]) {
+pub(crate) fn assert_well_formed(messages: &[Message]) {
     for (i, m) in messages.iter().enumerate() {
         if let Message::Assistant { tool_calls, .. } = m {
             if tool_calls.is_empty() {
@@ -185,7 +185,7 @@ pub fn assert_well_formed(messages: &[Message]) {
 
 /// `assert_well_formed` on every recorded request; also: no request ends with an
 /// assistant turn whose calls are unanswered.
-pub fn assert_requests_well_formed(requests: &[LlmRequest]) {
+pub(crate) fn assert_requests_well_formed(requests: &[LlmRequest]) {
     for r in requests {
         assert_well_formed(&r.messages);
         if let Some(Message::Assistant { tool_calls, .. }) = r.messages.last() {
@@ -198,7 +198,7 @@ pub fn assert_requests_well_formed(requests: &[LlmRequest]) {
 }
 
 /// The tool results of the last tool message of a request.
-pub fn last_results(request: &LlmRequest) -> Vec<agent_core::ToolResult> {
+pub(crate) fn last_results(request: &LlmRequest) -> Vec<agent_core::ToolResult> {
     request
         .messages
         .iter()
@@ -212,7 +212,7 @@ pub fn last_results(request: &LlmRequest) -> Vec<agent_core::ToolResult> {
 
 /// Silences the panic messages of the deliberately panicking test tool (they are caught
 /// by the runner; printing thousands of them hides real failures).
-pub fn quiet_tool_panics() {
+pub(crate) fn quiet_tool_panics() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let default = std::panic::take_hook();

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 /// What the model does on one round trip.
 #[derive(Clone, Debug)]
-pub enum Step {
+pub(crate) enum Step {
     /// Calls `lookup` with an order id new to this turn (`A<turn>`).
     Lookup,
     /// Calls `submit_output` with these arguments.
@@ -21,7 +21,7 @@ pub enum Step {
 
 /// A model that asks `plan(input, turn)` (turn 0-based) what to do; every successful
 /// turn reports 10 input and 2 output tokens.
-pub struct Planned<F>(pub F);
+pub(crate) struct Planned<F>(pub F);
 
 impl<F> LlmClient for Planned<F>
 where
@@ -51,7 +51,7 @@ where
 }
 
 /// The plan "look up until round trip `k` (1-based), then submit `answer`".
-pub fn answer_at(k: usize, turn: usize, answer: Value) -> Step {
+pub(crate) fn answer_at(k: usize, turn: usize, answer: Value) -> Step {
     if turn + 1 >= k {
         Step::Submit(answer)
     } else {

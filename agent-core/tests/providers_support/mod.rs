@@ -17,26 +17,26 @@ use serde_json::{Value, json};
 use wiremock::{MockServer, Request, ResponseTemplate};
 
 /// The key every test configures; searched for in the secrets test.
-pub const KEY: &str = "sk-test-7f3c9a1e5b2d4c6e8a0b";
+pub(crate) const KEY: &str = "sk-test-7f3c9a1e5b2d4c6e8a0b";
 
 /// A fixture file's text (`tests/fixtures/<path>`).
-pub fn fixture(path: &str) -> String {
+pub(crate) fn fixture(path: &str) -> String {
     let full = format!("{}/tests/fixtures/{path}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full}: {e}"))
 }
 
 /// A response with a fixture as its JSON body.
-pub fn json_fixture(status: u16, path: &str) -> ResponseTemplate {
+pub(crate) fn json_fixture(status: u16, path: &str) -> ResponseTemplate {
     ResponseTemplate::new(status).set_body_raw(fixture(path), "application/json")
 }
 
 /// A response with a fixture as a body of the given content type.
-pub fn raw_fixture(status: u16, path: &str, content_type: &str) -> ResponseTemplate {
+pub(crate) fn raw_fixture(status: u16, path: &str, content_type: &str) -> ResponseTemplate {
     ResponseTemplate::new(status).set_body_raw(fixture(path), content_type)
 }
 
 /// Mounts a POST mock on `path`, answering `times` times (every time when `None`).
-pub async fn mount_post(
+pub(crate) async fn mount_post(
     server: &MockServer,
     path: &str,
     response: ResponseTemplate,
@@ -53,7 +53,7 @@ pub async fn mount_post(
 }
 
 /// The JSON bodies of every request the server received, in order.
-pub async fn bodies(server: &MockServer) -> Vec<Value> {
+pub(crate) async fn bodies(server: &MockServer) -> Vec<Value> {
     requests(server)
         .await
         .iter()
@@ -62,17 +62,17 @@ pub async fn bodies(server: &MockServer) -> Vec<Value> {
 }
 
 /// Every request the server received.
-pub async fn requests(server: &MockServer) -> Vec<Request> {
+pub(crate) async fn requests(server: &MockServer) -> Vec<Request> {
     server.received_requests().await.unwrap_or_default()
 }
 
 /// A header of a request, as text.
-pub fn header<'r>(request: &'r Request, name: &str) -> Option<&'r str> {
+pub(crate) fn header<'r>(request: &'r Request, name: &str) -> Option<&'r str> {
     request.headers.get(name).and_then(|v| v.to_str().ok())
 }
 
 /// A request with one user message and no tools.
-pub fn hello(model: &str) -> LlmRequest {
+pub(crate) fn hello(model: &str) -> LlmRequest {
     LlmRequest::new(model)
         .with_system("You triage support tickets.")
         .with_message(Message::user("My parcel A-1001 is a week late."))
@@ -81,7 +81,7 @@ pub fn hello(model: &str) -> LlmRequest {
 /// Where a ticket goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Queue {
+pub(crate) enum Queue {
     /// Payments and invoices.
     Billing,
     /// Deliveries.
@@ -94,7 +94,7 @@ pub enum Queue {
 
 /// Triage decision for one support ticket.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct Triage {
+pub(crate) struct Triage {
     /// Severity from 1 (lowest) to 4 (critical).
     pub severity: u8,
     /// The queue.
@@ -104,7 +104,7 @@ pub struct Triage {
 }
 
 /// The schema `#[agent_output]` would give `Triage`.
-pub fn triage_schema() -> Value {
+pub(crate) fn triage_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
@@ -137,7 +137,7 @@ impl AgentOutput for Triage {
 }
 
 /// The triage answer of the fixtures.
-pub fn expected_triage() -> Triage {
+pub(crate) fn expected_triage() -> Triage {
     Triage {
         severity: 2,
         queue: Queue::Shipping,
@@ -147,7 +147,7 @@ pub fn expected_triage() -> Triage {
 
 /// A tool that answers with fixed text and counts its executions.
 #[derive(Clone)]
-pub struct CountingTool {
+pub(crate) struct CountingTool {
     name: &'static str,
     parameters: Value,
     calls: Arc<AtomicU32>,
@@ -156,7 +156,7 @@ pub struct CountingTool {
 
 impl CountingTool {
     /// `lookup_order(order_id: string)`.
-    pub fn lookup_order() -> Self {
+    pub(crate) fn lookup_order() -> Self {
         Self::new(
             "lookup_order",
             json!({
@@ -168,7 +168,7 @@ impl CountingTool {
     }
 
     /// `refund_status(order_id, include_history?)`.
-    pub fn refund_status() -> Self {
+    pub(crate) fn refund_status() -> Self {
         Self::new(
             "refund_status",
             json!({
@@ -180,7 +180,7 @@ impl CountingTool {
     }
 
     /// `ping()`: no parameters.
-    pub fn ping() -> Self {
+    pub(crate) fn ping() -> Self {
         Self::new("ping", json!({"type": "object", "properties": {}}))
     }
 
@@ -194,12 +194,12 @@ impl CountingTool {
     }
 
     /// How many times it ran.
-    pub fn calls(&self) -> u32 {
+    pub(crate) fn calls(&self) -> u32 {
         self.calls.load(Ordering::SeqCst)
     }
 
     /// The arguments of every execution.
-    pub fn seen(&self) -> Vec<Value> {
+    pub(crate) fn seen(&self) -> Vec<Value> {
         self.seen.lock().unwrap().clone()
     }
 }
@@ -232,7 +232,7 @@ impl Tool for CountingTool {
 /// A triage config for `model` at `base_url`, with the test key and no backoff, in tool
 /// output mode (the wire facts these tests pin are tool mode's; the output modes have
 /// their own tests).
-pub fn triage(model: &str, base_url: &str) -> AgentConfigBuilder<Triage> {
+pub(crate) fn triage(model: &str, base_url: &str) -> AgentConfigBuilder<Triage> {
     AgentConfig::<Triage>::builder("triage")
         .model(model)
         .output_mode(agent_core::OutputMode::Tool)
@@ -244,11 +244,11 @@ pub fn triage(model: &str, base_url: &str) -> AgentConfigBuilder<Triage> {
 
 /// The retry delays a run scheduled, recorded by an observer.
 #[derive(Clone, Default)]
-pub struct Delays(Arc<Mutex<Vec<Duration>>>);
+pub(crate) struct Delays(Arc<Mutex<Vec<Duration>>>);
 
 impl Delays {
     /// An observer that records each `RetryScheduled` delay.
-    pub fn observer(&self) -> impl Fn(&RunEvent<'_>) + Send + Sync + 'static {
+    pub(crate) fn observer(&self) -> impl Fn(&RunEvent<'_>) + Send + Sync + 'static {
         let delays = Arc::clone(&self.0);
         move |event| {
             if let RunEvent::RetryScheduled { delay, .. } = event {
@@ -258,7 +258,7 @@ impl Delays {
     }
 
     /// The delays so far.
-    pub fn get(&self) -> Vec<Duration> {
+    pub(crate) fn get(&self) -> Vec<Duration> {
         self.0.lock().unwrap().clone()
     }
 }

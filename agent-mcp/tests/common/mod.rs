@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 /// The value the scripted runs submit.
 #[agent_output]
 #[derive(Debug)]
-pub struct Answer {
+pub(crate) struct Answer {
     /// What the agent found.
     pub summary: String,
 }
@@ -27,7 +27,7 @@ pub struct Answer {
 /// `exit_tool` is set, `crash` (exits the process mid-call). Lists `page_size` tools
 /// per page.
 #[derive(Clone)]
-pub struct TestServer {
+pub(crate) struct TestServer {
     pub page_size: usize,
     pub exit_tool: bool,
 }
@@ -162,7 +162,7 @@ impl ServerHandler for TestServer {
 }
 
 /// The tool results fed back in request `index`, in order.
-pub fn results_of(requests: &[LlmRequest], index: usize) -> Vec<ToolResult> {
+pub(crate) fn results_of(requests: &[LlmRequest], index: usize) -> Vec<ToolResult> {
     match requests[index].messages.last() {
         Some(Message::Tool { results }) => results.clone(),
         other => panic!("expected tool results, got {other:?}"),

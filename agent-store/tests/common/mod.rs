@@ -13,7 +13,7 @@ use agent_store::{Store, StoreOptions};
 use sqlx::Connection;
 
 /// The PostgreSQL URL of the tests.
-pub fn pg_url() -> String {
+pub(crate) fn pg_url() -> String {
     std::env::var("DATABASE_URL")
         .ok()
         .filter(|v| !v.trim().is_empty())
@@ -21,20 +21,20 @@ pub fn pg_url() -> String {
 }
 
 /// A name no other test (or test process) uses.
-pub fn unique(prefix: &str) -> String {
+pub(crate) fn unique(prefix: &str) -> String {
     format!("{prefix}_{}_{:016x}", std::process::id(), fastrand::u64(..))
 }
 
 /// Where a test store lives.
 #[derive(Clone, Debug)]
-pub enum Place {
+pub(crate) enum Place {
     Sqlite { dir: PathBuf, file: PathBuf },
     Postgres { url: String, schema: String },
 }
 
 impl Place {
     /// The target for `Store::open`.
-    pub fn target(&self) -> String {
+    pub(crate) fn target(&self) -> String {
         match self {
             Place::Sqlite { file, .. } => file.display().to_string(),
             Place::Postgres { url, .. } => url.clone(),
@@ -42,7 +42,7 @@ impl Place {
     }
 
     /// The options that put the store in its place (the schema on PostgreSQL).
-    pub fn options(&self) -> StoreOptions {
+    pub(crate) fn options(&self) -> StoreOptions {
         match self {
             Place::Sqlite { .. } => StoreOptions::new(),
             Place::Postgres { schema, .. } => StoreOptions::new().schema(schema.clone()),
@@ -50,17 +50,17 @@ impl Place {
     }
 
     /// Opens another handle on the same place.
-    pub async fn open(&self) -> Store {
+    pub(crate) async fn open(&self) -> Store {
         self.open_with(self.options()).await
     }
 
     /// Opens another handle with these options.
-    pub async fn open_with(&self, options: StoreOptions) -> Store {
+    pub(crate) async fn open_with(&self, options: StoreOptions) -> Store {
         Store::open_with(&self.target(), options).await.unwrap()
     }
 
     /// Removes the directory or drops the schema.
-    pub async fn remove(&self) {
+    pub(crate) async fn remove(&self) {
         match self {
             Place::Sqlite { dir, .. } => {
                 let _ = std::fs::remove_dir_all(dir);
@@ -77,7 +77,7 @@ impl Place {
 }
 
 /// A fresh SQLite place (the file does not exist yet).
-pub fn sqlite_place() -> Place {
+pub(crate) fn sqlite_place() -> Place {
     let dir = std::env::temp_dir().join(unique("agent_store_test"));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("runs.db");
@@ -86,7 +86,7 @@ pub fn sqlite_place() -> Place {
 
 /// A fresh PostgreSQL place, or `None` (with a message) when no server answers and
 /// `CI` is not `true`.
-pub async fn postgres_place() -> Option<Place> {
+pub(crate) async fn postgres_place() -> Option<Place> {
     let url = pg_url();
     let reachable =
         tokio::time::timeout(Duration::from_secs(3), sqlx::PgConnection::connect(&url)).await;

@@ -10,7 +10,7 @@ use agent_core::{Value, json};
 #[agent_type]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
-pub enum Queue {
+pub(crate) enum Queue {
     /// Payments and invoices.
     Billing,
     /// Deliveries.
@@ -24,7 +24,7 @@ pub enum Queue {
 /// Triage decision for one support ticket.
 #[agent_output]
 #[derive(Debug)]
-pub struct Triage {
+pub(crate) struct Triage {
     /// Severity from 1 (lowest) to 4 (critical).
     #[schemars(range(min = 1, max = 4))]
     pub severity: u8,
@@ -44,7 +44,7 @@ async fn lookup_order(order_id: String) -> Value {
 }
 
 /// The `triage` agent against the mock server at `url` (an OpenAI-compatible base URL).
-pub fn config(url: &str) -> Result<AgentConfig<Triage>, ConfigError> {
+pub(crate) fn config(url: &str) -> Result<AgentConfig<Triage>, ConfigError> {
     AgentConfig::builder("triage")
         .model("dispatch/mock")
         // The scenario is the output tool; `dispatch/` would pick native output.
