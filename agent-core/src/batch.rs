@@ -65,7 +65,7 @@ where
 }
 
 /// What a batch did: counts per ending and per category, tokens, cost, run durations,
-/// and round trips per run ([`TurnStats`]: a histogram per ending and a suggested
+/// and LLM calls per run ([`TurnStats`]: a histogram per ending and a suggested
 /// `max_llm_calls`). Its `Display` is a plain-text table.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[non_exhaustive]
@@ -79,7 +79,7 @@ pub struct Receipt {
     /// Answered runs whose value is partial (`AgentResult::is_partial`); they are also
     /// in `endings[answered]`, so full answers are `answered - partial`.
     pub partial: usize,
-    /// Round trips over all runs.
+    /// LLM calls over all runs.
     pub llm_calls: u64,
     /// Tool executions over all runs.
     pub tool_calls: u64,
@@ -98,7 +98,7 @@ pub struct Receipt {
     /// Store calls that failed over all runs (`AgentResult::store_failures`), plus a
     /// failed final flush; none of them changed an outcome.
     pub store_failures: u64,
-    /// Round trips per run: histogram per ending, cap hits, suggested `max_llm_calls`.
+    /// LLM calls per run: histogram per ending, cap hits, suggested `max_llm_calls`.
     pub turns: TurnStats,
 }
 
@@ -219,7 +219,7 @@ impl fmt::Display for Receipt {
     }
 }
 
-/// The turn rows of a receipt: round trips x runs per ending, the suggestion, cap hits.
+/// The turn rows of a receipt: LLM calls x runs per ending, the suggestion, cap hits.
 pub(crate) struct TurnsTable<'a>(pub(crate) &'a TurnStats);
 
 impl fmt::Display for TurnsTable<'_> {

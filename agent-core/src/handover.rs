@@ -35,7 +35,7 @@ impl CallOutcome {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct CallRecord {
-    /// The round trip whose turn made the call (1-based).
+    /// The LLM call whose turn made the call (1-based).
     pub llm_call: u32,
     /// The tool name as the model wrote it.
     pub tool: String,
@@ -60,7 +60,7 @@ impl CallRecord {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Limits {
-    /// `max_llm_calls` (round trips).
+    /// `max_llm_calls` (LLM calls).
     pub max_llm_calls: u32,
     /// `max_tool_calls` (tool executions).
     pub max_tool_calls: u32,
@@ -185,11 +185,11 @@ fn one_line(text: &str, max: usize) -> String {
     }
 }
 
-/// What `tools_for` sees of a run in progress, before each round trip.
+/// What `tools_for` sees of a run in progress, before each LLM call.
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
 pub struct RunState<'a> {
-    /// The round trip about to be made (1-based).
+    /// The LLM call about to be made (1-based).
     pub turn: u32,
     /// Tool executions so far.
     pub tool_calls: u32,

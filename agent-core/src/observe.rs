@@ -18,11 +18,11 @@ pub enum RunEvent<'a> {
         /// The config's name.
         agent: &'a str,
     },
-    /// A round trip is about to be sent.
+    /// An LLM call is about to be sent.
     TurnStarted {
         /// The run's trace id.
         trace_id: &'a str,
-        /// Which round trip (1-based).
+        /// Which LLM call (1-based).
         llm_call: u32,
     },
     /// A tool execution finished (or was answered without running).
@@ -42,7 +42,7 @@ pub enum RunEvent<'a> {
     RetryScheduled {
         /// The run's trace id.
         trace_id: &'a str,
-        /// The failed round trip (1-based).
+        /// The failed LLM call (1-based).
         llm_call: u32,
         /// The wait before the next attempt.
         delay: Duration,

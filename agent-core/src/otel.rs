@@ -2,7 +2,7 @@
 //!
 //! The runner already emits `tracing` spans named and attributed after the OpenTelemetry
 //! GenAI semantic conventions (<https://opentelemetry.io/docs/specs/semconv/gen-ai/>):
-//! `invoke_agent {name}`, one `chat {model}` per round trip (span kind client), one
+//! `invoke_agent {name}`, one `chat {model}` per LLM call (span kind client), one
 //! `execute_tool {tool}` per tool execution. This module is the glue to export them:
 //!
 //! - [`layer`]: a `tracing-opentelemetry` layer for your tracer, set up for these spans;

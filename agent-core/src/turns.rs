@@ -1,4 +1,4 @@
-//! [`TurnStats`]: how many round trips runs took, per ending, and the `max_llm_calls`
+//! [`TurnStats`]: how many LLM calls runs took, per ending, and the `max_llm_calls`
 //! the answered runs suggest.
 
 use std::collections::BTreeMap;
@@ -9,7 +9,7 @@ use crate::error::{Category, Ending};
 use crate::result::AgentResult;
 use crate::tally::RunTally;
 
-/// Round trips per run: a histogram per ending, the cap hits, and a suggested
+/// LLM calls per run: a histogram per ending, the cap hits, and a suggested
 /// `max_llm_calls`.
 ///
 /// The suggestion is the rule: **the 95th percentile (nearest rank) of `llm_calls` over
@@ -74,7 +74,7 @@ impl TurnStats {
         stats
     }
 
-    /// The runs with this ending and this many round trips.
+    /// The runs with this ending and this many LLM calls.
     pub fn count(&self, ending: Ending, llm_calls: u32) -> usize {
         self.histogram
             .get(&ending)
@@ -83,7 +83,7 @@ impl TurnStats {
             .unwrap_or(0)
     }
 
-    /// One line per ending that occurred: `answered   1x3 2x20 3x5` (round trips x runs).
+    /// One line per ending that occurred: `answered   1x3 2x20 3x5` (LLM calls x runs).
     pub fn histogram_lines(&self) -> Vec<(Ending, String)> {
         self.histogram
             .iter()

@@ -4,18 +4,18 @@ use serde::{Deserialize, Serialize};
 
 use crate::llm::TokenUsage;
 
-/// What a run spent: round trips, tool executions, tokens and cost.
+/// What a run spent: LLM calls, tool executions, tokens and cost.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Usage {
-    /// Round trips to the model, failed ones included.
+    /// LLM calls to the model, failed ones included.
     pub llm_calls: u32,
     /// Tool executions (the tool's code ran; failed, panicked and timed-out ones included;
     /// `submit_output` never).
     pub tool_calls: u32,
-    /// Input tokens over all successful round trips (tokens).
+    /// Input tokens over all successful LLM calls (tokens).
     pub input_tokens: u64,
-    /// Output tokens over all successful round trips (tokens).
+    /// Output tokens over all successful LLM calls (tokens).
     pub output_tokens: u64,
     /// Input tokens read from the prompt cache (tokens; part of `input_tokens`).
     pub cache_read_tokens: u64,
@@ -23,7 +23,7 @@ pub struct Usage {
     pub cache_write_tokens: u64,
     /// The cost (USD), when the model has a price in the config's pricing table.
     pub cost_usd: Option<f64>,
-    /// Round trips whose response carried no token usage (some compatible servers send
+    /// LLM calls whose response carried no token usage (some compatible servers send
     /// none): their tokens, and the cost from them, are estimates by the rule of
     /// [`LlmRequest::estimated_input_tokens`](crate::LlmRequest::estimated_input_tokens)
     /// (bytes / 4), so the token and cost caps still bind. Zero when every count is

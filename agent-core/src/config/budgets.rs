@@ -104,7 +104,7 @@ macro_rules! budgets {
 }
 
 budgets! {
-    /// The cap on round trips, failed ones included (default 50; at least 1).
+    /// The cap on LLM calls, failed ones included (default 50; at least 1).
     max_llm_calls: u32 = 50,
         set(u32) |v| v,
         check |v| reject(v == 0, v, "a run needs at least one round trip"),
@@ -127,7 +127,7 @@ budgets! {
         set(u32) |v| v,
         check |_| None,
         fingerprint Some("max_parse_retries"), |v| json!(v);
-    /// The output-token cap per round trip (tokens, default 4096; at least 1).
+    /// The output-token cap per LLM call (tokens, default 4096; at least 1).
     max_tokens: u32 = 4096,
         set(u32) |v| v,
         check |v| reject(v == 0, v, "the model must be allowed some output"),
@@ -151,7 +151,7 @@ budgets! {
         set(Duration) |v| v,
         check |v| reject(v.is_zero(), "0 s", "a tool needs time to run"),
         fingerprint Some("tool_timeout_ms"), |v| json!(ms(v));
-    /// How long one round trip may take before the runner gives up on it (default
+    /// How long one LLM call may take before the runner gives up on it (default
     /// 600 s, the official SDKs' request timeout; more than zero). A call that runs
     /// over is a transient failure, retried like any other. This bounds every
     /// `LlmClient`, including hand-written ones; the HTTP adapters also have their
@@ -188,14 +188,14 @@ budgets! {
         fingerprint None, |_| Value::Null;
     /// A cap on input + output tokens over the run (tokens), checked before each call:
     /// the run stops with `budget_exhausted` when the tokens used so far plus those of
-    /// the last round trip (the next one is at least as large, the conversation only
+    /// the last LLM call (the next one is at least as large, the conversation only
     /// grows) would pass it, so it never pays for the call that crosses the cap.
     max_total_tokens: Option<u64> = None,
         set(u64) Some,
         check |v| reject(v == Some(0), 0, "a run needs some tokens"),
         fingerprint Some("max_total_tokens"), |v| json!(v);
     /// A cap on the run's cost (USD), checked before each call like `max_total_tokens`
-    /// (spent so far plus the last round trip's cost). The model needs a price in the
+    /// (spent so far plus the last LLM call's cost). The model needs a price in the
     /// pricing table, else `build()` returns [`ConfigError::MissingPrice`].
     max_cost_usd: Option<f64> = None,
         set(f64) Some,
@@ -234,7 +234,7 @@ budgets! {
         set(bool) |v| v,
         check |_| None,
         fingerprint Some("escalation"), |v| json!(v);
-    /// When one round trip is left (or a token/cost budget would be passed by one more
+    /// When one LLM call is left (or a token/cost budget would be passed by one more
     /// ordinary turn), offer only `submit_output` and force it (default on).
     wrap_up: bool = true,
         set(bool) |v| v,

@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 pub type OutputValidator<T> = Arc<dyn Fn(&T) -> Result<(), String> + Send + Sync>;
 
 /// Which tools are offered in a turn, from the run's state: called once per user tool
-/// before each round trip (see the builder's `tools_for`).
+/// before each LLM call (see the builder's `tools_for`).
 pub(super) type ToolFilter = Arc<dyn Fn(&RunState<'_>, &ToolDefinition) -> bool + Send + Sync>;
 
 /// The customer message of a result, when a config wants one other than its templates
@@ -311,7 +311,7 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     }
 
     /// Chooses the user tools offered in each turn from the run's state: `keep(state,
-    /// tool)` is asked for every user tool before each round trip, and a tool it
+    /// tool)` is asked for every user tool before each LLM call, and a tool it
     /// rejects is not offered in that turn (no refund tool once a refund ran, say:
     /// `|state, tool| !(tool.name == "refund" && state.succeeded("refund"))`).
     /// `submit_output` and `escalate_to_human` are always offered; a call to a tool not

@@ -146,7 +146,7 @@ impl<T: AgentOutput> AgentConfig<T> {
         self.inner.client.provider()
     }
 
-    /// The cap on round trips.
+    /// The cap on LLM calls.
     pub fn max_llm_calls(&self) -> u32 {
         self.inner.settings.budgets.max_llm_calls
     }

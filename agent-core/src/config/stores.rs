@@ -33,12 +33,12 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         self
     }
 
-    /// A cap on the round trips of all runs of one memory thread (at least 1; default
+    /// A cap on the LLM calls of all runs of one memory thread (at least 1; default
     /// none). A run of a thread whose earlier runs used `limit` or more ends at once with
     /// `budget_exhausted` ([`Budget::ThreadLlmCalls`](crate::Budget::ThreadLlmCalls)),
     /// before any request. A run that starts under the cap is bounded by
     /// `max_llm_calls` as usual, so a thread can pass the cap by less than one run's
-    /// round trips.
+    /// LLM calls.
     #[must_use]
     pub fn max_thread_llm_calls(mut self, limit: u64) -> Self {
         self.settings.stores.max_thread_llm_calls = Some(limit);

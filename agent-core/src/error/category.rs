@@ -66,7 +66,7 @@ categories! {
     MaxLlmRetries = "max_llm_retries" => Failed,
     /// A permanent provider failure.
     LlmPermanent = "llm_permanent_error" => Failed,
-    /// Round trips reached `max_llm_calls`.
+    /// LLM calls reached `max_llm_calls`.
     MaxLlmCalls = "max_llm_calls" => Exhausted,
     /// A token or cost cap would be passed.
     BudgetExhausted = "budget_exhausted" => Exhausted,

@@ -21,7 +21,7 @@ pub enum Ending {
     Answered,
     /// The agent handed the case over on purpose (`escalate_to_human`).
     Escalated,
-    /// A budget ran out: parse retries, round trips, tokens, cost, the deadline, or the
+    /// A budget ran out: parse retries, LLM calls, tokens, cost, the deadline, or the
     /// caller cancelled. Raise the budget or fix the prompt.
     Exhausted,
     /// A guard saw no progress (the same call repeated, nothing new learned). Fix the agent.
@@ -94,7 +94,7 @@ impl AttemptKind {
 pub struct Attempt {
     /// What was wrong with the turn.
     pub kind: AttemptKind,
-    /// Which round trip produced it (1-based).
+    /// Which LLM call produced it (1-based).
     pub llm_call: u32,
     /// The feedback the runner gave the model.
     pub message: String,
@@ -129,12 +129,12 @@ pub enum Budget {
         /// Spent so far (USD).
         spent: f64,
     },
-    /// `max_thread_llm_calls`: the round trips of every run of the memory thread so far
+    /// `max_thread_llm_calls`: the LLM calls of every run of the memory thread so far
     /// reached the cap; checked before the run, which then sends no request.
     ThreadLlmCalls {
-        /// The limit (round trips over the thread).
+        /// The limit (LLM calls over the thread).
         limit: u64,
-        /// Round trips used by the thread's earlier runs.
+        /// LLM calls used by the thread's earlier runs.
         used: u64,
     },
 }
@@ -204,7 +204,7 @@ pub enum AgentError {
     /// The round-trip cap was reached before the run answered.
     #[error("reached max_llm_calls ({limit}) without an answer{}", AttemptsSuffix(.attempts))]
     MaxLlmCalls {
-        /// The cap (round trips).
+        /// The cap (LLM calls).
         limit: u32,
         /// Every malformed turn of the run, oldest first.
         attempts: Vec<Attempt>,
@@ -253,11 +253,11 @@ pub enum AgentError {
         message: String,
     },
     /// The conversation no longer fits the model's context window (Anthropic
-    /// `stop_reason: "model_context_window_exceeded"`); another round trip cannot help.
+    /// `stop_reason: "model_context_window_exceeded"`); another LLM call cannot help.
     /// Its ending is [`Ending::Exhausted`].
     #[error("the conversation filled the model's context window ({input_tokens} input tokens)")]
     ContextWindowExceeded {
-        /// The input tokens of the last round trip (tokens; 0 when not reported).
+        /// The input tokens of the last LLM call (tokens; 0 when not reported).
         input_tokens: u64,
     },
     /// The agent called `escalate_to_human`.

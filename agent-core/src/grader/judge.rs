@@ -196,7 +196,7 @@ impl Rubric {
 ///
 /// Each criterion's 1..=5 score maps to `(score - 1) / 4` (1 → 0, 3 → 0.5, 5 → 1),
 /// under the criterion's name; `score` is their weighted mean; `reason` is the judge's
-/// overall reason; `usage` is what the judge's run spent (round trips, tokens, cost),
+/// overall reason; `usage` is what the judge's run spent (LLM calls, tokens, cost),
 /// apart from the graded run's. A run that did not answer is not sent to the judge: it
 /// scores 0 on every criterion, at no cost.
 ///

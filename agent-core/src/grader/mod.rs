@@ -58,7 +58,7 @@ pub struct Grade {
     pub reasons: BTreeMap<String, String>,
     /// Whether the run passed, for graders with a pass threshold ([`Composite`]).
     pub passed: Option<bool>,
-    /// What grading itself spent (an [`LlmJudge`]'s round trips, tokens and cost),
+    /// What grading itself spent (an [`LlmJudge`]'s LLM calls, tokens and cost),
     /// apart from the graded run's own `usage`; zero for graders that call no model.
     pub usage: Usage,
 }
@@ -217,7 +217,7 @@ impl GradeError {
         }
     }
 
-    /// What grading spent before it failed (a judge's round trips; zero otherwise).
+    /// What grading spent before it failed (a judge's LLM calls; zero otherwise).
     pub fn usage(&self) -> Usage {
         match self {
             GradeError::Judge { usage, .. } | GradeError::Part { usage, .. } => *usage,

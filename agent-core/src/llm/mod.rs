@@ -35,7 +35,7 @@ pub trait LlmClient: Send + Sync {
     /// sent again (timeouts, 429 rate limits, 5xx), [`LlmErrorKind::Permanent`] otherwise.
     fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a>;
 
-    /// Sends one request as a streamed round trip: each piece of the turn goes to
+    /// Sends one request as a streamed LLM call: each piece of the turn goes to
     /// `sink` as it arrives, and the whole turn is returned at the end, as
     /// [`complete`](Self::complete) returns it. The runner calls it for streamed runs
     /// ([`run_agent_stream`](crate::run_agent_stream)).
@@ -50,7 +50,7 @@ pub trait LlmClient: Send + Sync {
     /// # Errors
     /// As [`complete`](Self::complete). A stream that ends before the provider's end
     /// marker (cut mid-way) is [`LlmErrorKind::Transient`]: the runner retries the
-    /// whole round trip under its usual rules.
+    /// whole LLM call under its usual rules.
     fn complete_streaming<'a>(
         &'a self,
         request: &'a LlmRequest,
@@ -188,7 +188,7 @@ pub enum ToolChoice {
     None,
 }
 
-/// One round trip's request. The runner builds it; adapters translate it.
+/// One LLM call's request. The runner builds it; adapters translate it.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct LlmRequest {
@@ -365,7 +365,7 @@ impl StopReason {
     }
 }
 
-/// Token counts of one round trip (tokens).
+/// Token counts of one LLM call (tokens).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct TokenUsage {
@@ -409,7 +409,7 @@ pub struct LlmResponse {
     pub tool_calls: Vec<ToolCall>,
     /// Why the model stopped.
     pub stop_reason: StopReason,
-    /// Token usage of this round trip.
+    /// Token usage of this LLM call.
     pub usage: TokenUsage,
     /// The provider's request id (`request-id`, `x-request-id`), when sent.
     pub request_id: Option<String>,
@@ -494,7 +494,7 @@ pub enum LlmErrorKind {
     Permanent,
 }
 
-/// A failed round trip.
+/// A failed LLM call.
 ///
 /// Never contains an API key: adapters build messages from status, error type and the
 /// provider's message only.

@@ -63,7 +63,7 @@ pub enum OutputMode {
 /// prompt caching guide, <https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching>):
 /// a cache write costs 1.25x the input rate, a read 0.1x, for 5 minutes after the last
 /// use, and prefixes under the model's minimum (1,024 tokens for most models, more for
-/// some) are not cached at all. Every round trip of a run re-sends the same tools and
+/// some) are not cached at all. Every LLM call of a run re-sends the same tools and
 /// system prompt, and so does every run of a batch, so a long prefix is read from the
 /// cache from the second request on. OpenAI caches prompts of 1,024 tokens or more by
 /// itself, with no setting; the other providers ignore the flag. The cache tokens land in

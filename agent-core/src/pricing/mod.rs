@@ -69,7 +69,7 @@ impl ModelPrice {
         .all(|r| r.is_finite() && *r >= 0.0)
     }
 
-    /// The cost of one round trip's usage (USD). `input_tokens` includes the cached
+    /// The cost of one LLM call's usage (USD). `input_tokens` includes the cached
     /// tokens, which are priced at the cache rates instead of the input rate.
     pub fn cost(&self, usage: &TokenUsage) -> f64 {
         let cached = usage

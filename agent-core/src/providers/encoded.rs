@@ -3,7 +3,7 @@
 //! A config hands every request the same `Arc` of tool definitions (and of its output
 //! spec), so an adapter can transform and serialize them on the first request and
 //! reuse the bytes after: the schema transforms clone and walk whole JSON trees, which
-//! cost about a fifth of the client's CPU per round trip when done per request. The
+//! cost about a fifth of the client's CPU per LLM call when done per request. The
 //! cache is keyed by the `Arc`'s address and holds a `Weak` to it, so an entry is only
 //! reused while that very `Arc` is alive (a freed address reused by another config is
 //! detected and re-encoded).

@@ -1,7 +1,7 @@
 //! The glue every HTTP adapter shares. A provider supplies its parts through [`Wire`]
 //! (and [`Streams`] where it streams): its transport, how a request is encoded and how
-//! a reply is decoded, and its stream assembler. Written once here: the round trip, the
-//! streamed round trip (with the fallback for servers that ignore `stream: true`), the
+//! a reply is decoded, and its stream assembler. Written once here: the LLM call, the
+//! streamed LLM call (with the fallback for servers that ignore `stream: true`), the
 //! traced `LlmClient` calls, and the constructor's error mapping.
 
 use std::borrow::Cow;
@@ -60,7 +60,7 @@ pub(crate) trait Streams: Wire {
     ) -> Result<LlmResponse, LlmError>;
 }
 
-/// One round trip: encode, post, decode.
+/// One LLM call: encode, post, decode.
 ///
 /// # Errors
 /// The transport's errors (status, connection, caps) and the provider's decode errors.
@@ -74,7 +74,7 @@ pub(crate) async fn round_trip<W: Wire>(
     wire.decode(&reply)
 }
 
-/// One streamed round trip: the pieces go to `sink` as they arrive; the returned
+/// One streamed LLM call: the pieces go to `sink` as they arrive; the returned
 /// response is the whole turn, normalized as a non-streamed one. An error event in the
 /// stream is decoded as an error body; a server that answers with one JSON body is read
 /// as a non-streamed reply, and the turn replayed to `sink`.
@@ -102,7 +102,7 @@ pub(crate) async fn streamed_round_trip<W: Streams>(
 }
 
 /// [`LlmClient::complete`](crate::LlmClient::complete) of an HTTP adapter: one traced
-/// round trip.
+/// LLM call.
 pub(crate) fn complete<'a, W: Wire>(wire: &'a W, request: &'a LlmRequest) -> LlmFuture<'a> {
     Box::pin(traced(
         wire.transport().provider(),
@@ -111,7 +111,7 @@ pub(crate) fn complete<'a, W: Wire>(wire: &'a W, request: &'a LlmRequest) -> Llm
 }
 
 /// [`LlmClient::complete_streaming`](crate::LlmClient::complete_streaming) of an HTTP
-/// adapter that streams: one traced streamed round trip.
+/// adapter that streams: one traced streamed LLM call.
 pub(crate) fn complete_streaming<'a, W: Streams>(
     wire: &'a W,
     request: &'a LlmRequest,

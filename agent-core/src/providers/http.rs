@@ -1,4 +1,4 @@
-//! One HTTP round trip: POST a JSON body, read a capped response body, turn transport
+//! One HTTP LLM call: POST a JSON body, read a capped response body, turn transport
 //! failures into [`LlmError`]s.
 
 use std::error::Error as _;
@@ -428,7 +428,7 @@ fn chain(error: &reqwest::Error) -> String {
     text
 }
 
-/// Awaits one round trip and traces it if it failed (see [`trace_failure`]).
+/// Awaits one LLM call and traces it if it failed (see [`trace_failure`]).
 pub(crate) async fn traced(
     provider: &str,
     round_trip: impl std::future::Future<Output = Result<crate::llm::LlmResponse, LlmError>>,
@@ -440,7 +440,7 @@ pub(crate) async fn traced(
     outcome
 }
 
-/// Records a failed round trip as a `tracing` debug event with the provider's request
+/// Records a failed LLM call as a `tracing` debug event with the provider's request
 /// id (the runner's `chat` span, the parent, records the error type and a warning).
 pub(crate) fn trace_failure(provider: &str, error: &LlmError) {
     tracing::debug!(

@@ -16,7 +16,7 @@
 //! URLs are API roots: `https://api.anthropic.com`, `https://api.openai.com/v1`,
 //! `https://generativelanguage.googleapis.com`).
 //!
-//! Every adapter makes exactly one HTTP round trip per
+//! Every adapter makes exactly one HTTP LLM call per
 //! [`complete`](crate::LlmClient::complete) call and never retries: the runner re-sends
 //! on a transient [`LlmError`](crate::LlmError), after its backoff. Failures are
 //! classified as `docs/providers.md` ("Error classification") states it: transient for

@@ -1,4 +1,4 @@
-//! The budgets: the checks before every round trip, the last-call rule that forces
+//! The budgets: the checks before every LLM call, the last-call rule that forces
 //! the answer, and the tokens and cost each turn adds.
 
 use crate::error::{AgentError, Budget};
@@ -8,7 +8,7 @@ use crate::output::AgentOutput;
 use super::Run;
 
 impl<'c, T: AgentOutput> Run<'c, T> {
-    /// The checks made before every round trip: cancellation and the deadline (checked
+    /// The checks made before every LLM call: cancellation and the deadline (checked
     /// here too, so a loop that never waits cannot outrun them), the call cap, then
     /// token and cost budgets.
     pub(super) fn check_before_call(&mut self) -> Result<(), AgentError> {
@@ -46,7 +46,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         Ok(())
     }
 
-    /// Whether this round trip is the last one the budgets allow.
+    /// Whether this LLM call is the last one the budgets allow.
     pub(super) fn is_last_call(&self) -> bool {
         let s = &self.cfg.settings;
         if self.usage.llm_calls.saturating_add(1) >= s.budgets.max_llm_calls {
@@ -66,7 +66,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         tokens_tight || cost_tight
     }
 
-    /// Adds a round trip's tokens and cost. A response without usage (no input and no
+    /// Adds an LLM call's tokens and cost. A response without usage (no input and no
     /// output tokens: some compatible servers send none) is counted from an estimate
     /// of the request just sent and of the reply (bytes / 4; see
     /// [`LlmRequest::estimated_input_tokens`]), so the token and cost caps still bind,

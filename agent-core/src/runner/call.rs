@@ -17,7 +17,7 @@ use crate::stream::{PartialKind, StreamEvent, StreamSink, TurnSink};
 use super::{Run, spans};
 
 impl<'c, T: AgentOutput> Run<'c, T> {
-    /// One round trip. The outer `Err` is a panic inside the client: not a provider's
+    /// One LLM call. The outer `Err` is a panic inside the client: not a provider's
     /// failure but a bug in the client's code, so the run ends with `internal_error`.
     pub(super) async fn call_model(&mut self) -> Result<Result<LlmResponse, LlmError>, AgentError> {
         let cfg = self.cfg;
@@ -105,7 +105,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         Ok(outcome)
     }
 
-    /// A failed round trip: retry a transient failure after backoff (the request is
+    /// A failed LLM call: retry a transient failure after backoff (the request is
     /// unchanged), or end the run.
     pub(super) async fn on_provider_failure(&mut self, error: LlmError) -> Result<(), AgentError> {
         if !error.is_transient() {

@@ -1,4 +1,4 @@
-//! The driver: the loop of round trips and turns, under the run-wide bounds (the
+//! The driver: the loop of LLM calls and turns, under the run-wide bounds (the
 //! deadline, cancellation, and a catch boundary for faults of the runner itself).
 
 use std::panic::AssertUnwindSafe;

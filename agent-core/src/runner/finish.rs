@@ -10,7 +10,7 @@ use crate::message::{Message, ToolResult};
 use crate::output::AgentOutput;
 use crate::result::AgentResult;
 
-use super::{Run, customer, feedback};
+use super::{Run, correction, customer};
 
 impl<'c, T: AgentOutput> Run<'c, T> {
     pub(super) fn finish(
@@ -67,7 +67,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             category: error.category().to_owned(),
             reason: error.to_string(),
             calls: self.calls.clone(),
-            last_feedback: self.last_feedback.clone(),
+            last_feedback: self.last_correction.clone(),
             spent: self.usage,
             limits: Limits {
                 max_llm_calls: s.budgets.max_llm_calls,
@@ -103,7 +103,7 @@ fn answer_last_turn<T>(transcript: &mut Vec<Message>, outcome: &Result<T, AgentE
             Err(AgentError::Escalated { .. }) => {
                 ToolResult::ok(&call.id, &call.name, "Escalated: a human takes over.")
             }
-            Err(e) => ToolResult::error(&call.id, &call.name, feedback::stopped(e.category())),
+            Err(e) => ToolResult::error(&call.id, &call.name, correction::stopped(e.category())),
         })
         .collect();
     transcript.push(Message::tool_results(results));

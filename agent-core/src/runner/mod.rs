@@ -9,7 +9,7 @@ mod call;
 mod content;
 mod customer;
 mod drive;
-mod feedback;
+mod correction;
 mod finish;
 mod guard;
 mod replay;
@@ -209,7 +209,7 @@ struct Run<'c, T> {
     /// `tools_for`).
     calls: Vec<CallRecord>,
     /// The last correction written to the model.
-    last_feedback: Option<String>,
+    last_correction: Option<String>,
     /// The model's own summary, when it handed over with one.
     model_summary: Option<String>,
     /// A tool that said it cannot safely continue, and its message.

@@ -91,7 +91,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             seen_ids: HashSet::new(),
             wrap_up_turn: false,
             calls: Vec::new(),
-            last_feedback: None,
+            last_correction: None,
             model_summary: None,
             fatal: None,
             events,

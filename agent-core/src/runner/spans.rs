@@ -5,7 +5,7 @@ use crate::llm::{LlmError, LlmRequest, LlmResponse};
 
 use super::{content, trace};
 
-/// Opens the `chat` span of round trip `llm_call` (1-based) for `request`; with
+/// Opens the `chat` span of LLM call `llm_call` (1-based) for `request`; with
 /// `capture` (the config's `capture_content`), the system instructions and input
 /// messages are recorded on it too.
 pub(super) fn chat(

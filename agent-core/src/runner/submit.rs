@@ -13,7 +13,7 @@ use crate::output::{AgentOutput, ESCALATE_TO_HUMAN};
 use crate::validate::ValidationErrors;
 use tokio_util::sync::CancellationToken;
 
-use super::{Next, Run, any_cancelled, feedback};
+use super::{Next, Run, any_cancelled, correction};
 use crate::error::panic_message;
 
 impl<'c, T: AgentOutput> Run<'c, T> {
@@ -49,7 +49,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 Err(errors) => errors,
             },
         };
-        let feedback = self.feedback(feedback::rejected_submission(&errors));
+        let feedback = self.remember_correction(correction::rejected_submission(&errors));
         self.request
             .messages
             .push(Message::tool_results(vec![ToolResult::error(
@@ -151,7 +151,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             }
             Err(errors) => {
                 let feedback = format!("{ESCALATE_TO_HUMAN} was rejected: {errors}");
-                self.last_feedback = Some(feedback.clone());
+                self.last_correction = Some(feedback.clone());
                 self.request
                     .messages
                     .push(Message::tool_results(vec![ToolResult::error(

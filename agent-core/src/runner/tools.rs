@@ -13,7 +13,7 @@ use crate::error::panic_message;
 use crate::handover::CallOutcome;
 use crate::message::{ToolCall, ToolResult};
 use crate::observe::RunEvent;
-use crate::runner::feedback;
+use crate::runner::correction;
 use crate::runner::trace::Observers;
 use crate::tool::ToolDefinition;
 use crate::tool::{StateMap, ToolContext};
@@ -57,7 +57,7 @@ pub(crate) async fn run_tool_calls<T>(
                 Plan::Run(_) if *executed >= limit => Plan::Answer(ToolResult::error(
                     &call.id,
                     &call.name,
-                    feedback::tool_limit(limit, &cfg.output),
+                    correction::tool_limit(limit, &cfg.output),
                 )),
                 Plan::Run(tool) => {
                     *executed += 1;
@@ -112,7 +112,7 @@ fn plan_call<'c, T>(cfg: &'c Compiled<T>, call: &ToolCall, offered: &[ToolDefini
         return Plan::Answer(ToolResult::error(
             &call.id,
             &call.name,
-            feedback::unknown_tool(&call.name, &available.join(", ")),
+            correction::unknown_tool(&call.name, &available.join(", ")),
         ));
     };
     let Some(tool) = cfg.tools.get(index) else {
@@ -126,14 +126,14 @@ fn plan_call<'c, T>(cfg: &'c Compiled<T>, call: &ToolCall, offered: &[ToolDefini
         return Plan::Answer(ToolResult::error(
             &call.id,
             &call.name,
-            feedback::unusable_arguments(&call.name, error),
+            correction::unusable_arguments(&call.name, error),
         ));
     }
     if let Err(errors) = tool.validator.validate(&call.arguments) {
         return Plan::Answer(ToolResult::error(
             &call.id,
             &call.name,
-            feedback::invalid_tool_arguments(&call.name, &errors),
+            correction::invalid_tool_arguments(&call.name, &errors),
         ));
     }
     Plan::Run(tool)

@@ -13,7 +13,7 @@ use crate::output::{AgentOutput, ESCALATE_TO_HUMAN, Extracted, SUBMIT_OUTPUT, ex
 use crate::stream::StreamEvent;
 use crate::validate::ValidationErrors;
 
-use super::{Next, Run, feedback, sanitize, tools};
+use super::{Next, Run, correction, sanitize, tools};
 
 impl<'c, T: AgentOutput> Run<'c, T> {
     /// Classifies a successful turn into exactly one transition.
@@ -48,7 +48,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             *last = ToolCall::with_invalid_arguments(
                 std::mem::take(&mut last.id),
                 std::mem::take(&mut last.name),
-                feedback::cut_call(self.request.max_tokens),
+                correction::cut_call(self.request.max_tokens),
             );
             last.thought_signature = signature;
         }
@@ -137,7 +137,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             OutputPlan::Tool => {}
         }
         let cut = (*stop_reason == StopReason::MaxTokens).then_some(self.request.max_tokens);
-        let nudge = self.feedback(feedback::plain_text_nudge(cut));
+        let nudge = self.remember_correction(correction::plain_text_nudge(cut));
         self.request.messages.push(Message::user(nudge));
         self.force_answer = true;
         let mut summary = if text.trim().is_empty() {
@@ -191,7 +191,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 ),
             }
         };
-        let rejected = self.feedback(feedback::rejected_answer(&errors, cut));
+        let rejected = self.remember_correction(correction::rejected_answer(&errors, cut));
         self.request.messages.push(Message::user(rejected));
         self.force_answer = true;
         let mut summary = errors.to_string();
@@ -204,10 +204,10 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     pub(super) fn on_ambiguous(&mut self, calls: &[ToolCall], terminal: String) -> Next<T> {
         let results: Vec<ToolResult> = calls
             .iter()
-            .map(|c| ToolResult::error(&c.id, &c.name, feedback::ambiguous(c, calls, &terminal)))
+            .map(|c| ToolResult::error(&c.id, &c.name, correction::ambiguous(c, calls, &terminal)))
             .collect();
         self.record_not_run(calls, &results);
-        self.last_feedback = results
+        self.last_correction = results
             .iter()
             .find(|r| r.name == terminal)
             .map(|r| r.content.clone());
@@ -225,11 +225,11 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     pub(super) async fn on_tool_calls(&mut self, calls: &[ToolCall]) -> Next<T> {
         if self.wrap_up_turn {
             // Only submit_output (and escalate_to_human) was offered: nothing else runs
-            // in the last round trip.
+            // in the last LLM call.
             let results: Vec<ToolResult> = calls
                 .iter()
                 .map(|c| {
-                    ToolResult::error(&c.id, &c.name, feedback::wrap_up_only(&self.cfg.output))
+                    ToolResult::error(&c.id, &c.name, correction::wrap_up_only(&self.cfg.output))
                 })
                 .collect();
             self.record_not_run(calls, &results);
@@ -286,8 +286,8 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     }
 
     /// Remembers a correction for the handover, and returns it.
-    pub(super) fn feedback(&mut self, text: String) -> String {
-        self.last_feedback = Some(text.clone());
+    pub(super) fn remember_correction(&mut self, text: String) -> String {
+        self.last_correction = Some(text.clone());
         text
     }
 }

@@ -37,7 +37,7 @@ pub struct RunDiff {
     pub tool_calls: (Vec<String>, Vec<String>),
     /// The index of the first tool call that differs, if the sequences differ.
     pub first_divergent_call: Option<usize>,
-    /// Round trips, left then right.
+    /// LLM calls, left then right.
     pub llm_calls: (u32, u32),
 }
 

@@ -94,7 +94,7 @@ pub struct RunRecord {
     pub category: Option<String>,
     /// The error message, when it failed.
     pub error: Option<String>,
-    /// What the run spent (round trips, tool calls, tokens, cost in USD).
+    /// What the run spent (LLM calls, tool calls, tokens, cost in USD).
     pub usage: Usage,
     /// The grader's scores, if any.
     pub scores: Option<Scores>,

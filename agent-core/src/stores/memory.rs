@@ -17,9 +17,9 @@ use crate::stores::StoreFuture;
 /// the run ends at once with `budget_exhausted`
 /// ([`Budget::ThreadLlmCalls`](crate::Budget::ThreadLlmCalls)), before any request.
 ///
-/// After the run, the runner calls [`append`](Self::append) with the run's round trips
+/// After the run, the runner calls [`append`](Self::append) with the run's LLM calls
 /// and, for a run that ended answered or escalated, its messages from the input on; a
-/// run that ended otherwise adds only its round trips (its input and half-finished turns
+/// run that ended otherwise adds only its LLM calls (its input and half-finished turns
 /// would confuse the next run). A run refused by the cap adds nothing.
 pub trait Memory: Send + Sync {
     /// The thread's totals and at most `max_messages` of its newest messages, oldest
@@ -29,7 +29,7 @@ pub trait Memory: Send + Sync {
     /// A [`StoreError`](crate::store::StoreError) when the store cannot be read.
     fn load<'a>(&'a self, thread: &'a str, max_messages: usize) -> StoreFuture<'a, ThreadState>;
 
-    /// Adds one run to the thread: its messages (appended in order) and its round trips
+    /// Adds one run to the thread: its messages (appended in order) and its LLM calls
     /// (added to the thread's total). Idempotent per `entry.trace_id`: a second append of
     /// the same run changes nothing, so a retried append never duplicates.
     ///
@@ -45,7 +45,7 @@ pub struct ThreadState {
     /// The newest messages of the thread, oldest first (at most the `max_messages`
     /// asked for).
     pub messages: Vec<Message>,
-    /// Round trips over every run of the thread so far.
+    /// LLM calls over every run of the thread so far.
     pub llm_calls: u64,
     /// Runs appended to the thread so far.
     pub runs: u64,
@@ -71,7 +71,7 @@ pub struct ThreadEntry {
     /// The run's messages from its input on (empty for a run that did not end answered
     /// or escalated).
     pub messages: Vec<Message>,
-    /// The run's round trips.
+    /// The run's LLM calls.
     pub llm_calls: u64,
 }
 

@@ -97,11 +97,11 @@ impl TraceRecord {
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum TraceEvent {
-    /// A round trip was about to be sent.
+    /// An LLM call was about to be sent.
     TurnStarted {
         /// Time since the run started (ms).
         at_ms: u64,
-        /// Which round trip (1-based).
+        /// Which LLM call (1-based).
         llm_call: u32,
     },
     /// A tool execution finished.
@@ -121,7 +121,7 @@ pub enum TraceEvent {
     RetryScheduled {
         /// Time since the run started (ms).
         at_ms: u64,
-        /// The failed round trip (1-based).
+        /// The failed LLM call (1-based).
         llm_call: u32,
         /// The wait before the next attempt (ms).
         delay_ms: u64,

@@ -34,21 +34,21 @@ pub(crate) use sink::{PartialKind, TurnSink};
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum StreamEvent<T> {
-    /// A round trip is about to be sent.
+    /// An LLM call is about to be sent.
     TurnStarted {
-        /// Which round trip (1-based).
+        /// Which LLM call (1-based).
         llm_call: u32,
     },
     /// More of the model's text.
     TextDelta {
-        /// Which round trip.
+        /// Which LLM call.
         llm_call: u32,
         /// The new text.
         text: String,
     },
     /// The model began a tool call.
     ToolCallStarted {
-        /// Which round trip.
+        /// Which LLM call.
         llm_call: u32,
         /// The call's position in the turn (0-based).
         index: usize,
@@ -62,7 +62,7 @@ pub enum StreamEvent<T> {
     /// will use them (`{}` when they could not be parsed; the run answers such a call
     /// with an error).
     ToolCallFinished {
-        /// Which round trip.
+        /// Which LLM call.
         llm_call: u32,
         /// The call id (unique in the run).
         id: String,
@@ -74,7 +74,7 @@ pub enum StreamEvent<T> {
     /// The answer to a tool call: the tool's result, or the error the run sent back
     /// (an unknown tool, arguments that do not validate, a call that was not run).
     ToolResult {
-        /// Which round trip.
+        /// Which LLM call.
         llm_call: u32,
         /// The call id.
         id: String,
@@ -92,15 +92,15 @@ pub enum StreamEvent<T> {
     /// together (one network read, see [`StreamSink::flush`]) when the value changed,
     /// not once per fragment: fragments read at once would only repeat each other.
     PartialOutput {
-        /// Which round trip.
+        /// Which LLM call.
         llm_call: u32,
         /// The value so far (a JSON object).
         value: Value,
     },
-    /// The round trip failed (for example the stream was cut mid-way); what it
+    /// The LLM call failed (for example the stream was cut mid-way); what it
     /// streamed is void, and the same request goes again after `delay`.
     Retrying {
-        /// The failed round trip.
+        /// The failed LLM call.
         llm_call: u32,
         /// The wait before the next attempt.
         delay: Duration,

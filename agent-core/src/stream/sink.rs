@@ -1,4 +1,4 @@
-//! The runner's [`StreamSink`] for one round trip: turns deltas into [`StreamEvent`]s,
+//! The runner's [`StreamSink`] for one LLM call: turns deltas into [`StreamEvent`]s,
 //! and follows the structured answer as it arrives.
 
 use serde_json::Value;
@@ -17,7 +17,7 @@ pub(crate) enum PartialKind {
     Text,
 }
 
-/// Sends one round trip's deltas as events.
+/// Sends one LLM call's deltas as events.
 pub(crate) struct TurnSink<T> {
     tx: EventSender<T>,
     llm_call: u32,

@@ -132,7 +132,7 @@ pub struct RunRecord {
     pub category: Option<String>,
     /// The error's message, when it did not answer.
     pub error: Option<String>,
-    /// Round trips.
+    /// LLM calls.
     pub llm_calls: u32,
     /// Tool executions.
     pub tool_calls: u32,
@@ -190,13 +190,13 @@ pub struct VariantSummary {
     pub output_tokens: u64,
     /// The runs' cost (USD), `None` when no run was priced.
     pub cost_usd: Option<f64>,
-    /// What grading spent (a judge's round trips, tokens, cost), apart from the runs.
+    /// What grading spent (a judge's LLM calls, tokens, cost), apart from the runs.
     pub grading: Usage,
-    /// Round trips per run.
+    /// LLM calls per run.
     pub llm_calls: Spread,
     /// Run duration (ms).
     pub latency_ms: Spread,
-    /// Round trips per ending, cap hits, suggested `max_llm_calls`.
+    /// LLM calls per ending, cap hits, suggested `max_llm_calls`.
     pub turns: TurnStats,
 }
 

@@ -24,7 +24,7 @@ use crate::providers::openai::wire::WireUsage;
 /// # Errors
 /// `data` is not a JSON object of the chunk's shape (a field of the wrong type, say).
 /// Pieces read before the fault may have reached `reply` and `sink`; the turn is then
-/// void anyway (an undecodable stream is a failed round trip).
+/// void anyway (an undecodable stream is a failed LLM call).
 pub(super) fn read(
     data: &str,
     reply: &mut ChunkAssembler,

@@ -1,4 +1,4 @@
-//! The texts the runner shows the model when a turn cannot be accepted.
+//! Corrections: the texts the runner shows the model when a turn cannot be accepted.
 
 use crate::config::OutputPlan;
 use crate::message::ToolCall;
