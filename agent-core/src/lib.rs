@@ -29,9 +29,59 @@
 //! # }
 //! ```
 //!
-//! [`run_agent_stream`] is the same run with its events as they happen ([`StreamEvent`]:
-//! text deltas, tool calls, tool results, the structured answer as it arrives) and the
-//! [`AgentResult`] last; see the [`stream`] module.
+//! `use agent_core::prelude::*;` brings the names most programs need.
+//!
+//! # A tour
+//!
+//! **The config.** [`AgentConfig<T>`](AgentConfig) is a frozen agent for output type
+//! `T`: model, system prompt, tools, budgets and guards. [`AgentConfig::builder`] checks
+//! every setting at `build()` (a malformed config is a [`ConfigError`] before any
+//! request), and [`with_`](AgentConfig::with_) derives a variant that keeps `T` and the
+//! parent's HTTP pool. Per-request inputs (state, deadline, cancellation, history,
+//! thread, metadata) go in [`RunOptions`].
+//!
+//! **The output.** [`#[agent_output]`](agent_output) derives [`AgentOutput`]: the JSON
+//! Schema, the `submit_output` tool and the validation of its arguments (schema, serde,
+//! an optional `validate` fn). How the model is asked for it is the [`OutputMode`]:
+//! a tool call, the provider's structured output, or JSON in the text; all three end
+//! through the same validator.
+//!
+//! **Tools.** [`#[tool]`](tool) turns an async fn into a [`Tool`]: its name, description
+//! and parameter schema come from the signature and doc comments; [`State<S>`](State)
+//! parameters reach application state; [`tools!`] collects them into a
+//! [`ToolRegistry`]. A tool's failure is a tool result the model sees, never a crashed
+//! run; [`ToolError::fatal`] stops the run when continuing is unsafe.
+//!
+//! **The loop.** [`run_agent`] classifies every model turn into one transition, each
+//! with its own budget, and ends in an [`AgentResult`]: the value or an [`AgentError`],
+//! whose [`category`](AgentError::category) ([`Category`]) names what happened and
+//! whose [`ending`](AgentError::ending) ([`Ending`]: answered, escalated, exhausted,
+//! stuck, failed) says whose fix is next. A run that did not answer carries a
+//! [`Handover`] for the person who takes over. [`run_agent_stream`] is the same run with
+//! its events as they happen ([`StreamEvent`]); see the [`stream`] module.
+//!
+//! **Models.** [`LlmClient`] is the boundary: one request ([`LlmRequest`]), one
+//! response ([`LlmResponse`]) or a transient or permanent [`LlmError`]. `.model(name)`
+//! routes by prefix to the adapters in [`providers`] (Anthropic, OpenAI, Gemini,
+//! OpenAI-compatible servers, Ollama); [`testing`] has models that need no network.
+//! [`Usage`] counts LLM calls, tool executions, tokens and cost ([`Pricing`]).
+//!
+//! **Around the loop.** [`store`] holds the traits of conversation memory, retrieval,
+//! run records with human feedback and trace records (the `agent-store` crate
+//! implements them on SQLite and PostgreSQL); an [`Observer`] sees every [`RunEvent`];
+//! every run is a `tracing` span tree with the OpenTelemetry GenAI attributes (feature
+//! `otel` exports it).
+//!
+//! **Many runs.** [`run_batch`] runs many inputs and returns a [`Receipt`] (counts per
+//! ending and category, spend, latency, [`TurnStats`] with a suggested `max_llm_calls`).
+//! [`eval`] judges finished runs (ground truth, heuristics, an LLM judge) and compares
+//! variants of a config on the same inputs ([`eval::sweep`]). The `agent-worker` crate
+//! runs batches over NATS JetStream; `agent-mcp` brings the tools of MCP servers.
+//!
+//! **Features.** `otel`: OpenTelemetry glue ([`otel`]); `plot`: the sweep's SVG chart
+//! (`Comparison::write_svg`). Both are off by default.
+//!
+//! The layers of this crate and what each may use are in `docs/architecture.md`.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -79,11 +129,6 @@ pub use config::{AgentConfig, AgentConfigBuilder, OutputValidator};
 pub use error::{
     AgentError, Attempt, AttemptKind, Budget, Category, ConfigError, Ending, StuckReason,
 };
-pub use grader::{
-    Case, Check, Comparator, Composite, CriterionVerdict, FnGrader, Grade, GradeError, GradeFuture,
-    Grader, GroundTruth, Heuristic, JudgeVerdict, LlmJudge, Match, Rubric, RunGradeFuture,
-    RunGrader, Scores,
-};
 pub use handover::{CallOutcome, CallRecord, Handover, Limits, RunState};
 pub use llm::{
     LlmClient, LlmError, LlmErrorKind, LlmFuture, LlmRequest, LlmResponse, OutputCapabilities,
@@ -99,18 +144,17 @@ pub use registry::ToolRegistry;
 pub use result::AgentResult;
 pub use run_options::RunOptions;
 pub use runner::{run_agent, run_agent_with};
+pub use scores::{FnGrader, GradeFuture, Grader, Scores};
 /// serde_json, re-exported: tool arguments and scripted turns are `serde_json::Value`s, so
 /// a user crate needs no serde_json dependency of its own (`agent_core::json!`).
 pub use serde_json::{self, Value, json};
+// The stores' traits live in `store`; these root paths are kept for existing code.
+#[doc(hidden)]
 pub use stores::{
     Embedder, FeedbackStore, Memory, MemoryWindow, Retriever, StoreError, TraceStore,
 };
 pub use stream::{
     RunStream, StreamDelta, StreamEvent, StreamSink, run_agent_stream, run_agent_stream_with,
-};
-pub use sweep::{
-    Comparison, Estimate, GradeFailure, Paired, RunRecord, Sample, Spread, SweepError, SweepEvent,
-    SweepOptions, Variant, VariantSummary, WinLoss, sweep,
 };
 pub use tally::RunTally;
 pub use tokio_util::sync::CancellationToken;
@@ -120,6 +164,86 @@ pub use tool::{
 pub use turns::TurnStats;
 pub use usage::Usage;
 pub use validate::{SchemaValidator, ValidationErrors, whole_numbers_as_integers};
+
+pub mod eval {
+    //! Evaluation: judging finished runs and comparing variants of a config.
+    //!
+    //! A [`RunGrader`] grades a whole run after it ended (a [`Case`]: the input, the
+    //! result, optionally the expected answer) and gives a [`Grade`]: named scores in
+    //! `0.0..=1.0` with a reason each, one overall score, and what grading spent. The
+    //! built-in graders are [`GroundTruth`] (field by field against a label),
+    //! [`Heuristic`] (a closure over the run), [`LlmJudge`] (a rubric graded by a model
+    //! through this crate's own loop) and [`Composite`] (a weighted combination with a
+    //! pass threshold). [`sweep`] runs [`Variant`]s of a config over the same
+    //! [`Sample`]s and returns a [`Comparison`]: per variant, every ending and category,
+    //! scores with 95% intervals, wins and losses against the baseline, spend, latency
+    //! and turn data.
+    //!
+    //! The config's in-run scorer, [`Grader`](crate::Grader) (`.grader(..)`), is part of
+    //! the loop and lives at the crate root.
+
+    pub use crate::grader::{
+        Case, Check, Comparator, Composite, CriterionVerdict, Grade, GradeError, GroundTruth,
+        Heuristic, JudgeVerdict, LlmJudge, Match, Rubric, RunGradeFuture, RunGrader,
+    };
+    pub use crate::sweep::{
+        Comparison, Estimate, GradeFailure, Paired, RunRecord, Sample, Spread, SweepError,
+        SweepEvent, SweepOptions, Variant, VariantSummary, WinLoss, sweep,
+    };
+}
+
+pub mod prelude {
+    //! The names most programs need: `use agent_core::prelude::*;`.
+
+    pub use crate::{
+        AgentConfig, AgentError, AgentOutput, AgentResult, Category, ConfigError, Ending,
+        OutputMode, RunOptions, State, StreamEvent, ToolError, ToolRegistry, Value, agent_output,
+        agent_type, json, run_agent, run_agent_stream, run_agent_with, tool, tools,
+    };
+}
+
+/// The evaluation names' root paths before [`eval`]: deprecated aliases, kept so that
+/// existing code compiles (with a warning that names the new path).
+macro_rules! moved_to_eval {
+    ($($name:ident $(<$($param:tt),+>)?),+ $(,)?) => {$(
+        #[deprecated(note = "moved to agent_core::eval (same name)")]
+        #[doc(hidden)]
+        pub type $name$(<$($param),+>)? = eval::$name$(<$($param),+>)?;
+    )+};
+}
+
+moved_to_eval!(
+    Case<'a, T>,
+    Check,
+    Comparator,
+    Composite<T>,
+    CriterionVerdict,
+    Grade,
+    GradeError,
+    GroundTruth,
+    Heuristic<T>,
+    JudgeVerdict,
+    LlmJudge,
+    Match,
+    Rubric,
+    RunGradeFuture<'a>,
+    Comparison,
+    Estimate,
+    GradeFailure,
+    Paired,
+    RunRecord,
+    Sample,
+    Spread,
+    SweepError,
+    SweepEvent<'a, T>,
+    SweepOptions<T>,
+    Variant<T>,
+    VariantSummary,
+    WinLoss,
+);
+// A trait and a fn cannot be deprecated aliases; their old root paths stay, hidden.
+#[doc(hidden)]
+pub use eval::{RunGrader, sweep};
 
 pub mod store {
     //! Stores beside the run loop: conversation [`Memory`], document retrieval

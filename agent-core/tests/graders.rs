@@ -3,11 +3,14 @@
 //! and `Composite`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+use agent_core::eval::{
+    Case, Composite, Grade, GradeError, GroundTruth, Heuristic, JudgeVerdict, LlmJudge, Match,
+    Rubric, RunGrader,
+};
 use agent_core::testing::ScriptedModel;
 use agent_core::{
-    AgentConfig, AgentError, AgentResult, Case, Composite, Grade, GradeError, GroundTruth,
-    Heuristic, JudgeVerdict, LlmJudge, LlmResponse, Match, ModelPrice, OutputMode, Rubric,
-    RunGrader, TokenUsage, agent_output, run_agent,
+    AgentConfig, AgentError, AgentResult, LlmResponse, ModelPrice, OutputMode, TokenUsage,
+    agent_output, run_agent,
 };
 use serde_json::{Value, json};
 
@@ -581,4 +584,18 @@ fn grades_check_their_range_and_convert_to_scores() {
     assert_eq!(scores["x"], 0.5);
     let bad = Grade::single("x", 1.5, "too much");
     assert_eq!(bad.check().unwrap_err().category(), "out_of_range");
+}
+
+#[test]
+#[allow(deprecated)]
+fn the_old_root_paths_of_evaluation_still_compile() {
+    // Moved under `agent_core::eval`; the root names are deprecated aliases of the same
+    // types, so code written against them keeps working.
+    let old: agent_core::GroundTruth =
+        agent_core::GroundTruth::new().field("queue", agent_core::Match::Exact);
+    let new: agent_core::eval::GroundTruth = old;
+    let _ = new;
+    let sample: agent_core::eval::Sample = agent_core::Sample::new("a", "text");
+    assert_eq!(sample.id, "a");
+    let _grader: &dyn agent_core::RunGrader<String> = &agent_core::eval::GroundTruth::new();
 }

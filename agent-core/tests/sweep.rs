@@ -8,10 +8,11 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agent_core::{
-    AgentConfig, Case, Comparison, Ending, Grade, GradeError, GroundTruth, Match, RunGradeFuture,
-    RunGrader, Sample, SweepError, SweepEvent, SweepOptions, Variant, WinLoss, sweep,
+use agent_core::eval::{
+    Case, Comparison, Grade, GradeError, GroundTruth, Match, RunGradeFuture, RunGrader, Sample,
+    SweepError, SweepEvent, SweepOptions, Variant, WinLoss, sweep,
 };
+use agent_core::{AgentConfig, Ending};
 use common::planned::{Planned, Step, answer_at};
 use common::*;
 use serde_json::{Value, json};
@@ -195,7 +196,7 @@ async fn intervals_match_the_exact_bootstrap_distribution_and_are_reproducible()
     for seed in [1, 2, 0x5eed] {
         let c = run(&SweepOptions::new().grader(truth()).seed(seed)).await;
         let score = |name: &str| c.variant(name).unwrap().score.unwrap();
-        let ends = |e: agent_core::Estimate| (e.low, e.high);
+        let ends = |e: agent_core::eval::Estimate| (e.low, e.high);
         assert_eq!(ends(score("base")), (0.3, 0.9), "seed {seed}");
         assert_eq!(ends(score("careful")), (0.7, 1.0), "seed {seed}");
         assert_eq!(ends(score("capped")), (0.2, 0.8), "seed {seed}");

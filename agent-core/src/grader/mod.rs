@@ -35,7 +35,7 @@ use crate::output::{Extracted, extract_json};
 use crate::result::AgentResult;
 use crate::usage::Usage;
 
-pub use crate::scores::{FnGrader, GradeFuture, Grader, Scores};
+use crate::scores::{GradeFuture, Grader, Scores};
 pub use composite::Composite;
 pub use ground_truth::{Comparator, GroundTruth, Match};
 pub use heuristic::{Check, Heuristic};

@@ -7,9 +7,9 @@
 mod budgets;
 mod call;
 mod content;
+mod correction;
 mod customer;
 mod drive;
-mod correction;
 mod finish;
 mod guard;
 mod replay;

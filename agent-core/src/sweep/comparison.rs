@@ -204,8 +204,7 @@ pub struct VariantSummary {
 /// order given) and one [`RunRecord`] per run (variant by variant, samples in order).
 ///
 /// Its `Display` is a table with a column per variant; it serializes to JSON
-/// ([`write_json`](Self::write_json)); with the `plot` feature,
-/// [`write_svg`](Self::write_svg) draws it.
+/// ([`write_json`](Self::write_json)); with the `plot` feature, `write_svg` draws it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Comparison {
