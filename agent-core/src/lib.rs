@@ -78,7 +78,7 @@
 //! variants of a config on the same inputs ([`eval::sweep`]). The `agent-worker` crate
 //! runs batches over NATS JetStream; `agent-mcp` brings the tools of MCP servers.
 //!
-//! **Features.** `otel`: OpenTelemetry glue ([`otel`]); `plot`: the sweep's SVG chart
+//! **Features.** `otel`: OpenTelemetry glue (`agent_core::otel`); `plot`: the sweep's SVG chart
 //! (`Comparison::write_svg`). Both are off by default.
 //!
 //! The layers of this crate and what each may use are in `docs/architecture.md`.

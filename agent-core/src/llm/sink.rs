@@ -44,7 +44,7 @@ pub trait StreamSink: Send {
     /// The pieces handed over so far arrived together (for example in one network
     /// read): a client calls this before it waits for more, and when the turn ends. A
     /// sink may act on a batch here rather than on every piece (the runner's sink sends
-    /// one [`StreamEvent::PartialOutput`] per batch). Does nothing by default; calling
+    /// one [`StreamEvent::PartialOutput`](crate::StreamEvent::PartialOutput) per batch). Does nothing by default; calling
     /// it again without new pieces must do nothing either.
     fn flush(&mut self) {}
 }

@@ -21,13 +21,13 @@ pub trait TraceStore: Send + Sync {
     /// [`flush`](Self::flush)).
     ///
     /// # Errors
-    /// A [`StoreError`] when it cannot be stored.
+    /// A [`StoreError`](crate::store::StoreError) when it cannot be stored.
     fn record_trace<'a>(&'a self, trace: &'a TraceRecord) -> StoreFuture<'a, ()>;
 
     /// The trace of the run with this id, if recorded.
     ///
     /// # Errors
-    /// A [`StoreError`] when the store cannot be read.
+    /// A [`StoreError`](crate::store::StoreError) when the store cannot be read.
     fn trace<'a>(&'a self, trace_id: &'a str) -> StoreFuture<'a, Option<TraceRecord>>;
 
     /// Resolves once every trace accepted before it is written or has failed, with the
@@ -35,7 +35,7 @@ pub trait TraceStore: Send + Sync {
     /// reported by their own call (see [`FeedbackStore::flush`](crate::store::FeedbackStore::flush)).
     ///
     /// # Errors
-    /// A [`StoreError`] when the store cannot flush.
+    /// A [`StoreError`](crate::store::StoreError) when the store cannot flush.
     fn flush(&self) -> StoreFuture<'_, u64>;
 }
 

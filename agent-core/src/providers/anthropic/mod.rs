@@ -27,7 +27,7 @@ use stream::EventAssembler;
 /// top level; the conversation as `user` / `assistant` messages of content blocks;
 /// every tool result of a turn in the one `user` message after it, tool results first,
 /// `is_error` set on failures; no empty or whitespace-only text block (an empty turn is
-/// sent as `(empty)`); each tool's parameters through [`schema::for_anthropic`];
+/// sent as `(empty)`); each tool's parameters through [`schema::for_anthropic`](crate::schema::for_anthropic);
 /// `tool_choice` auto → `auto`, required → `any`, a named tool → `tool`, none → `none`;
 /// `temperature` clamped to Anthropic's 0.0..=1.0.
 ///

@@ -38,12 +38,12 @@ pub(crate) const UNSIGNED_CALL: &str = "skip_thought_signature_validator";
 /// after it, as `functionResponse {id, name, response}` parts in call order, before any
 /// text, with `response` `{"output": text}` or `{"error": text}`; no blank text part (an
 /// empty turn is sent as `(empty)`); each tool as a function declaration whose
-/// `parameters` come from [`schema::for_gemini`] (left out for a tool without
+/// `parameters` come from [`schema::for_gemini`](crate::schema::for_gemini) (left out for a tool without
 /// parameters, which Gemini rejects as an empty object); `toolConfig` mode `AUTO`,
 /// `ANY` (required), `ANY` with `allowedFunctionNames` (a named tool) or `NONE`;
 /// `generationConfig` with `maxOutputTokens`, `temperature` clamped to 0.0..=2.0, and in
 /// native output mode `responseMimeType: application/json` with `responseSchema` from
-/// [`schema::for_gemini`].
+/// [`schema::for_gemini`](crate::schema::for_gemini).
 ///
 /// Gemini before 3 (`gemini-1.x`, `gemini-2.x`) rejects a response schema together with
 /// function declarations; for those models a native-mode request that offers tools sends

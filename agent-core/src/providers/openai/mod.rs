@@ -40,7 +40,7 @@ enum Flavor {
 /// already replaced it with `{}`), content `null` when it has calls and no text, and
 /// `(empty)` when it has neither; then one `tool` message per call, in call order (a
 /// failed result's content starts with `Error: `, since the format has no error flag);
-/// each tool's parameters through [`schema::for_openai`]; `tool_choice` auto / required /
+/// each tool's parameters through [`schema::for_openai`](crate::schema::for_openai); `tool_choice` auto / required /
 /// none / `{"type":"function",..}`.
 ///
 /// Differences of [`compatible`](Self::compatible) servers from
@@ -56,7 +56,7 @@ enum Flavor {
 ///
 /// Responses: `choices[0]`; the turn is classified by its content, never by
 /// `finish_reason` (case C5); `arguments` as a string, an object, `""`, `null` or cut-off
-/// JSON are read by [`ToolCall::from_wire`] (cases C6-C8); missing or repeated call ids
+/// JSON are read by [`ToolCall::from_wire`](crate::ToolCall::from_wire) (cases C6-C8); missing or repeated call ids
 /// are synthesised (case C9); usage with cached prompt tokens as cache reads;
 /// `x-request-id` kept (else the body's `id`).
 pub struct OpenAiClient {
