@@ -2,21 +2,25 @@
 
 mod budgets;
 mod builder;
+mod checks;
 mod fingerprint;
 mod stores;
+
+pub(crate) use checks::is_legal_tool_name;
+use checks::{check_output_tool, check_settings, compile_tools, invalid};
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 pub(crate) use crate::error::ConfigError;
 pub(crate) use builder::Settings;
 pub use builder::{AgentConfigBuilder, OutputValidator};
 
 use crate::llm::{LlmClient, OutputSpec};
-use crate::output::{AgentOutput, ESCALATE_TO_HUMAN, OutputMode, PromptCaching, SUBMIT_OUTPUT};
+use crate::output::{AgentOutput, ESCALATE_TO_HUMAN, OutputMode, PromptCaching};
 use crate::pricing::ModelPrice;
 use crate::providers::{self, PREFIXES};
 use crate::tool::{StateMap, Tool, ToolDefinition};
@@ -422,97 +426,6 @@ pub(crate) fn escalation_tool() -> ToolDefinition {
             "additionalProperties": false
         }),
     )
-}
-
-fn invalid(setting: &'static str, value: impl fmt::Display, reason: &'static str) -> ConfigError {
-    ConfigError::InvalidSetting {
-        setting,
-        value: value.to_string(),
-        reason,
-    }
-}
-
-fn check_settings<T>(s: &Settings<T>) -> Result<(), ConfigError> {
-    s.budgets.check()?;
-    if s.provider.request_timeout.is_zero() {
-        return Err(invalid("request_timeout", "0 s", "a request needs time"));
-    }
-    if s.provider.max_response_bytes == 0 {
-        return Err(invalid(
-            "max_response_bytes",
-            0,
-            "a response needs some bytes",
-        ));
-    }
-    stores::check(&s.stores)
-}
-
-/// Whether `name` matches `^[A-Za-z0-9_-]{1,64}$`.
-pub(crate) fn is_legal_tool_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
-fn check_object_schema(tool: &str, schema: &Value) -> Result<SchemaValidator, ConfigError> {
-    let is_object = schema.get("type").and_then(Value::as_str) == Some("object");
-    if !is_object {
-        return Err(ConfigError::InvalidSchema {
-            tool: tool.to_owned(),
-            message: "the root must be {\"type\": \"object\", ..}".to_owned(),
-        });
-    }
-    SchemaValidator::new(schema).map_err(|message| ConfigError::InvalidSchema {
-        tool: tool.to_owned(),
-        message,
-    })
-}
-
-fn check_output_tool(def: &ToolDefinition) -> Result<(), ConfigError> {
-    if def.name != SUBMIT_OUTPUT {
-        return Err(ConfigError::InvalidSchema {
-            tool: def.name.clone(),
-            message: format!("the output tool must be named {SUBMIT_OUTPUT}"),
-        });
-    }
-    check_object_schema(SUBMIT_OUTPUT, &def.parameters).map(drop)
-}
-
-type ToolTable = (Vec<CompiledTool>, HashMap<String, usize>);
-
-fn compile_tools<T>(s: &Settings<T>) -> Result<ToolTable, ConfigError> {
-    let mut tools = Vec::with_capacity(s.tools.len());
-    let mut index = HashMap::with_capacity(s.tools.len());
-    for entry in s.tools.entries() {
-        let name = &entry.definition.name;
-        if !is_legal_tool_name(name) {
-            return Err(ConfigError::InvalidToolName { name: name.clone() });
-        }
-        if name == SUBMIT_OUTPUT || name == ESCALATE_TO_HUMAN {
-            return Err(ConfigError::ReservedToolName { name: name.clone() });
-        }
-        if index.insert(name.clone(), tools.len()).is_some() {
-            return Err(ConfigError::DuplicateTool { name: name.clone() });
-        }
-        for need in entry.tool.required_state() {
-            let per_run = s.run_state.iter().any(|r| r.type_id == need.type_id);
-            if !s.state.contains(need.type_id) && !per_run {
-                return Err(ConfigError::MissingState {
-                    tool: name.clone(),
-                    type_name: need.type_name,
-                });
-            }
-        }
-        let validator = check_object_schema(name, &entry.definition.parameters)?;
-        tools.push(CompiledTool {
-            irreversible: entry.tool.irreversible(),
-            tool: Arc::clone(&entry.tool),
-            definition: entry.definition.clone(),
-            validator,
-        });
-    }
-    Ok((tools, index))
 }
 
 #[cfg(test)]

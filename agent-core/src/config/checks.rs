@@ -1,0 +1,110 @@
+//! The checks `build()` makes: settings, tool names and schemas, the output tool; and
+//! the compiled tool table.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::error::ConfigError;
+use crate::output::{ESCALATE_TO_HUMAN, SUBMIT_OUTPUT};
+use crate::tool::ToolDefinition;
+use crate::validate::SchemaValidator;
+
+use super::{CompiledTool, Settings, stores};
+
+pub(super) fn invalid(
+    setting: &'static str,
+    value: impl fmt::Display,
+    reason: &'static str,
+) -> ConfigError {
+    ConfigError::InvalidSetting {
+        setting,
+        value: value.to_string(),
+        reason,
+    }
+}
+
+pub(super) fn check_settings<T>(s: &Settings<T>) -> Result<(), ConfigError> {
+    s.budgets.check()?;
+    if s.provider.request_timeout.is_zero() {
+        return Err(invalid("request_timeout", "0 s", "a request needs time"));
+    }
+    if s.provider.max_response_bytes == 0 {
+        return Err(invalid(
+            "max_response_bytes",
+            0,
+            "a response needs some bytes",
+        ));
+    }
+    stores::check(&s.stores)
+}
+
+/// Whether `name` matches `^[A-Za-z0-9_-]{1,64}$`.
+pub(crate) fn is_legal_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn check_object_schema(tool: &str, schema: &Value) -> Result<SchemaValidator, ConfigError> {
+    let is_object = schema.get("type").and_then(Value::as_str) == Some("object");
+    if !is_object {
+        return Err(ConfigError::InvalidSchema {
+            tool: tool.to_owned(),
+            message: "the root must be {\"type\": \"object\", ..}".to_owned(),
+        });
+    }
+    SchemaValidator::new(schema).map_err(|message| ConfigError::InvalidSchema {
+        tool: tool.to_owned(),
+        message,
+    })
+}
+
+pub(super) fn check_output_tool(def: &ToolDefinition) -> Result<(), ConfigError> {
+    if def.name != SUBMIT_OUTPUT {
+        return Err(ConfigError::InvalidSchema {
+            tool: def.name.clone(),
+            message: format!("the output tool must be named {SUBMIT_OUTPUT}"),
+        });
+    }
+    check_object_schema(SUBMIT_OUTPUT, &def.parameters).map(drop)
+}
+
+type ToolTable = (Vec<CompiledTool>, HashMap<String, usize>);
+
+pub(super) fn compile_tools<T>(s: &Settings<T>) -> Result<ToolTable, ConfigError> {
+    let mut tools = Vec::with_capacity(s.tools.len());
+    let mut index = HashMap::with_capacity(s.tools.len());
+    for entry in s.tools.entries() {
+        let name = &entry.definition.name;
+        if !is_legal_tool_name(name) {
+            return Err(ConfigError::InvalidToolName { name: name.clone() });
+        }
+        if name == SUBMIT_OUTPUT || name == ESCALATE_TO_HUMAN {
+            return Err(ConfigError::ReservedToolName { name: name.clone() });
+        }
+        if index.insert(name.clone(), tools.len()).is_some() {
+            return Err(ConfigError::DuplicateTool { name: name.clone() });
+        }
+        for need in entry.tool.required_state() {
+            let per_run = s.run_state.iter().any(|r| r.type_id == need.type_id);
+            if !s.state.contains(need.type_id) && !per_run {
+                return Err(ConfigError::MissingState {
+                    tool: name.clone(),
+                    type_name: need.type_name,
+                });
+            }
+        }
+        let validator = check_object_schema(name, &entry.definition.parameters)?;
+        tools.push(CompiledTool {
+            irreversible: entry.tool.irreversible(),
+            tool: Arc::clone(&entry.tool),
+            definition: entry.definition.clone(),
+            validator,
+        });
+    }
+    Ok((tools, index))
+}
