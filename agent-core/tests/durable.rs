@@ -291,7 +291,7 @@ async fn a_run_resumed_after_a_crash_at_any_boundary_ends_like_the_uninterrupted
             essence(&baseline),
             "crash at write {crash_at}"
         );
-        assert_eq!(resumed.trace_id.is_empty(), false);
+        assert_eq!(resumed.trace_id.len(), 32, "a resumed run keeps a trace id");
         assert_eq!(resumed.store_failures, 0, "crash at write {crash_at}");
         // Every execution of a call, first or again, saw the same key.
         for key in lookup.keys().iter().chain(&stock.keys()) {

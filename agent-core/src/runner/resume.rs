@@ -28,7 +28,7 @@ pub async fn resume_agent<T: AgentOutput>(
 }
 
 /// Continues the run `run_id` from its last checkpoint in the config's checkpoint store,
-/// with the budgets it had left, and returns its result as [`run_agent_with`] would.
+/// with the budgets it had left, and returns its result as [`run_agent_with`](crate::run_agent_with) would.
 ///
 /// - A run that had used 7 of its 8 LLM calls has 1 left; every counter (parse retries,
 ///   consecutive provider failures, tool executions, tokens, cost) and the guards go on
