@@ -22,10 +22,16 @@ pub enum CallOutcome {
     /// The tool did not run (unknown or not offered, invalid or cut-off arguments, the
     /// call limit, an ambiguous or wrap-up turn, a stopped run): why.
     NotRun(String),
+    /// The tool started but the process running it was interrupted (a crash) before its
+    /// result was recorded, and the tool is irreversible, so a resumed run did not run
+    /// it again: whether its effect happened is unknown. The text is what the model was
+    /// told (see `docs/durable.md`).
+    Unknown(String),
 }
 
 impl CallOutcome {
-    /// Whether the tool's code ran (successfully or not).
+    /// Whether the tool's code ran (successfully or not; for
+    /// [`Unknown`](Self::Unknown), it started).
     pub fn ran(&self) -> bool {
         !matches!(self, CallOutcome::NotRun(_))
     }
@@ -143,6 +149,7 @@ impl fmt::Display for Handover {
                     CallOutcome::Succeeded(d) => ("ok", d),
                     CallOutcome::Failed(d) => ("failed", d),
                     CallOutcome::NotRun(d) => ("not run", d),
+                    CallOutcome::Unknown(d) => ("outcome unknown", d),
                 };
                 writeln!(
                     f,

@@ -143,12 +143,13 @@ pub use pricing::{ModelPrice, Pricing};
 pub use registry::ToolRegistry;
 pub use result::AgentResult;
 pub use run_options::RunOptions;
-pub use runner::{run_agent, run_agent_with};
+pub use runner::{resume_agent, resume_agent_with, run_agent, run_agent_with};
 pub use scores::{FnGrader, GradeFuture, Grader, Scores};
 /// serde_json, re-exported: tool arguments and scripted turns are `serde_json::Value`s, so
 /// a user crate needs no serde_json dependency of its own (`agent_core::json!`).
 pub use serde_json::{self, Value, json};
 // The stores' traits live in `store`; these root paths are kept for existing code.
+pub use stores::ResumeError;
 #[doc(hidden)]
 pub use stores::{
     Embedder, FeedbackStore, Memory, MemoryWindow, Retriever, StoreError, TraceStore,

@@ -51,6 +51,7 @@ pub struct RunOptions {
     pub(crate) metadata: BTreeMap<String, String>,
     pub(crate) history: Vec<Message>,
     pub(crate) thread: Option<String>,
+    pub(crate) run_id: Option<String>,
 }
 
 impl RunOptions {
@@ -128,6 +129,25 @@ impl RunOptions {
         self
     }
 
+    /// The run's id: the key of its checkpoint (with a config that has a
+    /// [`CheckpointStore`](crate::store::CheckpointStore)) and the first half of every
+    /// tool call's [`idempotency_key`](crate::ToolContext::idempotency_key). Choose it
+    /// before the run (a queue job's id) so that after a crash
+    /// [`resume_agent`](crate::resume_agent) can name it. Default: the run's trace id.
+    /// 1 to 256 bytes, no NUL; another id ends the run at once with `invalid_run`. A
+    /// config with a checkpoint store ends a run at once with `invalid_run` when its id
+    /// already has a checkpoint (resume it instead): a run id names one run.
+    #[must_use]
+    pub fn run_id(mut self, id: impl Into<String>) -> Self {
+        self.run_id = Some(id.into());
+        self
+    }
+
+    /// The run id set with [`run_id`](Self::run_id).
+    pub fn run_id_value(&self) -> Option<&str> {
+        self.run_id.as_deref()
+    }
+
     /// The memory thread set with [`thread`](Self::thread).
     pub fn thread_id(&self) -> Option<&str> {
         self.thread.as_deref()
@@ -149,6 +169,7 @@ impl fmt::Debug for RunOptions {
             .field("metadata", &self.metadata)
             .field("history", &self.history.len())
             .field("thread", &self.thread)
+            .field("run_id", &self.run_id)
             .finish()
     }
 }

@@ -223,13 +223,14 @@ impl<S> std::ops::Deref for State<S> {
     }
 }
 
-/// What a tool knows about the call it serves: the call id, the run's trace id, and the
-/// application state.
+/// What a tool knows about the call it serves: the call id, the run's trace id and run
+/// id, the idempotency key, and the application state.
 #[derive(Clone, Debug)]
 pub struct ToolContext {
     call_id: String,
     tool_name: String,
     trace_id: Arc<str>,
+    run_id: Option<Arc<str>>,
     state: Arc<StateMap>,
 }
 
@@ -245,8 +246,32 @@ impl ToolContext {
             call_id: call_id.into(),
             tool_name: tool_name.into(),
             trace_id,
+            run_id: None,
             state,
         }
+    }
+
+    /// The same context for a call of the run `run_id` (the runner sets it on every
+    /// call; see [`RunOptions::run_id`](crate::RunOptions::run_id)).
+    #[must_use]
+    pub fn with_run_id(mut self, run_id: Arc<str>) -> Self {
+        self.run_id = Some(run_id);
+        self
+    }
+
+    /// The id of the run the call belongs to: the caller's
+    /// [`RunOptions::run_id`](crate::RunOptions::run_id), else the trace id. The same
+    /// before and after a crash and [`resume_agent`](crate::resume_agent).
+    pub fn run_id(&self) -> &str {
+        self.run_id.as_deref().unwrap_or(&self.trace_id)
+    }
+
+    /// A key that names this tool call for good: `"{run_id}:{call_id}"`. A call run
+    /// again after a crash (see `docs/durable.md`) gets the same key, so a tool that
+    /// passes it to the system it calls (an `Idempotency-Key` header, a unique column)
+    /// has its effect happen once.
+    pub fn idempotency_key(&self) -> String {
+        format!("{}:{}", self.run_id(), self.call_id)
     }
 
     /// A context for calling a tool directly in a unit test: call id `test-call`,

@@ -543,6 +543,30 @@ CREATE TABLE IF NOT EXISTS documents (
 );
 ";
 
+/// Durable runs: one checkpoint row per run (replaced in place), one ledger row per
+/// tool execution.
+const MIGRATION_2: &str = "
+CREATE TABLE IF NOT EXISTS checkpoints (
+    run_id TEXT PRIMARY KEY,
+    seq BIGINT NOT NULL,
+    finished BOOLEAN NOT NULL,
+    fingerprint TEXT NOT NULL,
+    updated_at_ms BIGINT NOT NULL,
+    header TEXT NOT NULL,
+    state TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS checkpoints_by_finished ON checkpoints (finished, updated_at_ms);
+CREATE TABLE IF NOT EXISTS tool_ledger (
+    run_id TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    status TEXT NOT NULL,
+    updated_at_ms BIGINT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (run_id, call_id)
+);
+";
+
 impl<'s> MigrationSource<'s> for Migrations {
     fn resolve(
         self,
@@ -552,13 +576,22 @@ impl<'s> MigrationSource<'s> for Migrations {
             Backend::Sqlite => "BLOB",
             Backend::Postgres => "BYTEA",
         };
-        let migrations = vec![Migration::new(
-            1,
-            Cow::Borrowed("runs (records and traces), feedback, threads, documents"),
-            MigrationType::Simple,
-            Cow::Owned(MIGRATION_1.replace("{blob}", blob)),
-            false,
-        )];
+        let migrations = vec![
+            Migration::new(
+                1,
+                Cow::Borrowed("runs (records and traces), feedback, threads, documents"),
+                MigrationType::Simple,
+                Cow::Owned(MIGRATION_1.replace("{blob}", blob)),
+                false,
+            ),
+            Migration::new(
+                2,
+                Cow::Borrowed("checkpoints and the tool ledger (durable runs)"),
+                MigrationType::Simple,
+                Cow::Borrowed(MIGRATION_2),
+                false,
+            ),
+        ];
         Box::pin(async move { Ok(migrations) })
     }
 }

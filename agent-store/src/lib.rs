@@ -100,6 +100,7 @@
 //! to an `embedding_vec vector` column and searched there with `<=>` (cosine distance).
 //! That path is not tested here: the development and CI servers have no pgvector.
 
+mod checkpoints;
 mod db;
 mod documents;
 mod memory;
@@ -123,7 +124,8 @@ use writer::Writer;
 
 /// A handle on one database: SQLite file or PostgreSQL server. Cheap to clone; every
 /// clone shares the pools and the writer. Implements [`Memory`](agent_core::Memory),
-/// [`FeedbackStore`] and [`TraceStore`].
+/// [`FeedbackStore`], [`TraceStore`] and
+/// [`CheckpointStore`](agent_core::store::CheckpointStore) (durable runs).
 #[derive(Clone)]
 pub struct Store {
     pub(crate) shared: Arc<Shared>,

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use crate::config::{AgentConfigBuilder, ConfigError, invalid};
 use crate::output::AgentOutput;
-use crate::stores::{FeedbackStore, Memory, MemoryWindow, Retriever, StoreSettings, TraceStore};
+use crate::stores::{
+    CheckpointStore, FeedbackStore, Memory, MemoryWindow, Retriever, StoreSettings, TraceStore,
+};
 
 impl<T: AgentOutput> AgentConfigBuilder<T> {
     /// Conversation memory: runs that name a thread
@@ -95,6 +97,23 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     #[must_use]
     pub fn trace_store_arc(mut self, store: Arc<dyn TraceStore>) -> Self {
         self.settings.stores.trace = Some(store);
+        self
+    }
+
+    /// Durable runs: the run's state is saved at every transition boundary and every
+    /// tool execution is recorded before it starts and after it returns, so
+    /// [`resume_agent`](crate::resume_agent) can continue the run after a crash (see
+    /// [`CheckpointStore`] and `docs/durable.md`).
+    #[must_use]
+    pub fn checkpoints(mut self, store: impl CheckpointStore + 'static) -> Self {
+        self.settings.stores.checkpoints = Some(Arc::new(store));
+        self
+    }
+
+    /// A shared [`CheckpointStore`] (see [`checkpoints`](Self::checkpoints)).
+    #[must_use]
+    pub fn checkpoints_arc(mut self, store: Arc<dyn CheckpointStore>) -> Self {
+        self.settings.stores.checkpoints = Some(store);
         self
     }
 

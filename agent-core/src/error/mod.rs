@@ -167,8 +167,9 @@ pub enum StuckReason {
 ///
 /// [`category`](Self::category) gives a stable tag; [`ending`](Self::ending) groups it.
 /// Where a budget ran out, the error carries every failed attempt, so the cause is never
-/// hidden.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+/// hidden. Serializable (externally tagged by variant name), so a checkpoint can keep a
+/// finished run's error.
+#[derive(Clone, Debug, PartialEq, thiserror::Error, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum AgentError {
     /// `max_parse_retries` ran out on a `submit_output` whose arguments failed validation.

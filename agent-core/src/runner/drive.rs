@@ -9,6 +9,7 @@ use futures::FutureExt;
 use crate::error::AgentError;
 use crate::output::AgentOutput;
 
+use super::checkpoint::Phase;
 use super::{Next, Run, any_cancelled};
 
 impl<'c, T: AgentOutput> Run<'c, T> {
@@ -35,15 +36,17 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             return Err(error);
         }
         let deadline = self.deadline;
-        // A deadline too far to represent (`Duration::MAX`) is no deadline.
-        let deadline_at = deadline.and_then(|limit| tokio::time::Instant::now().checked_add(limit));
+        // What is left of it (all of it, unless the run was resumed after a crash). A
+        // deadline too far to represent (`Duration::MAX`) is no deadline.
+        let remaining = self.remaining_deadline();
+        let deadline_at = remaining.and_then(|left| tokio::time::Instant::now().checked_add(left));
         self.deadline_at = deadline_at;
         if self.is_cancelled() {
             return Err(AgentError::Cancelled);
         }
-        if deadline.is_some_and(|d| d.is_zero()) {
+        if deadline.is_some_and(|d| d.is_zero()) || remaining.is_some_and(|d| d.is_zero()) {
             return Err(AgentError::DeadlineExceeded {
-                limit: Duration::ZERO,
+                limit: deadline.unwrap_or_default(),
             });
         }
         let tokens = self.tokens.clone();
@@ -83,7 +86,14 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     }
 
     pub(super) async fn drive(&mut self) -> Result<T, AgentError> {
+        // A resumed run that stopped with a turn of tool calls unanswered.
+        if let Some(calls) = self.take_pending()
+            && let Next::Stop(outcome) = self.on_tool_calls(&calls).await
+        {
+            return outcome;
+        }
         loop {
+            self.save_checkpoint(Phase::BeforeCall).await;
             self.check_before_call()?;
             let response = match self.call_model().await {
                 Ok(Ok(response)) => response,

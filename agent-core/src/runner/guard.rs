@@ -169,6 +169,66 @@ impl Guard {
     }
 }
 
+/// The guards' counters as a checkpoint keeps them (sorted, so equal states encode
+/// equally).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct GuardState {
+    /// (tool, canonical arguments, last content, last is_error, same streak, error streak).
+    calls: Vec<(String, String, String, bool, u32, u32)>,
+    seen_results: Vec<(String, String)>,
+    idle_turns: u32,
+}
+
+impl Guard {
+    /// The counters, for a checkpoint.
+    pub(crate) fn state(&self) -> GuardState {
+        let mut calls: Vec<_> = self
+            .calls
+            .iter()
+            .map(|((tool, args), r)| {
+                (
+                    tool.clone(),
+                    args.clone(),
+                    r.last.0.clone(),
+                    r.last.1,
+                    r.same_streak,
+                    r.error_streak,
+                )
+            })
+            .collect();
+        calls.sort();
+        let mut seen_results: Vec<_> = self.seen_results.iter().cloned().collect();
+        seen_results.sort();
+        GuardState {
+            calls,
+            seen_results,
+            idle_turns: self.idle_turns,
+        }
+    }
+
+    /// Puts back the counters of a checkpoint (the limits stay the config's).
+    pub(crate) fn restore(&mut self, state: GuardState) {
+        self.calls = state
+            .calls
+            .into_iter()
+            .map(
+                |(tool, args, content, is_error, same_streak, error_streak)| {
+                    (
+                        (tool, args),
+                        CallRecord {
+                            last: (content, is_error),
+                            same_streak,
+                            error_streak,
+                        },
+                    )
+                },
+            )
+            .collect();
+        self.seen_results = state.seen_results.into_iter().collect();
+        self.idle_turns = state.idle_turns;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,6 +6,7 @@
 
 mod budgets;
 mod call;
+mod checkpoint;
 mod content;
 mod correction;
 mod customer;
@@ -13,6 +14,7 @@ mod drive;
 mod finish;
 mod guard;
 mod replay;
+mod resume;
 mod run;
 mod sanitize;
 mod spans;
@@ -23,6 +25,7 @@ mod trace;
 mod turn;
 
 pub use replay::replay;
+pub use resume::{resume_agent, resume_agent_with};
 pub(crate) use stores::flush_stores;
 
 use std::collections::HashSet;
@@ -89,7 +92,7 @@ pub async fn run_agent_with<T: AgentOutput>(
     input: impl Into<String>,
     options: RunOptions,
 ) -> AgentResult<T> {
-    run(config, input.into(), options, None).await
+    run(config, input.into(), options, None, None).await
 }
 
 /// The run behind [`crate::run_agent_stream`]: [`run_agent_with`], with the model calls
@@ -100,15 +103,17 @@ pub(crate) async fn run_streamed<T: AgentOutput>(
     options: RunOptions,
     events: EventSender<T>,
 ) -> AgentResult<T> {
-    run(config, input, options, Some(events)).await
+    run(config, input, options, Some(events), None).await
 }
 
-/// One run; `events` is set for a streamed run.
+/// One run; `events` is set for a streamed run, `resumed` for a run taken over from its
+/// checkpoint.
 async fn run<T: AgentOutput>(
     config: &AgentConfig<T>,
     input: String,
     mut options: RunOptions,
     events: Option<EventSender<T>>,
+    resumed: Option<checkpoint::Resumed>,
 ) -> AgentResult<T> {
     let cfg: &Compiled<T> = &config.inner;
     let started = Instant::now();
@@ -126,7 +131,10 @@ async fn run<T: AgentOutput>(
         otel.status_code = tracing::field::Empty,
     );
     // The OpenTelemetry trace id of this span when an OTel layer exports it, else random.
-    let trace_id: Arc<str> = Arc::from(trace_id_of(&span));
+    let trace_id: Arc<str> = match &resumed {
+        Some(resumed) => Arc::from(resumed.header.trace_id.as_str()),
+        None => Arc::from(trace_id_of(&span)),
+    };
     span.record("trace_id", &*trace_id);
     if !options.metadata.is_empty() {
         span.record("agent.metadata", tracing::field::debug(&options.metadata));
@@ -139,17 +147,31 @@ async fn run<T: AgentOutput>(
     } else {
         stores::Prepared::none()
     };
+    let run_id = options.run_id.take();
+    let thread = options.thread.clone();
+    if let Some(resumed) = &resumed {
+        // The thread's messages before this run, as the run first saw them.
+        prepared.set_history_len(resumed.header.history_len);
+    }
+    let is_resumed = resumed.is_some();
     let mut run = Run::new(cfg, Arc::clone(&trace_id), input, options, events);
     prepared.apply_context(&mut run.request.system);
+    let refused = run
+        .attach_durable(run_id, thread, resumed)
+        .instrument(span.clone())
+        .await;
     run.notify(&RunEvent::RunStarted {
         trace_id: &trace_id,
         agent: &cfg.settings.name,
     });
-    let outcome = match prepared.take_refusal() {
+    // A resumed run passed the thread cap when it started.
+    let thread_refusal = prepared.take_refusal().filter(|_| !is_resumed);
+    let outcome = match refused.or(thread_refusal) {
         Some(refused) => Err(refused),
         None => run.drive_bounded().instrument(span.clone()).await,
     };
-    let duration = started.elapsed();
+    let duration = started.elapsed() + run.elapsed_before();
+    let durable = run.durable.take();
     let run_observers = run.observers.clone();
     let mut result = run.finish(outcome, duration);
     let ending = result.ending();
@@ -167,9 +189,12 @@ async fn run<T: AgentOutput>(
     });
     if prepared.is_active() {
         stores::after_run(cfg, prepared, &mut result)
-            .instrument(span)
+            .instrument(span.clone())
             .await;
     }
+    checkpoint::save_finished(durable, &mut result, &run_observers)
+        .instrument(span)
+        .await;
     result
 }
 
@@ -216,4 +241,8 @@ struct Run<'c, T> {
     fatal: Option<(String, String)>,
     /// Where a streamed run's events go; `None` for [`run_agent_with`].
     events: Option<EventSender<T>>,
+    /// The run id (`RunOptions::run_id`, else the trace id).
+    run_id: Arc<str>,
+    /// Checkpoints and the tool ledger, with a checkpoint store.
+    durable: Option<Box<checkpoint::Durable>>,
 }

@@ -40,6 +40,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             metadata: _,
             history,
             thread: _,
+            run_id: _,
         } = options;
         let mut request = LlmRequest::new(cfg.wire_model.clone());
         request.system = cfg.system_prompt.clone();
@@ -66,6 +67,8 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         };
         Self {
             cfg,
+            run_id: Arc::clone(&trace_id),
+            durable: None,
             trace_id,
             input,
             request,

@@ -76,6 +76,12 @@ impl Prepared {
         }
     }
 
+    /// Sets how many messages came before the run's input (a resumed run: as its
+    /// checkpoint says), so the memory append takes the run's own messages.
+    pub(crate) fn set_history_len(&mut self, len: usize) {
+        self.history_len = len;
+    }
+
     /// The thread cap's error, if the run must end before any request.
     pub(crate) fn take_refusal(&mut self) -> Option<AgentError> {
         self.refusal.take()

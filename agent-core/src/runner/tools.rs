@@ -13,6 +13,7 @@ use crate::error::panic_message;
 use crate::handover::CallOutcome;
 use crate::message::{ToolCall, ToolResult};
 use crate::observe::RunEvent;
+use crate::runner::checkpoint::Ledger;
 use crate::runner::correction;
 use crate::runner::trace::Observers;
 use crate::tool::ToolDefinition;
@@ -38,15 +39,18 @@ pub(crate) struct Executed {
 
 /// Runs the calls (none of them terminal) and answers each one, in emission order.
 /// `offered` is the tool set of this turn: a call to any other tool is answered as
-/// unknown. `executed` is increased by the number of tool executions.
+/// unknown. `executed` is increased by the number of tool executions. With a `ledger`
+/// (a checkpointed run), each execution goes through it.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run_tool_calls<T>(
     cfg: &Compiled<T>,
     calls: &[ToolCall],
     offered: &[ToolDefinition],
-    trace_id: &Arc<str>,
+    (trace_id, run_id): (&Arc<str>, &Arc<str>),
     state: &Arc<StateMap>,
     observers: &Observers,
     executed: &mut u32,
+    ledger: Option<&Ledger>,
 ) -> Vec<Executed> {
     let limit = cfg.settings.budgets.max_tool_calls;
     let plans: Vec<Plan<'_>> = calls
@@ -79,7 +83,16 @@ pub(crate) async fn run_tool_calls<T>(
                 fatal: false,
             },
             Plan::Run(tool) => {
-                execute(tool, call, trace_id, state, (timeout, max_bytes), capture).await
+                let ids = (trace_id, run_id);
+                let run = execute(tool, call, ids, state, (timeout, max_bytes), capture);
+                match ledger {
+                    Some(ledger) => {
+                        ledger
+                            .execute(call, tool.irreversible, (trace_id, observers), run)
+                            .await
+                    }
+                    None => run.await,
+                }
             }
         };
         observers.notify(&RunEvent::ToolFinished {
@@ -142,7 +155,7 @@ fn plan_call<'c, T>(cfg: &'c Compiled<T>, call: &ToolCall, offered: &[ToolDefini
 async fn execute(
     tool: &CompiledTool,
     call: &ToolCall,
-    trace_id: &Arc<str>,
+    (trace_id, run_id): (&Arc<str>, &Arc<str>),
     state: &Arc<StateMap>,
     (timeout, max_bytes): (Duration, usize),
     capture: bool,
@@ -167,7 +180,8 @@ async fn execute(
         &call.name,
         Arc::clone(trace_id),
         Arc::clone(state),
-    );
+    )
+    .with_run_id(Arc::clone(run_id));
     let arguments = call.arguments.clone();
     // The timer sits inside the catch boundary too: outside a Tokio runtime its creation
     // panics, and that must become this call's error result, not the run's.

@@ -237,14 +237,21 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             return Next::Continue;
         }
         let offered = Arc::clone(&self.request.tools);
+        self.save_checkpoint(super::checkpoint::Phase::ToolsPending {
+            offered: offered.iter().map(|d| d.name.clone()).collect(),
+        })
+        .await;
         let executed = tools::run_tool_calls(
             self.cfg,
             calls,
             &offered,
-            &self.trace_id,
+            (&self.trace_id, &self.run_id),
             &self.state,
             &self.observers,
             &mut self.usage.tool_calls,
+            self.durable
+                .as_deref()
+                .map(super::checkpoint::Durable::ledger),
         )
         .await;
         let mut results = Vec::with_capacity(executed.len());

@@ -1,6 +1,7 @@
 //! The stores' traits (the layer below the runner): see the public [`store`](crate::store)
 //! module, which re-exports them with [`replay`](crate::store::replay).
 
+mod checkpoint;
 mod diff;
 mod feedback;
 mod memory;
@@ -13,6 +14,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use checkpoint::{
+    CheckpointRecord, CheckpointStore, ConfigDifference, InMemoryCheckpoints, LedgerEntry,
+    LedgerStatus, ResumeError,
+};
 pub use diff::{FieldDiff, RunDiff};
 pub use feedback::{
     EvalExample, EvalFilter, ExpectedSource, Feedback, FeedbackStore, RunQuery, RunRecord,
@@ -44,16 +49,19 @@ pub enum StoreKind {
     Feedback,
     /// Transcripts and events ([`TraceStore`]).
     Trace,
+    /// Checkpoints and the tool-effect ledger ([`CheckpointStore`]).
+    Checkpoint,
 }
 
 impl StoreKind {
-    /// The stable name: `memory`, `retriever`, `feedback` or `trace`.
+    /// The stable name: `memory`, `retriever`, `feedback`, `trace` or `checkpoint`.
     pub fn as_str(self) -> &'static str {
         match self {
             StoreKind::Memory => "memory",
             StoreKind::Retriever => "retriever",
             StoreKind::Feedback => "feedback",
             StoreKind::Trace => "trace",
+            StoreKind::Checkpoint => "checkpoint",
         }
     }
 }
@@ -153,6 +161,7 @@ pub(crate) struct StoreSettings {
     pub(crate) top_k: usize,
     pub(crate) feedback: Option<Arc<dyn FeedbackStore>>,
     pub(crate) trace: Option<Arc<dyn TraceStore>>,
+    pub(crate) checkpoints: Option<Arc<dyn CheckpointStore>>,
     pub(crate) timeout: Duration,
     pub(crate) variant: Option<String>,
 }
@@ -167,6 +176,7 @@ impl Default for StoreSettings {
             top_k: 4,
             feedback: None,
             trace: None,
+            checkpoints: None,
             timeout: Duration::from_secs(5),
             variant: None,
         }
@@ -193,6 +203,7 @@ impl fmt::Debug for StoreSettings {
             .field("top_k", &self.top_k)
             .field("feedback", &self.feedback.is_some())
             .field("trace", &self.trace.is_some())
+            .field("checkpoints", &self.checkpoints.is_some())
             .field("timeout", &self.timeout)
             .field("variant", &self.variant)
             .finish()

@@ -1,0 +1,604 @@
+//! Durable runs: the checkpoint saved at every transition boundary, the tool-effect
+//! ledger around every tool execution, and the state a resumed run starts from (see
+//! `docs/durable.md`; the resume entry points are in `resume.rs`).
+//!
+//! Boundaries, in a run's order: `before_call` (top of the loop: the previous
+//! transition is complete), `tools_pending` (a turn of ordinary tool calls is in the
+//! transcript, none of its tools has started), then per tool execution the ledger's
+//! `started` and `completed`, and `finished` (the result). Every write is awaited,
+//! bounded by `store_timeout`; a failed write is counted and the run goes on.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::config::Compiled;
+use crate::error::{AgentError, Attempt, panic_message};
+use crate::handover::{CallOutcome, CallRecord, Handover};
+use crate::llm::LlmError;
+use crate::message::{Message, ToolCall, ToolResult};
+use crate::observe::RunEvent;
+use crate::output::{AgentOutput, OutputMode};
+use crate::result::AgentResult;
+use crate::scores::Scores;
+use crate::stores::{
+    CheckpointRecord, CheckpointStore, LedgerEntry, LedgerStatus, StoreError, StoreKind, fnv1a64,
+    now_ms,
+};
+use crate::usage::Usage;
+
+use super::Run;
+use super::guard::{GuardState, canonical_json};
+use super::tools::Executed;
+use super::trace::Observers;
+
+/// The version of the header and state texts this runner writes.
+pub(super) const FORMAT: u32 = 1;
+
+/// The longest run id accepted (bytes).
+const MAX_RUN_ID: usize = 256;
+
+/// What does not change during a run: written with every save, read on resume.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(super) struct Header {
+    pub(super) format: u32,
+    pub(super) run_id: String,
+    pub(super) trace_id: String,
+    pub(super) agent: String,
+    pub(super) fingerprint: String,
+    pub(super) output_mode: OutputMode,
+    pub(super) output_schema: Option<Value>,
+    /// The user tools: name and parameter schema, in the config's order.
+    pub(super) tools: Vec<(String, Value)>,
+    pub(super) thread: Option<String>,
+    pub(super) input: String,
+    /// The system prompt as sent (retrieved context included).
+    pub(super) system: Option<String>,
+    /// Messages before the input (the thread's and `RunOptions::history`).
+    pub(super) history_len: usize,
+    /// The run's deadline (ms), when it had one.
+    pub(super) deadline_ms: Option<u64>,
+}
+
+/// Which boundary a running checkpoint was saved at.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "at", rename_all = "snake_case")]
+pub(super) enum Phase {
+    /// Before an LLM call: the previous transition is complete.
+    BeforeCall,
+    /// The last message is a turn of ordinary tool calls, none answered yet; `offered`
+    /// names the tools that turn was offered.
+    ToolsPending { offered: Vec<String> },
+}
+
+/// A running run's state (the `state` text of an unfinished checkpoint).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(super) struct Snapshot<'a> {
+    pub(super) format: u32,
+    pub(super) phase: Phase,
+    pub(super) messages: Cow<'a, [Message]>,
+    pub(super) usage: Usage,
+    pub(super) cost_usd: f64,
+    pub(super) last_call_tokens: u64,
+    pub(super) last_call_cost: f64,
+    pub(super) attempts: Cow<'a, [Attempt]>,
+    pub(super) failures: Cow<'a, [LlmError]>,
+    pub(super) force_answer: bool,
+    pub(super) last_text: Cow<'a, str>,
+    pub(super) output: Cow<'a, str>,
+    pub(super) guard: GuardState,
+    pub(super) calls: Cow<'a, [CallRecord]>,
+    pub(super) last_correction: Option<Cow<'a, str>>,
+    pub(super) model_summary: Option<Cow<'a, str>>,
+    pub(super) fatal: Option<(String, String)>,
+    /// Time spent toward the deadline so far (ms).
+    pub(super) elapsed_ms: u64,
+    /// Store failures counted so far.
+    pub(super) store_failures: u32,
+}
+
+/// A finished run's result (the `state` text of a finished checkpoint).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(super) struct Finished<'a> {
+    pub(super) format: u32,
+    pub(super) ok: bool,
+    pub(super) error: Option<Cow<'a, AgentError>>,
+    pub(super) output: Cow<'a, str>,
+    pub(super) trace_id: Cow<'a, str>,
+    pub(super) usage: Usage,
+    pub(super) scores: Option<Cow<'a, Scores>>,
+    pub(super) duration_ms: u64,
+    pub(super) transcript: Cow<'a, [Message]>,
+    pub(super) handover: Option<Cow<'a, Handover>>,
+    pub(super) partial: bool,
+    pub(super) customer_message: Cow<'a, str>,
+    pub(super) store_failures: u32,
+}
+
+/// A run resumed from its checkpoint: what `run` starts it from.
+pub(super) struct Resumed {
+    pub(super) header: Header,
+    pub(super) snapshot: Snapshot<'static>,
+    pub(super) ledger: Vec<LedgerEntry>,
+    pub(super) seq: u64,
+}
+
+/// A run's checkpointing: its store, its header, and where it got to.
+pub(crate) struct Durable {
+    store: Arc<dyn CheckpointStore>,
+    run_id: Arc<str>,
+    header: String,
+    fingerprint: String,
+    seq: u64,
+    /// Time spent toward the deadline before this process took the run over.
+    elapsed_before: Duration,
+    started: Instant,
+    timeout: Duration,
+    failures: u32,
+    /// Failures counted before this process took the run over.
+    failures_before: u32,
+    ledger: Ledger,
+    /// The tool calls a resumed run must answer first (it stopped at `tools_pending`).
+    pending: Option<Vec<ToolCall>>,
+}
+
+impl Durable {
+    /// The ledger tool executions go through.
+    pub(super) fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+}
+
+/// The tool-effect ledger of one run.
+pub(crate) struct Ledger {
+    store: Arc<dyn CheckpointStore>,
+    run_id: Arc<str>,
+    timeout: Duration,
+    /// The entries found when the run was resumed, by call id.
+    prior: HashMap<String, LedgerEntry>,
+    failures: AtomicU32,
+}
+
+/// Runs one store call under the timeout and a catch boundary.
+pub(super) async fn bounded<'f, T, F>(
+    limit: Duration,
+    call: impl FnOnce() -> F,
+) -> Result<T, StoreError>
+where
+    F: Future<Output = Result<T, StoreError>> + Send + 'f,
+{
+    let call = AssertUnwindSafe(async move { tokio::time::timeout(limit, call()).await });
+    match call.catch_unwind().await {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(_elapsed)) => Err(StoreError::Timeout { limit }),
+        Err(payload) => Err(StoreError::Panicked {
+            message: panic_message(payload.as_ref()),
+        }),
+    }
+}
+
+/// Reports one checkpoint-store failure: a warning and an observer event.
+fn report(observers: &Observers, trace_id: &str, operation: &'static str, error: &StoreError) {
+    tracing::warn!(store = "checkpoint", operation, error = %error, "checkpoint store call failed; the run goes on");
+    observers.notify(&RunEvent::StoreFailed {
+        trace_id,
+        store: StoreKind::Checkpoint,
+        operation,
+        error,
+    });
+}
+
+/// FNV-1a 64 of the canonical arguments, as 16 hex digits.
+pub(super) fn arguments_hash(arguments: &Value) -> String {
+    format!("{:016x}", fnv1a64(canonical_json(arguments).as_bytes()))
+}
+
+/// The config's user tools as a checkpoint records them.
+pub(super) fn tool_signatures<T>(cfg: &Compiled<T>) -> Vec<(String, Value)> {
+    cfg.tools
+        .iter()
+        .map(|t| (t.definition.name.clone(), t.definition.parameters.clone()))
+        .collect()
+}
+
+/// The output schema of `T` (`None` in compat mode).
+pub(super) fn output_schema<T: AgentOutput>() -> Option<Value> {
+    T::output_tool().map(|d| d.parameters)
+}
+
+/// Whether `id` can name a run.
+fn check_run_id(id: &str) -> Result<(), AgentError> {
+    let problem = if id.is_empty() {
+        "is empty"
+    } else if id.len() > MAX_RUN_ID {
+        "is longer than 256 bytes"
+    } else if id.contains('\0') {
+        "holds a NUL byte"
+    } else {
+        return Ok(());
+    };
+    Err(AgentError::InvalidRun {
+        message: format!("the run id {problem} (RunOptions::run_id: 1 to 256 bytes, no NUL)"),
+    })
+}
+
+impl<'c, T: AgentOutput> Run<'c, T> {
+    /// Gives the run its id and, with a checkpoint store, its checkpointing: a fresh run
+    /// checks that its id has no checkpoint yet; a resumed one takes its state back.
+    /// Returns the error that ends the run before any request, if any (then nothing is
+    /// checkpointed).
+    pub(super) async fn attach_durable(
+        &mut self,
+        run_id: Option<String>,
+        thread: Option<String>,
+        resumed: Option<Resumed>,
+    ) -> Option<AgentError> {
+        if let Some(id) = &run_id
+            && let Err(error) = check_run_id(id)
+        {
+            return Some(error);
+        }
+        let run_id: Arc<str> = run_id.map_or_else(|| Arc::clone(&self.trace_id), Arc::from);
+        self.run_id = Arc::clone(&run_id);
+        let cfg = self.cfg;
+        let store = cfg.settings.stores.checkpoints.clone()?;
+        let timeout = cfg.settings.stores.timeout;
+        let mut failures = 0;
+        if resumed.is_none() {
+            match bounded(timeout, || store.load(&run_id)).await {
+                Ok(Some(_)) => {
+                    return Some(AgentError::InvalidRun {
+                        message: format!(
+                            "run {run_id} already has a checkpoint: continue it with \
+                             resume_agent, or give this run another id"
+                        ),
+                    });
+                }
+                Ok(None) => {}
+                Err(error) => {
+                    failures += 1;
+                    report(&self.observers, &self.trace_id, "load", &error);
+                }
+            }
+        }
+        let history_len = self.request.messages.len().saturating_sub(1);
+        let mut durable = Durable {
+            ledger: Ledger {
+                store: Arc::clone(&store),
+                run_id: Arc::clone(&run_id),
+                timeout,
+                prior: HashMap::new(),
+                failures: AtomicU32::new(0),
+            },
+            store,
+            run_id,
+            header: String::new(),
+            fingerprint: cfg.fingerprint.clone(),
+            seq: 0,
+            elapsed_before: Duration::ZERO,
+            started: Instant::now(),
+            timeout,
+            failures,
+            failures_before: 0,
+            pending: None,
+        };
+        let header = match resumed {
+            Some(resumed) => self.restore(&mut durable, resumed),
+            None => Header {
+                format: FORMAT,
+                run_id: durable.run_id.to_string(),
+                trace_id: self.trace_id.to_string(),
+                agent: cfg.settings.name.clone(),
+                fingerprint: cfg.fingerprint.clone(),
+                output_mode: cfg.output.mode(),
+                output_schema: output_schema::<T>(),
+                tools: tool_signatures(cfg),
+                thread,
+                input: self.input.clone(),
+                system: self.request.system.clone(),
+                history_len,
+                deadline_ms: self.deadline.map(super::super::stores::ms),
+            },
+        };
+        match serde_json::to_string(&header) {
+            Ok(text) => durable.header = text,
+            Err(error) => {
+                // A header that cannot be encoded: no checkpoint can be written.
+                tracing::warn!(error = %error, "the checkpoint header does not encode; the run is not checkpointed");
+                return None;
+            }
+        }
+        self.durable = Some(Box::new(durable));
+        None
+    }
+
+    /// Puts a resumed run's state back; returns its header.
+    fn restore(&mut self, durable: &mut Durable, resumed: Resumed) -> Header {
+        let Resumed {
+            header,
+            snapshot: s,
+            ledger,
+            seq,
+        } = resumed;
+        self.request.system.clone_from(&header.system);
+        self.request.messages = s.messages.into_owned();
+        self.seen_ids = self
+            .request
+            .messages
+            .iter()
+            .skip(header.history_len)
+            .flat_map(|m| match m {
+                Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
+                _ => &[],
+            })
+            .map(|c| c.id.clone())
+            .collect();
+        self.usage = s.usage;
+        self.cost_usd = s.cost_usd;
+        self.last_call_tokens = s.last_call_tokens;
+        self.last_call_cost = s.last_call_cost;
+        self.attempts = s.attempts.into_owned();
+        self.failures = s.failures.into_owned();
+        self.force_answer = s.force_answer;
+        self.last_text = s.last_text.into_owned();
+        self.output = s.output.into_owned();
+        self.guard.restore(s.guard);
+        self.calls = s.calls.into_owned();
+        self.last_correction = s.last_correction.map(Cow::into_owned);
+        self.model_summary = s.model_summary.map(Cow::into_owned);
+        self.fatal = s.fatal;
+        let stored = header.deadline_ms.map(Duration::from_millis);
+        self.deadline = match (self.deadline, stored) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        durable.seq = seq;
+        durable.elapsed_before = Duration::from_millis(s.elapsed_ms);
+        durable.failures_before = s.store_failures;
+        durable.ledger.prior = ledger.into_iter().map(|e| (e.call_id.clone(), e)).collect();
+        if let Phase::ToolsPending { offered } = s.phase {
+            let offered: Vec<_> = self
+                .cfg
+                .offered
+                .iter()
+                .filter(|d| offered.contains(&d.name))
+                .cloned()
+                .collect();
+            self.request.tools = offered.into();
+            durable.pending = match self.request.messages.last() {
+                Some(Message::Assistant { tool_calls, .. }) => Some(tool_calls.clone()),
+                _ => None,
+            };
+        }
+        header
+    }
+
+    /// The tool calls a resumed run answers before its next LLM call, if any.
+    pub(super) fn take_pending(&mut self) -> Option<Vec<ToolCall>> {
+        self.durable.as_mut().and_then(|d| d.pending.take())
+    }
+
+    /// Time spent toward the deadline before this process took the run over.
+    pub(super) fn elapsed_before(&self) -> Duration {
+        self.durable
+            .as_ref()
+            .map_or(Duration::ZERO, |d| d.elapsed_before)
+    }
+
+    /// What is left of the deadline: the limit minus the time a resumed run had spent.
+    pub(super) fn remaining_deadline(&self) -> Option<Duration> {
+        self.deadline
+            .map(|limit| limit.saturating_sub(self.elapsed_before()))
+    }
+
+    /// Saves the run's state at a running boundary (nothing without a checkpoint
+    /// store). Awaited; a failure is counted and the run goes on.
+    pub(super) async fn save_checkpoint(&mut self, phase: Phase) {
+        let Some(d) = &self.durable else { return };
+        let elapsed = d.elapsed_before + d.started.elapsed();
+        let snapshot = Snapshot {
+            format: FORMAT,
+            phase,
+            messages: Cow::Borrowed(&self.request.messages),
+            usage: self.usage,
+            cost_usd: self.cost_usd,
+            last_call_tokens: self.last_call_tokens,
+            last_call_cost: self.last_call_cost,
+            attempts: Cow::Borrowed(&self.attempts),
+            failures: Cow::Borrowed(&self.failures),
+            force_answer: self.force_answer,
+            last_text: Cow::Borrowed(&self.last_text),
+            output: Cow::Borrowed(&self.output),
+            guard: self.guard.state(),
+            calls: Cow::Borrowed(&self.calls),
+            last_correction: self.last_correction.as_deref().map(Cow::Borrowed),
+            model_summary: self.model_summary.as_deref().map(Cow::Borrowed),
+            fatal: self.fatal.clone(),
+            elapsed_ms: super::super::stores::ms(elapsed),
+            store_failures: d.failures_before.saturating_add(d.failures),
+        };
+        let state = serde_json::to_string(&snapshot);
+        let Some(d) = self.durable.as_deref_mut() else {
+            return;
+        };
+        let outcome = match state {
+            Ok(state) => d.save(false, state).await,
+            Err(e) => Err(StoreError::invalid(format!(
+                "the checkpoint does not encode: {e}"
+            ))),
+        };
+        if let Err(error) = outcome {
+            d.failures = d.failures.saturating_add(1);
+            report(&self.observers, &self.trace_id, "save", &error);
+        }
+    }
+}
+
+impl Durable {
+    /// Saves the next checkpoint.
+    async fn save(&mut self, finished: bool, state: String) -> Result<(), StoreError> {
+        self.seq += 1;
+        let record = CheckpointRecord {
+            run_id: self.run_id.to_string(),
+            seq: self.seq,
+            finished,
+            fingerprint: self.fingerprint.clone(),
+            updated_at_ms: now_ms(),
+            header: self.header.clone(),
+            state,
+        };
+        let store = &self.store;
+        bounded(self.timeout, || store.save(&record)).await
+    }
+
+    /// Every failure this run counted, before and after a resume.
+    fn all_failures(&self) -> u32 {
+        self.failures_before
+            .saturating_add(self.failures)
+            .saturating_add(self.ledger.failures.load(Ordering::Relaxed))
+    }
+}
+
+/// Saves a finished run's result as its last checkpoint and sets
+/// `result.store_failures` to every failure the run counted.
+pub(super) async fn save_finished<T>(
+    durable: Option<Box<Durable>>,
+    result: &mut AgentResult<T>,
+    observers: &Observers,
+) {
+    let Some(mut d) = durable else { return };
+    let failures = d.all_failures();
+    result.store_failures = result.store_failures.saturating_add(failures);
+    let finished = Finished {
+        format: FORMAT,
+        ok: result.outcome.is_ok(),
+        error: result.outcome.as_ref().err().map(Cow::Borrowed),
+        output: Cow::Borrowed(&result.output),
+        trace_id: Cow::Borrowed(&result.trace_id),
+        usage: result.usage,
+        scores: result.scores.as_ref().map(Cow::Borrowed),
+        duration_ms: super::super::stores::ms(result.duration),
+        transcript: Cow::Borrowed(&result.transcript),
+        handover: result.handover.as_ref().map(Cow::Borrowed),
+        partial: result.partial,
+        customer_message: Cow::Borrowed(&result.customer_message),
+        store_failures: result.store_failures,
+    };
+    let outcome = match serde_json::to_string(&finished) {
+        Ok(state) => d.save(true, state).await,
+        Err(e) => Err(StoreError::invalid(format!(
+            "the result does not encode: {e}"
+        ))),
+    };
+    if let Err(error) = outcome {
+        result.store_failures = result.store_failures.saturating_add(1);
+        report(observers, &result.trace_id, "save", &error);
+    }
+}
+
+impl Ledger {
+    /// Runs one tool execution through the ledger. A call completed before a crash is
+    /// not run again: its recorded result comes back. A call that started and never
+    /// completed runs again, unless the tool is irreversible: then its outcome is
+    /// unknown and the model is told so. Otherwise `started` is written, the tool runs,
+    /// and `completed` is written; each write awaited (a failure is counted and the
+    /// tool runs anyway).
+    pub(crate) async fn execute(
+        &self,
+        call: &ToolCall,
+        irreversible: bool,
+        (trace_id, observers): (&str, &Observers),
+        run: impl Future<Output = Executed>,
+    ) -> Executed {
+        let hash = arguments_hash(&call.arguments);
+        match self.prior.get(&call.id) {
+            Some(LedgerEntry {
+                arguments_hash,
+                status:
+                    LedgerStatus::Completed {
+                        content,
+                        is_error,
+                        fatal,
+                    },
+                ..
+            }) if *arguments_hash == hash => return recorded(call, content, *is_error, *fatal),
+            Some(_) if irreversible => return unknown(call),
+            _ => {}
+        }
+        let mut entry = LedgerEntry {
+            run_id: self.run_id.to_string(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            arguments_hash: hash,
+            status: LedgerStatus::Started,
+        };
+        self.write(&entry, (trace_id, observers), "tool_started")
+            .await;
+        let done = run.await;
+        entry.status = LedgerStatus::Completed {
+            content: done.result.content.clone(),
+            is_error: done.result.is_error,
+            fatal: done.fatal,
+        };
+        self.write(&entry, (trace_id, observers), "tool_completed")
+            .await;
+        done
+    }
+
+    async fn write(
+        &self,
+        entry: &LedgerEntry,
+        (trace_id, observers): (&str, &Observers),
+        operation: &'static str,
+    ) {
+        let store = &self.store;
+        if let Err(error) = bounded(self.timeout, || store.record_tool(entry)).await {
+            self.failures.fetch_add(1, Ordering::Relaxed);
+            report(observers, trace_id, operation, &error);
+        }
+    }
+}
+
+/// A call answered from its `completed` entry.
+fn recorded(call: &ToolCall, content: &str, is_error: bool, fatal: bool) -> Executed {
+    let (result, outcome) = if is_error {
+        (
+            ToolResult::error(&call.id, &call.name, content),
+            CallOutcome::Failed(content.to_owned()),
+        )
+    } else {
+        (
+            ToolResult::ok(&call.id, &call.name, content),
+            CallOutcome::Succeeded(content.to_owned()),
+        )
+    };
+    Executed {
+        result,
+        outcome,
+        fatal,
+    }
+}
+
+/// An irreversible call that started before a crash and never completed.
+fn unknown(call: &ToolCall) -> Executed {
+    let text = format!(
+        "the outcome of this {} call is unknown: the run was interrupted after the tool \
+         started and before its result was recorded, and {} is irreversible, so it was not \
+         run again. Do not assume it took effect or not; check before calling it again, or \
+         hand the case over.",
+        call.name, call.name
+    );
+    Executed {
+        result: ToolResult::error(&call.id, &call.name, text.clone()),
+        outcome: CallOutcome::Unknown(text),
+        fatal: false,
+    }
+}

@@ -1,0 +1,218 @@
+//! [`resume_agent`]: continues a run from its last checkpoint (see `docs/durable.md`).
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::config::{AgentConfig, Compiled, OutputPlan};
+use crate::output::{AgentOutput, Extracted, extract_json};
+use crate::result::AgentResult;
+use crate::run_options::RunOptions;
+use crate::stores::{ConfigDifference, ResumeError};
+
+use super::checkpoint::{
+    FORMAT, Finished, Header, Resumed, Snapshot, bounded, output_schema, tool_signatures,
+};
+
+/// Continues the run `run_id` from its last checkpoint (see [`resume_agent_with`]).
+///
+/// # Errors
+/// As [`resume_agent_with`].
+pub async fn resume_agent<T: AgentOutput>(
+    config: &AgentConfig<T>,
+    run_id: &str,
+) -> Result<AgentResult<T>, ResumeError> {
+    resume_agent_with(config, run_id, RunOptions::default()).await
+}
+
+/// Continues the run `run_id` from its last checkpoint in the config's checkpoint store,
+/// with the budgets it had left, and returns its result as [`run_agent_with`](crate::run_agent_with) would.
+///
+/// - A run that had used 7 of its 8 LLM calls has 1 left; every counter (parse retries,
+///   consecutive provider failures, tool executions, tokens, cost) and the guards go on
+///   from where they were, and the deadline is its limit minus the time already spent.
+///   The budgets' limits are the config's.
+/// - A run stopped with a turn of tool calls unanswered answers them first: a call the
+///   ledger says completed is not run again (its recorded result is fed back); a call
+///   that started and never completed runs again with the same
+///   [`idempotency_key`](crate::ToolContext::idempotency_key), unless its tool is
+///   irreversible: then the model is told its outcome is unknown, and the hand-over
+///   lists it as [`CallOutcome::Unknown`](crate::CallOutcome::Unknown).
+/// - A finished run returns its stored result; no request is sent.
+///
+/// `options` gives the resumed run its per-run inputs (state, cancellation, a deadline,
+/// an observer, metadata); its history, thread and run id are ignored (the
+/// checkpoint's are used). The result keeps the run's trace id.
+///
+/// # Errors
+/// [`ResumeError::NoCheckpointStore`] without `.checkpoints(..)`;
+/// [`ResumeError::UnknownRun`] when nothing is stored under `run_id`;
+/// [`ResumeError::Unreadable`] when the checkpoint or the ledger cannot be read;
+/// [`ResumeError::Corrupt`] when they do not decode;
+/// [`ResumeError::ConfigMismatch`] when the config's output schema, output mode or tools
+/// (names and parameter schemas) differ from the run's, listing each difference. In each
+/// case nothing is sent and nothing is written.
+pub async fn resume_agent_with<T: AgentOutput>(
+    config: &AgentConfig<T>,
+    run_id: &str,
+    options: RunOptions,
+) -> Result<AgentResult<T>, ResumeError> {
+    let cfg: &Compiled<T> = &config.inner;
+    let store = cfg
+        .settings
+        .stores
+        .checkpoints
+        .clone()
+        .ok_or(ResumeError::NoCheckpointStore)?;
+    let limit = cfg.settings.stores.timeout;
+    let unreadable = |error| ResumeError::Unreadable {
+        run_id: run_id.to_owned(),
+        error,
+    };
+    let corrupt = |message: String| ResumeError::Corrupt {
+        run_id: run_id.to_owned(),
+        message,
+    };
+    let record = bounded(limit, || store.load(run_id))
+        .await
+        .map_err(unreadable)?
+        .ok_or_else(|| ResumeError::UnknownRun {
+            run_id: run_id.to_owned(),
+        })?;
+    let header: Header = serde_json::from_str(&record.header)
+        .map_err(|e| corrupt(format!("the header does not decode: {e}")))?;
+    if header.format != FORMAT {
+        return Err(corrupt(format!(
+            "format {} (this version reads {FORMAT})",
+            header.format
+        )));
+    }
+    let differences = differences::<T>(cfg, &header);
+    if !differences.is_empty() {
+        return Err(ResumeError::ConfigMismatch {
+            run_id: run_id.to_owned(),
+            differences,
+        });
+    }
+    if header.fingerprint != cfg.fingerprint {
+        tracing::warn!(
+            run_id,
+            stored = %header.fingerprint,
+            current = %cfg.fingerprint,
+            "resuming with a config whose fingerprint differs (same output and tools)"
+        );
+    }
+    if record.finished {
+        let finished: Finished<'static> = serde_json::from_str(&record.state)
+            .map_err(|e| corrupt(format!("the result does not decode: {e}")))?;
+        return rebuild(cfg, finished).map_err(corrupt);
+    }
+    let snapshot: Snapshot<'static> = serde_json::from_str(&record.state)
+        .map_err(|e| corrupt(format!("the state does not decode: {e}")))?;
+    let ledger = bounded(limit, || store.ledger(run_id))
+        .await
+        .map_err(unreadable)?;
+    let mut options = options;
+    options.thread.clone_from(&header.thread);
+    options.run_id = Some(run_id.to_owned());
+    options.history = Vec::new();
+    let input = header.input.clone();
+    let resumed = Resumed {
+        header,
+        snapshot,
+        ledger,
+        seq: record.seq,
+    };
+    Ok(super::run(config, input, options, None, Some(resumed)).await)
+}
+
+/// How the config differs from the checkpoint's run, output first, then tools by name.
+fn differences<T: AgentOutput>(cfg: &Compiled<T>, header: &Header) -> Vec<ConfigDifference> {
+    let mut out = Vec::new();
+    let schema = output_schema::<T>();
+    if schema != header.output_schema {
+        out.push(ConfigDifference::OutputSchema {
+            stored: header.output_schema.clone(),
+            current: schema,
+        });
+    }
+    let mode = cfg.output.mode();
+    if mode != header.output_mode {
+        out.push(ConfigDifference::OutputMode {
+            stored: header.output_mode,
+            current: mode,
+        });
+    }
+    let stored: BTreeMap<&str, &Value> =
+        header.tools.iter().map(|(n, p)| (n.as_str(), p)).collect();
+    let current_tools = tool_signatures(cfg);
+    let current: BTreeMap<&str, &Value> =
+        current_tools.iter().map(|(n, p)| (n.as_str(), p)).collect();
+    for (name, params) in &stored {
+        match current.get(name) {
+            None => out.push(ConfigDifference::ToolRemoved {
+                name: (*name).to_owned(),
+            }),
+            Some(now) if now != params => out.push(ConfigDifference::ToolParameters {
+                name: (*name).to_owned(),
+            }),
+            Some(_) => {}
+        }
+    }
+    for name in current.keys() {
+        if !stored.contains_key(name) {
+            out.push(ConfigDifference::ToolAdded {
+                name: (*name).to_owned(),
+            });
+        }
+    }
+    out
+}
+
+/// A finished run's stored result as an [`AgentResult`].
+fn rebuild<T: AgentOutput>(
+    cfg: &Compiled<T>,
+    f: Finished<'static>,
+) -> Result<AgentResult<T>, String> {
+    let outcome = if f.ok {
+        Ok(value_of::<T>(cfg, &f.output)?)
+    } else {
+        Err(f
+            .error
+            .map(Cow::into_owned)
+            .ok_or("a failed run without its error")?)
+    };
+    Ok(AgentResult {
+        outcome,
+        output: f.output.into_owned(),
+        trace_id: f.trace_id.into_owned(),
+        usage: f.usage,
+        scores: f.scores.map(Cow::into_owned),
+        duration: Duration::from_millis(f.duration_ms),
+        transcript: f.transcript.into_owned(),
+        handover: f.handover.map(Cow::into_owned),
+        partial: f.partial,
+        customer_message: f.customer_message.into_owned(),
+        store_failures: f.store_failures,
+    })
+}
+
+/// The value a finished run answered with, from its stored output (which passed every
+/// check when the run accepted it).
+fn value_of<T: AgentOutput>(cfg: &Compiled<T>, output: &str) -> Result<T, String> {
+    let mut value = match &cfg.output {
+        OutputPlan::Text => {
+            return T::from_text(output).ok_or_else(|| "the stored text is no answer".to_owned());
+        }
+        OutputPlan::Tool => serde_json::from_str::<Value>(output)
+            .map_err(|e| format!("the stored answer is not JSON: {e}"))?,
+        OutputPlan::Json(_) => match extract_json(output) {
+            Extracted::Value(value) => value,
+            _ => return Err("the stored answer holds no JSON".to_owned()),
+        },
+    };
+    crate::validate::whole_numbers_as_integers(&mut value);
+    T::from_arguments(&value).map_err(|e| format!("the stored answer does not decode: {e}"))
+}

@@ -1,0 +1,312 @@
+//! [`CheckpointStore`]: a run's state at every transition boundary and its tool-effect
+//! ledger, so a run survives the process that runs it (see `docs/durable.md`).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::output::OutputMode;
+use crate::stores::{StoreError, StoreFuture};
+
+/// Where runs keep their checkpoints and their tool-effect ledger.
+///
+/// With `.checkpoints(store)` on the builder, the runner saves the run's state
+/// ([`save`](Self::save), one row per run, replaced in place) before every LLM call,
+/// before the tools of a turn run, and when the run ends; and records each tool
+/// execution in the ledger before it starts and after it returns
+/// ([`record_tool`](Self::record_tool)). Every call is awaited before the run goes on,
+/// bounded by `store_timeout`; a call that fails is counted in
+/// [`AgentResult::store_failures`](crate::AgentResult::store_failures) and the run goes
+/// on (its crash guarantee then degrades: see `docs/durable.md`).
+/// [`resume_agent`](crate::resume_agent) reads both back.
+///
+/// A store keeps the record and the entries as given: it never interprets
+/// [`CheckpointRecord::header`] or [`CheckpointRecord::state`] (JSON text the runner
+/// writes and reads). `agent-store` implements it on SQLite and PostgreSQL;
+/// [`InMemoryCheckpoints`] keeps everything in the process (tests).
+pub trait CheckpointStore: Send + Sync {
+    /// Stores the run's latest checkpoint, replacing the one stored under its run id
+    /// (an upsert). Resolves once the checkpoint is durable.
+    ///
+    /// # Errors
+    /// A [`StoreError`] when it cannot be stored.
+    fn save<'a>(&'a self, checkpoint: &'a CheckpointRecord) -> StoreFuture<'a, ()>;
+
+    /// The latest checkpoint of the run, if any.
+    ///
+    /// # Errors
+    /// A [`StoreError`] when the store cannot be read.
+    fn load<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Option<CheckpointRecord>>;
+
+    /// Stores a ledger entry, replacing the one stored under its run id and call id (an
+    /// upsert: `started`, then `completed`). Resolves once it is durable.
+    ///
+    /// # Errors
+    /// A [`StoreError`] when it cannot be stored.
+    fn record_tool<'a>(&'a self, entry: &'a LedgerEntry) -> StoreFuture<'a, ()>;
+
+    /// Every ledger entry of the run, in any order.
+    ///
+    /// # Errors
+    /// A [`StoreError`] when the store cannot be read.
+    fn ledger<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Vec<LedgerEntry>>;
+}
+
+/// One run's checkpoint as stored: a few columns a store may index, and two JSON texts
+/// the runner writes and reads back.
+///
+/// Size: `header` is written once per run and does not grow (the input, the system
+/// prompt, the output schema, every tool's parameter schema); `state` holds the whole
+/// transcript so far, so it grows with the turns (about the size of the messages, plus
+/// a few hundred bytes of counters), and each save rewrites it: a run of `n` turns
+/// writes `O(n²)` bytes over its life, one row at any time.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct CheckpointRecord {
+    /// The run id (see [`RunOptions::run_id`](crate::RunOptions::run_id)).
+    pub run_id: String,
+    /// The boundary number: 1 for the first save of the run, one more per save.
+    pub seq: u64,
+    /// Whether the run has ended (`state` then holds its result).
+    pub finished: bool,
+    /// The fingerprint of the config that ran it ([`AgentConfig::fingerprint`](crate::AgentConfig::fingerprint)).
+    pub fingerprint: String,
+    /// When this checkpoint was saved (ms since the Unix epoch).
+    pub updated_at_ms: u64,
+    /// What does not change during the run (JSON; the runner's own format, versioned).
+    pub header: String,
+    /// The run's state at this boundary (JSON; the runner's own format, versioned).
+    pub state: String,
+}
+
+/// One tool execution in the ledger.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct LedgerEntry {
+    /// The run id.
+    pub run_id: String,
+    /// The call id (unique within the run).
+    pub call_id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// 16 lowercase hex digits: FNV-1a 64 of the call's canonical arguments (keys
+    /// sorted, no whitespace).
+    pub arguments_hash: String,
+    /// Started, or completed with its result.
+    pub status: LedgerStatus,
+}
+
+/// Where a tool execution got to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum LedgerStatus {
+    /// Written before the tool's code starts.
+    Started,
+    /// Written after it returned (or failed, panicked, timed out): what the model was
+    /// given.
+    Completed {
+        /// The tool result's content (after truncation to `max_tool_result_bytes`).
+        content: String,
+        /// Whether the result is an error.
+        is_error: bool,
+        /// Whether the tool said it cannot safely continue (`ToolError::fatal`).
+        fatal: bool,
+    },
+}
+
+impl LedgerStatus {
+    /// `started` or `completed`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            LedgerStatus::Started => "started",
+            LedgerStatus::Completed { .. } => "completed",
+        }
+    }
+}
+
+/// Why [`resume_agent`](crate::resume_agent) could not continue a run. Nothing was sent
+/// and nothing was written.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResumeError {
+    /// The config has no checkpoint store (`.checkpoints(..)` on the builder).
+    #[error("the config has no checkpoint store; set one with .checkpoints(..)")]
+    NoCheckpointStore,
+    /// No checkpoint is stored under this run id.
+    #[error("no checkpoint is stored for run {run_id}")]
+    UnknownRun {
+        /// The run id asked for.
+        run_id: String,
+    },
+    /// The checkpoint or the ledger could not be read (the store failed or timed out).
+    #[error("the checkpoint of run {run_id} cannot be read: {error}")]
+    Unreadable {
+        /// The run id.
+        run_id: String,
+        /// The store's failure.
+        error: StoreError,
+    },
+    /// The stored checkpoint does not decode (written by another version, or damaged).
+    #[error("the checkpoint of run {run_id} is unusable: {message}")]
+    Corrupt {
+        /// The run id.
+        run_id: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The config differs from the one that ran the run in its output contract or its
+    /// tools, so the stored transcript cannot be continued with it.
+    #[error("run {run_id} cannot be resumed with this config: {}", Differences(.differences))]
+    ConfigMismatch {
+        /// The run id.
+        run_id: String,
+        /// Every difference found, output first, then tools by name.
+        differences: Vec<ConfigDifference>,
+    },
+}
+
+/// One way the resuming config differs from the checkpoint's.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ConfigDifference {
+    /// The output's JSON Schema differs (`None`: compat mode, no schema).
+    OutputSchema {
+        /// The checkpoint's.
+        stored: Option<Value>,
+        /// The config's.
+        current: Option<Value>,
+    },
+    /// The resolved output mode differs.
+    OutputMode {
+        /// The checkpoint's.
+        stored: OutputMode,
+        /// The config's.
+        current: OutputMode,
+    },
+    /// The checkpoint's run had this tool; the config has not.
+    ToolRemoved {
+        /// The tool's name.
+        name: String,
+    },
+    /// The config has this tool; the checkpoint's run had not.
+    ToolAdded {
+        /// The tool's name.
+        name: String,
+    },
+    /// Both have the tool, with different parameter schemas.
+    ToolParameters {
+        /// The tool's name.
+        name: String,
+    },
+}
+
+impl fmt::Display for ConfigDifference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigDifference::OutputSchema { .. } => f.write_str("the output schema differs"),
+            ConfigDifference::OutputMode { stored, current } => {
+                write!(
+                    f,
+                    "the output mode differs ({stored:?} then, {current:?} now)"
+                )
+            }
+            ConfigDifference::ToolRemoved { name } => write!(f, "tool {name} was removed"),
+            ConfigDifference::ToolAdded { name } => write!(f, "tool {name} was added"),
+            ConfigDifference::ToolParameters { name } => {
+                write!(f, "tool {name} has other parameters")
+            }
+        }
+    }
+}
+
+struct Differences<'a>(&'a [ConfigDifference]);
+
+impl fmt::Display for Differences<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, d) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{d}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A [`CheckpointStore`] in the process's memory (for tests and examples: nothing
+/// survives the process). Cheap to clone; clones share the contents.
+#[derive(Clone, Default)]
+pub struct InMemoryCheckpoints {
+    inner: Arc<Mutex<Contents>>,
+}
+
+#[derive(Default)]
+struct Contents {
+    checkpoints: HashMap<String, CheckpointRecord>,
+    ledger: HashMap<(String, String), LedgerEntry>,
+    saves: u64,
+}
+
+impl InMemoryCheckpoints {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How many saves and ledger writes it took so far.
+    pub fn writes(&self) -> u64 {
+        self.lock().saves
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Contents> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl fmt::Debug for InMemoryCheckpoints {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = self.lock();
+        f.debug_struct("InMemoryCheckpoints")
+            .field("runs", &c.checkpoints.len())
+            .field("ledger", &c.ledger.len())
+            .finish()
+    }
+}
+
+impl CheckpointStore for InMemoryCheckpoints {
+    fn save<'a>(&'a self, checkpoint: &'a CheckpointRecord) -> StoreFuture<'a, ()> {
+        let mut c = self.lock();
+        c.saves += 1;
+        c.checkpoints
+            .insert(checkpoint.run_id.clone(), checkpoint.clone());
+        Box::pin(async { Ok(()) })
+    }
+
+    fn load<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Option<CheckpointRecord>> {
+        let found = self.lock().checkpoints.get(run_id).cloned();
+        Box::pin(async move { Ok(found) })
+    }
+
+    fn record_tool<'a>(&'a self, entry: &'a LedgerEntry) -> StoreFuture<'a, ()> {
+        let mut c = self.lock();
+        c.saves += 1;
+        c.ledger
+            .insert((entry.run_id.clone(), entry.call_id.clone()), entry.clone());
+        Box::pin(async { Ok(()) })
+    }
+
+    fn ledger<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Vec<LedgerEntry>> {
+        let entries = self
+            .lock()
+            .ledger
+            .values()
+            .filter(|e| e.run_id == run_id)
+            .cloned()
+            .collect();
+        Box::pin(async move { Ok(entries) })
+    }
+}

@@ -1,0 +1,522 @@
+//! Durable runs in one process: a crash is the run's future dropped while a checkpoint
+//! write hangs, at every boundary in turn; the resumed run must end exactly like the
+//! run that was never interrupted (on the scripted model). Also the typed errors of
+//! `resume_agent`, the budgets left after a resume, the ledger's rule for irreversible
+//! tools, and a failing checkpoint store.
+//!
+//! The real-process version (kill -9, SQLite and PostgreSQL) is
+//! `agent-store/tests/durable_kill.rs`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use agent_core::store::{
+    CheckpointRecord, CheckpointStore, ConfigDifference, InMemoryCheckpoints, LedgerEntry,
+    StoreFuture,
+};
+use agent_core::testing::ScriptedModel;
+use agent_core::{
+    AgentConfig, AgentResult, Backoff, CallOutcome, LlmClient, LlmError, LlmFuture, LlmRequest,
+    LlmResponse, Message, ResumeError, RunOptions, StoreError, TokenUsage, Tool, ToolCall,
+    ToolContext, ToolDefinition, ToolFuture, resume_agent, run_agent_with,
+};
+use common::{Triage, valid};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+/// A model that answers the `n`-th turn of a run with `steps[n]`, `n` being the number
+/// of assistant turns after the run's input in the request: the same script as a
+/// `ScriptedModel`, but a process that takes a run over mid-way gets the right step.
+#[derive(Clone)]
+struct ByTurn {
+    steps: Arc<Vec<LlmResponse>>,
+    requests: Arc<AtomicU64>,
+}
+
+impl ByTurn {
+    fn new(steps: Vec<LlmResponse>) -> Self {
+        Self {
+            steps: Arc::new(steps),
+            requests: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    fn requests(&self) -> u64 {
+        self.requests.load(Ordering::SeqCst)
+    }
+}
+
+impl LlmClient for ByTurn {
+    fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
+        self.requests.fetch_add(1, Ordering::SeqCst);
+        let turn = request
+            .messages
+            .iter()
+            .filter(|m| matches!(m, Message::Assistant { .. }))
+            .count();
+        let step = self.steps.get(turn).cloned();
+        Box::pin(async move {
+            step.ok_or_else(|| LlmError::permanent("by-turn model: the script is used up"))
+        })
+    }
+
+    fn provider(&self) -> &str {
+        "scripted"
+    }
+}
+
+/// A tool that records the idempotency key of every execution (and, irreversible, is
+/// the `send_email` of the issue).
+#[derive(Clone)]
+struct KeyTool {
+    name: &'static str,
+    irreversible: bool,
+    keys: Arc<Mutex<Vec<String>>>,
+}
+
+impl KeyTool {
+    fn new(name: &'static str, irreversible: bool) -> Self {
+        Self {
+            name,
+            irreversible,
+            keys: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    fn keys(&self) -> Vec<String> {
+        self.keys.lock().unwrap().clone()
+    }
+}
+
+impl Tool for KeyTool {
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition::new(
+            self.name,
+            "Look something up.",
+            json!({
+                "type": "object",
+                "properties": {"q": {"type": "string"}},
+                "required": ["q"],
+                "additionalProperties": false
+            }),
+        )
+    }
+
+    fn call<'a>(&'a self, arguments: Value, context: ToolContext) -> ToolFuture<'a> {
+        self.keys.lock().unwrap().push(context.idempotency_key());
+        Box::pin(async move { Ok(format!("{} of {}", self.name, arguments["q"])) })
+    }
+
+    fn irreversible(&self) -> bool {
+        self.irreversible
+    }
+}
+
+/// A checkpoint store that passes writes to `inner` until write number `crash_at`
+/// (1-based), which hangs forever after signalling `reached`: the process "dies" there.
+#[derive(Clone)]
+struct CrashAt {
+    inner: InMemoryCheckpoints,
+    crash_at: u64,
+    writes: Arc<AtomicU64>,
+    reached: Arc<Notify>,
+}
+
+impl CrashAt {
+    fn new(inner: InMemoryCheckpoints, crash_at: u64) -> Self {
+        Self {
+            inner,
+            crash_at,
+            writes: Arc::new(AtomicU64::new(0)),
+            reached: Arc::new(Notify::new()),
+        }
+    }
+
+    fn gate(&self) -> bool {
+        let n = self.writes.fetch_add(1, Ordering::SeqCst) + 1;
+        if n == self.crash_at {
+            self.reached.notify_one();
+            return true;
+        }
+        false
+    }
+}
+
+impl CheckpointStore for CrashAt {
+    fn save<'a>(&'a self, checkpoint: &'a CheckpointRecord) -> StoreFuture<'a, ()> {
+        if self.gate() {
+            return Box::pin(std::future::pending());
+        }
+        self.inner.save(checkpoint)
+    }
+
+    fn load<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Option<CheckpointRecord>> {
+        self.inner.load(run_id)
+    }
+
+    fn record_tool<'a>(&'a self, entry: &'a LedgerEntry) -> StoreFuture<'a, ()> {
+        if self.gate() {
+            return Box::pin(std::future::pending());
+        }
+        self.inner.record_tool(entry)
+    }
+
+    fn ledger<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Vec<LedgerEntry>> {
+        self.inner.ledger(run_id)
+    }
+}
+
+/// A store whose every call fails.
+struct Broken;
+
+impl CheckpointStore for Broken {
+    fn save<'a>(&'a self, _: &'a CheckpointRecord) -> StoreFuture<'a, ()> {
+        Box::pin(async { Err(StoreError::unavailable("down")) })
+    }
+    fn load<'a>(&'a self, _: &'a str) -> StoreFuture<'a, Option<CheckpointRecord>> {
+        Box::pin(async { Err(StoreError::unavailable("down")) })
+    }
+    fn record_tool<'a>(&'a self, _: &'a LedgerEntry) -> StoreFuture<'a, ()> {
+        Box::pin(async { Err(StoreError::unavailable("down")) })
+    }
+    fn ledger<'a>(&'a self, _: &'a str) -> StoreFuture<'a, Vec<LedgerEntry>> {
+        Box::pin(async { Err(StoreError::unavailable("down")) })
+    }
+}
+
+fn call(id: &str, name: &str, q: &str) -> ToolCall {
+    ToolCall::new(id, name, json!({ "q": q }))
+}
+
+/// Four tool calls over three turns (one turn runs two in parallel), then the answer;
+/// every turn reports its tokens.
+fn four_call_script() -> Vec<LlmResponse> {
+    let usage = |i: u64| TokenUsage::new(100 + i, 10 + i);
+    vec![
+        LlmResponse::tool_calls(vec![call("c1", "lookup", "a")]).with_usage(usage(1)),
+        LlmResponse::tool_calls(vec![call("c2", "lookup", "b"), call("c3", "stock", "c")])
+            .with_usage(usage(2)),
+        LlmResponse::tool_calls(vec![call("c4", "stock", "d")]).with_usage(usage(3)),
+        LlmResponse::tool_calls(vec![ToolCall::new("c5", "submit_output", valid())])
+            .with_usage(usage(4)),
+    ]
+}
+
+fn config(
+    llm: impl LlmClient + 'static,
+    store: impl CheckpointStore + 'static,
+    tools: &[&KeyTool],
+) -> AgentConfig<Triage> {
+    let mut b = AgentConfig::<Triage>::builder("durable")
+        .llm(llm)
+        .backoff(Backoff::none())
+        .checkpoints(store);
+    for t in tools {
+        b = b.tool((*t).clone());
+    }
+    b.build().unwrap()
+}
+
+/// The parts of a result a crash must not change.
+fn essence(r: &AgentResult<Triage>) -> (Result<Triage, String>, Vec<Message>, String, String) {
+    (
+        r.outcome.clone().map_err(|e| e.to_string()),
+        r.transcript.clone(),
+        format!("{:?}", r.usage),
+        r.output.clone(),
+    )
+}
+
+#[tokio::test]
+async fn a_run_resumed_after_a_crash_at_any_boundary_ends_like_the_uninterrupted_run() {
+    // The uninterrupted run, on the ScriptedModel.
+    let (lookup, stock) = (KeyTool::new("lookup", false), KeyTool::new("stock", false));
+    let scripted = ScriptedModel::from_steps(
+        four_call_script()
+            .into_iter()
+            .map(agent_core::testing::ScriptStep::Respond),
+    );
+    let store = InMemoryCheckpoints::new();
+    let baseline = run_agent_with(
+        &config(scripted.clone(), store.clone(), &[&lookup, &stock]),
+        "triage ticket 7",
+        RunOptions::new().run_id("ticket-7"),
+    )
+    .await;
+    assert_eq!(baseline.outcome, Ok(Triage::from_valid()));
+    assert_eq!(baseline.usage.llm_calls, 4);
+    assert_eq!(baseline.usage.tool_calls, 4);
+    assert_eq!(baseline.store_failures, 0);
+    // Writes: 4 before_call + 3 tools_pending + 2 per tool execution + finished.
+    let writes = store.writes();
+    assert_eq!(writes, 4 + 3 + 8 + 1);
+    assert_eq!(
+        lookup.keys(),
+        vec!["ticket-7:c1".to_owned(), "ticket-7:c2".to_owned()]
+    );
+
+    for crash_at in 1..=writes {
+        let inner = InMemoryCheckpoints::new();
+        let crashing = CrashAt::new(inner.clone(), crash_at);
+        let (lookup, stock) = (KeyTool::new("lookup", false), KeyTool::new("stock", false));
+        let first = ByTurn::new(four_call_script());
+        let cfg = config(first.clone(), crashing.clone(), &[&lookup, &stock]);
+        let run = run_agent_with(
+            &cfg,
+            "triage ticket 7",
+            RunOptions::new().run_id("ticket-7"),
+        );
+        tokio::select! {
+            _ = run => panic!("the run ended before write {crash_at}"),
+            () = crashing.reached.notified() => {}
+        }
+        // A new "process": a new model and new tools on the same stored state.
+        let second = ByTurn::new(four_call_script());
+        let cfg = config(second.clone(), inner.clone(), &[&lookup, &stock]);
+        let resumed = match resume_agent(&cfg, "ticket-7").await {
+            Ok(resumed) => resumed,
+            // Nothing was stored before the crash: the run starts again.
+            Err(ResumeError::UnknownRun { run_id }) => {
+                assert_eq!(crash_at, 1);
+                run_agent_with(&cfg, "triage ticket 7", RunOptions::new().run_id(run_id)).await
+            }
+            Err(other) => panic!("crash at write {crash_at}: {other}"),
+        };
+        assert_eq!(
+            essence(&resumed),
+            essence(&baseline),
+            "crash at write {crash_at}"
+        );
+        assert_eq!(resumed.trace_id.len(), 32, "a resumed run keeps a trace id");
+        assert_eq!(resumed.store_failures, 0, "crash at write {crash_at}");
+        // Every execution of a call, first or again, saw the same key.
+        for key in lookup.keys().iter().chain(&stock.keys()) {
+            assert!(
+                ["ticket-7:c1", "ticket-7:c2", "ticket-7:c3", "ticket-7:c4"]
+                    .contains(&key.as_str()),
+                "{key}"
+            );
+        }
+        // A finished run (the crash hit after its last write) is answered from the store.
+        let again = resume_agent(&cfg, "ticket-7").await.unwrap();
+        assert_eq!(essence(&again), essence(&baseline));
+        let before = second.requests();
+        let _ = resume_agent(&cfg, "ticket-7").await.unwrap();
+        assert_eq!(second.requests(), before, "a finished run sends no request");
+    }
+}
+
+trait FromValid {
+    fn from_valid() -> Self;
+}
+
+impl FromValid for Triage {
+    fn from_valid() -> Self {
+        Triage {
+            severity: 2,
+            summary: "parcel late".into(),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_run_that_used_7_of_8_llm_calls_has_1_left_after_a_resume() {
+    let lookup = KeyTool::new("lookup", false);
+    // Every turn a new lookup (no guard fires); never an answer.
+    let steps: Vec<LlmResponse> = (0..20)
+        .map(|i| {
+            LlmResponse::tool_calls(vec![call(&format!("c{i}"), "lookup", &format!("q{i}"))])
+                .with_usage(TokenUsage::new(50, 5))
+        })
+        .collect();
+    let inner = InMemoryCheckpoints::new();
+    // 4 writes per tool turn: write 29 is the before_call of the 8th LLM call, write 30
+    // its tools_pending: the crash loses the 8th call.
+    let crashing = CrashAt::new(inner.clone(), 30);
+    let build = |llm: ByTurn, store: Arc<dyn CheckpointStore>| {
+        AgentConfig::<Triage>::builder("durable")
+            .llm(llm)
+            .backoff(Backoff::none())
+            .max_llm_calls(8)
+            .max_tool_calls(20)
+            .checkpoints_arc(store)
+            .tool(lookup.clone())
+            .build()
+            .unwrap()
+    };
+    let first = ByTurn::new(steps.clone());
+    let cfg = build(first.clone(), Arc::new(crashing.clone()));
+    tokio::select! {
+        _ = run_agent_with(&cfg, "go", RunOptions::new().run_id("r8")) => panic!("ended"),
+        () = crashing.reached.notified() => {}
+    }
+    assert_eq!(first.requests(), 8);
+    let second = ByTurn::new(steps);
+    let cfg = build(second.clone(), Arc::new(inner));
+    let resumed = resume_agent(&cfg, "r8").await.unwrap();
+    assert_eq!(second.requests(), 1, "one LLM call was left");
+    assert_eq!(resumed.usage.llm_calls, 8);
+    assert_eq!(resumed.usage.tool_calls, 7);
+    assert_eq!(resumed.usage.input_tokens, 8 * 50);
+    assert_eq!(resumed.category(), Some("max_llm_calls"));
+}
+
+#[tokio::test]
+async fn an_irreversible_call_interrupted_mid_way_is_not_run_again_and_is_outcome_unknown() {
+    let email = KeyTool::new("send_email", true);
+    let steps = vec![
+        LlmResponse::tool_calls(vec![call("e1", "send_email", "ada")]),
+        LlmResponse::text("I cannot tell whether it was sent."),
+    ];
+    let inner = InMemoryCheckpoints::new();
+    // before_call 1, tools_pending 2, started 3, completed 4: crash on the completed
+    // write, after the email went out.
+    let crashing = CrashAt::new(inner.clone(), 4);
+    let build = |llm: ByTurn, store: Arc<dyn CheckpointStore>| {
+        AgentConfig::<Triage>::builder("durable")
+            .llm(llm)
+            .backoff(Backoff::none())
+            .max_parse_retries(0)
+            .checkpoints_arc(store)
+            .tool(email.clone())
+            .build()
+            .unwrap()
+    };
+    let cfg = build(ByTurn::new(steps.clone()), Arc::new(crashing.clone()));
+    tokio::select! {
+        _ = run_agent_with(&cfg, "mail ada", RunOptions::new().run_id("m1")) => panic!("ended"),
+        () = crashing.reached.notified() => {}
+    }
+    assert_eq!(email.keys(), vec!["m1:e1".to_owned()]);
+    let cfg = build(ByTurn::new(steps), Arc::new(inner));
+    let resumed = resume_agent(&cfg, "m1").await.unwrap();
+    assert_eq!(email.keys().len(), 1, "the email is sent at most once");
+    let Some(Message::Tool { results }) = resumed.transcript.get(2) else {
+        panic!("{:?}", resumed.transcript)
+    };
+    assert!(results[0].is_error);
+    assert!(
+        results[0]
+            .content
+            .contains("outcome of this send_email call is unknown"),
+        "{}",
+        results[0].content
+    );
+    assert_eq!(resumed.category(), Some("schema_not_called"));
+    let handover = resumed.handover.unwrap();
+    assert!(matches!(handover.calls[0].outcome, CallOutcome::Unknown(_)));
+    assert!(
+        handover.to_string().contains("outcome unknown"),
+        "{handover}"
+    );
+}
+
+#[tokio::test]
+async fn resume_errors_are_typed_and_send_nothing() {
+    let lookup = KeyTool::new("lookup", false);
+    let store = InMemoryCheckpoints::new();
+    let model = ByTurn::new(four_call_script());
+    // No checkpoint store.
+    let plain = AgentConfig::<Triage>::builder("plain")
+        .llm(model.clone())
+        .build()
+        .unwrap();
+    assert_eq!(
+        resume_agent(&plain, "x").await.unwrap_err(),
+        ResumeError::NoCheckpointStore
+    );
+    // Unknown run id.
+    let cfg = config(model.clone(), store.clone(), &[&lookup]);
+    assert_eq!(
+        resume_agent(&cfg, "nope").await.unwrap_err(),
+        ResumeError::UnknownRun {
+            run_id: "nope".into()
+        }
+    );
+    // A stored run, then a config with another tool set.
+    let inner = InMemoryCheckpoints::new();
+    let crashing = CrashAt::new(inner.clone(), 2);
+    let cfg = config(model.clone(), crashing.clone(), &[&lookup]);
+    tokio::select! {
+        _ = run_agent_with(&cfg, "go", RunOptions::new().run_id("t1")) => panic!("ended"),
+        () = crashing.reached.notified() => {}
+    }
+    let stored = inner.load("t1").await.unwrap().unwrap();
+    let sent = model.requests();
+    let other = KeyTool::new("refund", true);
+    let cfg = config(model.clone(), inner.clone(), &[&lookup, &other]);
+    let error = resume_agent(&cfg, "t1").await.unwrap_err();
+    assert_eq!(
+        error,
+        ResumeError::ConfigMismatch {
+            run_id: "t1".into(),
+            differences: vec![ConfigDifference::ToolAdded {
+                name: "refund".into()
+            }],
+        }
+    );
+    assert_eq!(
+        error.to_string(),
+        "run t1 cannot be resumed with this config: tool refund was added"
+    );
+    // Another output type: the schema differs (and the tool is gone).
+    let text: AgentConfig<String> = AgentConfig::builder("text")
+        .llm(model.clone())
+        .checkpoints(inner.clone())
+        .build()
+        .unwrap();
+    let Err(ResumeError::ConfigMismatch { differences, .. }) = resume_agent(&text, "t1").await
+    else {
+        panic!("a mismatch")
+    };
+    assert!(matches!(
+        &differences[0],
+        ConfigDifference::OutputSchema {
+            stored: Some(_),
+            current: None
+        }
+    ));
+    assert_eq!(
+        differences[1],
+        ConfigDifference::ToolRemoved {
+            name: "lookup".into()
+        }
+    );
+    assert_eq!(model.requests(), sent, "no request sent");
+    assert_eq!(
+        inner.load("t1").await.unwrap().unwrap(),
+        stored,
+        "nothing overwritten"
+    );
+    // A fresh run under a run id that has a checkpoint is refused: resume it instead.
+    let cfg = config(model.clone(), inner.clone(), &[&lookup]);
+    let refused = run_agent_with(&cfg, "go", RunOptions::new().run_id("t1")).await;
+    assert_eq!(refused.category(), Some("invalid_run"));
+    assert_eq!(model.requests(), sent);
+    // A malformed run id.
+    let bad = run_agent_with(&cfg, "go", RunOptions::new().run_id("")).await;
+    assert_eq!(bad.category(), Some("invalid_run"));
+}
+
+#[tokio::test]
+async fn a_failing_checkpoint_store_never_changes_the_outcome_and_is_counted() {
+    let lookup = KeyTool::new("lookup", false);
+    let steps = vec![
+        LlmResponse::tool_calls(vec![call("c1", "lookup", "a")]),
+        LlmResponse::tool_calls(vec![ToolCall::new("c2", "submit_output", valid())]),
+    ];
+    let cfg = config(ByTurn::new(steps), Broken, &[&lookup]);
+    let result = run_agent_with(&cfg, "go", RunOptions::new().run_id("b1")).await;
+    assert_eq!(result.outcome, Ok(Triage::from_valid()));
+    // load, 2 before_call, tools_pending, started, completed, finished.
+    assert_eq!(result.store_failures, 7);
+    // Without a usable checkpoint, resume is a typed error.
+    assert!(matches!(
+        resume_agent(&cfg, "b1").await,
+        Err(ResumeError::Unreadable { .. })
+    ));
+}

@@ -1,0 +1,141 @@
+//! [`CheckpointStore`] for [`Store`]: one row per run in `checkpoints`, replaced in
+//! place at every boundary, and one row per tool execution in `tool_ledger`.
+//!
+//! Each write is one statement in its own commit (an upsert), written directly on the
+//! writing pool, not through the batching writer: a checkpoint must be durable before
+//! the run goes on. On SQLite the commit survives a killed process (WAL,
+//! `synchronous=NORMAL`); on PostgreSQL it is the server's commit.
+
+use agent_core::StoreError;
+use agent_core::store::{CheckpointRecord, CheckpointStore, LedgerEntry, StoreFuture};
+use sqlx::Row;
+
+use crate::Store;
+use crate::db::{check_key, column, db_error, db_ms, on_read_pool, on_write_pool};
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn to_u64(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+impl CheckpointStore for Store {
+    fn save<'a>(&'a self, checkpoint: &'a CheckpointRecord) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            check_key("run id", &checkpoint.run_id)?;
+            self.shared.ready().await?;
+            self.shared.check_file()?;
+            let seq = i64::try_from(checkpoint.seq).unwrap_or(i64::MAX);
+            on_write_pool!(&self.shared.pools, pool, DB => {
+                sqlx::query(
+                    "INSERT INTO checkpoints \
+                     (run_id, seq, finished, fingerprint, updated_at_ms, header, state) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                     ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, \
+                     finished = excluded.finished, fingerprint = excluded.fingerprint, \
+                     updated_at_ms = excluded.updated_at_ms, header = excluded.header, \
+                     state = excluded.state",
+                )
+                .bind(checkpoint.run_id.as_str())
+                .bind(seq)
+                .bind(checkpoint.finished)
+                .bind(column(&checkpoint.fingerprint))
+                .bind(db_ms(checkpoint.updated_at_ms))
+                .bind(column(&checkpoint.header))
+                .bind(column(&checkpoint.state))
+                .execute(pool)
+                .await
+                .map_err(db_error)?;
+            });
+            self.shared.check_file()
+        })
+    }
+
+    fn load<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Option<CheckpointRecord>> {
+        Box::pin(async move {
+            check_key("run id", run_id)?;
+            self.shared.ready().await?;
+            let row = on_read_pool!(&self.shared.pools, pool, DB => {
+                sqlx::query(
+                    "SELECT seq, finished, fingerprint, updated_at_ms, header, state \
+                     FROM checkpoints WHERE run_id = $1",
+                )
+                .bind(run_id)
+                .fetch_optional(pool)
+                .await
+                .map_err(db_error)?
+                .map(|row| -> Result<CheckpointRecord, sqlx::Error> {
+                    let mut record = CheckpointRecord::default();
+                    record.run_id = run_id.to_owned();
+                    record.seq = to_u64(row.try_get(0)?);
+                    record.finished = row.try_get(1)?;
+                    record.fingerprint = row.try_get(2)?;
+                    record.updated_at_ms = to_u64(row.try_get(3)?);
+                    record.header = row.try_get(4)?;
+                    record.state = row.try_get(5)?;
+                    Ok(record)
+                })
+                .transpose()
+                .map_err(db_error)?
+            });
+            Ok(row)
+        })
+    }
+
+    fn record_tool<'a>(&'a self, entry: &'a LedgerEntry) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            check_key("run id", &entry.run_id)?;
+            check_key("call id", &entry.call_id)?;
+            let body = serde_json::to_string(entry)
+                .map_err(|e| StoreError::invalid(format!("cannot encode a ledger entry: {e}")))?;
+            self.shared.ready().await?;
+            self.shared.check_file()?;
+            on_write_pool!(&self.shared.pools, pool, DB => {
+                sqlx::query(
+                    "INSERT INTO tool_ledger \
+                     (run_id, call_id, tool, status, updated_at_ms, body) \
+                     VALUES ($1, $2, $3, $4, $5, $6) \
+                     ON CONFLICT (run_id, call_id) DO UPDATE SET tool = excluded.tool, \
+                     status = excluded.status, updated_at_ms = excluded.updated_at_ms, \
+                     body = excluded.body",
+                )
+                .bind(entry.run_id.as_str())
+                .bind(column(&entry.call_id))
+                .bind(column(&entry.tool))
+                .bind(entry.status.as_str())
+                .bind(db_ms(now_ms()))
+                .bind(body)
+                .execute(pool)
+                .await
+                .map_err(db_error)?;
+            });
+            self.shared.check_file()
+        })
+    }
+
+    fn ledger<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Vec<LedgerEntry>> {
+        Box::pin(async move {
+            check_key("run id", run_id)?;
+            self.shared.ready().await?;
+            let bodies: Vec<String> = on_read_pool!(&self.shared.pools, pool, DB => {
+                sqlx::query_scalar("SELECT body FROM tool_ledger WHERE run_id = $1")
+                    .bind(run_id)
+                    .fetch_all(pool)
+                    .await
+                    .map_err(db_error)?
+            });
+            bodies
+                .iter()
+                .map(|b| {
+                    serde_json::from_str::<LedgerEntry>(b).map_err(|e| {
+                        StoreError::backend(format!("a stored ledger entry does not decode: {e}"))
+                    })
+                })
+                .collect()
+        })
+    }
+}

@@ -1,0 +1,447 @@
+//! Durable runs on real SQLite and PostgreSQL stores.
+//!
+//! - `checkpoints_and_the_ledger_round_trip`: the `CheckpointStore` rows.
+//! - `killed_at_every_boundary_then_resumed`: a 4-tool-call run (three turns, one of
+//!   them with two parallel calls) whose process is killed (SIGKILL) at each of its 16
+//!   write boundaries in turn (`before_call`, `tools_pending`, every ledger `started`
+//!   and `completed`, `finished`), then resumed by a new process: the same result,
+//!   transcript and usage as the run that was never killed.
+//! - `killed_at_random_points`: 24 runs, each killed 1 to 3 times at a random moment
+//!   after it started (its tools sleep, so the kills land anywhere in the run), then
+//!   finished by a last process: `send_email` (irreversible) appended its line at most
+//!   once per run, and every re-run of an idempotent tool saw the same key.
+//!
+//! The child is this test binary run again on `child_resumes_or_runs`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use agent_core::store::{
+    CheckpointRecord, CheckpointStore, LedgerEntry, LedgerStatus, StoreFuture,
+};
+use agent_core::{
+    AgentConfig, AgentOutput, Backoff, LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse,
+    Message, ResumeError, RunOptions, SchemaValidator, TokenUsage, Tool, ToolCall, ToolContext,
+    ToolDefinition, ToolFuture, ValidationErrors, resume_agent, run_agent_with,
+};
+use agent_store::{Store, StoreOptions};
+use common::Place;
+use serde_json::{Value, json};
+
+const TARGET: &str = "AGENT_DURABLE_TARGET";
+const SCHEMA: &str = "AGENT_DURABLE_SCHEMA";
+const RUN: &str = "AGENT_DURABLE_RUN";
+const HANG_AT: &str = "AGENT_DURABLE_HANG_AT";
+const EFFECTS: &str = "AGENT_DURABLE_EFFECTS";
+const SCRIPT: &str = "AGENT_DURABLE_SCRIPT";
+
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+struct Answer {
+    ok: bool,
+}
+
+fn answer_schema() -> Value {
+    json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]})
+}
+
+impl AgentOutput for Answer {
+    fn output_tool() -> Option<ToolDefinition> {
+        Some(ToolDefinition::new(
+            "submit_output",
+            "Answer.",
+            answer_schema(),
+        ))
+    }
+
+    fn from_arguments(arguments: &Value) -> Result<Self, ValidationErrors> {
+        SchemaValidator::new(&answer_schema())
+            .unwrap()
+            .validate_into(arguments)
+    }
+}
+
+/// Answers the `n`-th turn with `steps[n]` (`n`: assistant turns in the request), so a
+/// process that takes a run over gets the step the run is at.
+struct ByTurn(Vec<LlmResponse>);
+
+impl LlmClient for ByTurn {
+    fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
+        let turn = request
+            .messages
+            .iter()
+            .filter(|m| matches!(m, Message::Assistant { .. }))
+            .count();
+        let step = self.0.get(turn).cloned();
+        Box::pin(async move { step.ok_or_else(|| LlmError::permanent("script used up")) })
+    }
+
+    fn provider(&self) -> &str {
+        "scripted"
+    }
+}
+
+fn call(id: &str, name: &str, q: &str) -> ToolCall {
+    ToolCall::new(id, name, json!({ "q": q }))
+}
+
+/// `plain`: four idempotent calls in three turns; `email`: the same with `send_email`
+/// (irreversible) in the parallel turn.
+fn script(kind: &str) -> Vec<LlmResponse> {
+    let usage = |i: u64| TokenUsage::new(100 + i, 10 + i);
+    let second = if kind == "email" {
+        "send_email"
+    } else {
+        "stock"
+    };
+    vec![
+        LlmResponse::tool_calls(vec![call("c1", "lookup", "a")]).with_usage(usage(1)),
+        LlmResponse::tool_calls(vec![call("c2", "lookup", "b"), call("c3", second, "c")])
+            .with_usage(usage(2)),
+        LlmResponse::tool_calls(vec![call("c4", "stock", "d")]).with_usage(usage(3)),
+        LlmResponse::tool_calls(vec![ToolCall::new(
+            "c5",
+            "submit_output",
+            json!({"ok": true}),
+        )])
+        .with_usage(usage(4)),
+    ]
+}
+
+/// A tool that appends `"{name} {idempotency key}"` to the effects file, after a short
+/// sleep (so random kills land inside tools too).
+struct Effect {
+    name: &'static str,
+    irreversible: bool,
+    file: PathBuf,
+}
+
+impl Tool for Effect {
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition::new(
+            self.name,
+            "Does something.",
+            json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}),
+        )
+    }
+
+    fn call<'a>(&'a self, arguments: Value, context: ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&self.file)
+                .unwrap();
+            writeln!(f, "{} {}", self.name, context.idempotency_key()).unwrap();
+            f.sync_data().unwrap();
+            Ok(format!("{} done for {}", self.name, arguments["q"]))
+        })
+    }
+
+    fn irreversible(&self) -> bool {
+        self.irreversible
+    }
+}
+
+/// Passes writes to the store, except write number `at` (1-based): it prints
+/// `boundary N` and hangs there, for the parent to kill the process.
+struct HangAt {
+    inner: Store,
+    at: u64,
+    writes: AtomicU64,
+}
+
+impl HangAt {
+    fn gate(&self) -> bool {
+        let n = self.writes.fetch_add(1, Ordering::SeqCst) + 1;
+        if n == self.at {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "boundary {n}").unwrap();
+            out.flush().unwrap();
+            return true;
+        }
+        false
+    }
+}
+
+impl CheckpointStore for HangAt {
+    fn save<'a>(&'a self, checkpoint: &'a CheckpointRecord) -> StoreFuture<'a, ()> {
+        if self.gate() {
+            return Box::pin(std::future::pending());
+        }
+        self.inner.save(checkpoint)
+    }
+    fn load<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Option<CheckpointRecord>> {
+        self.inner.load(run_id)
+    }
+    fn record_tool<'a>(&'a self, entry: &'a LedgerEntry) -> StoreFuture<'a, ()> {
+        if self.gate() {
+            return Box::pin(std::future::pending());
+        }
+        self.inner.record_tool(entry)
+    }
+    fn ledger<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Vec<LedgerEntry>> {
+        self.inner.ledger(run_id)
+    }
+}
+
+/// The child: resumes the run, or starts it when nothing is stored; prints `started`,
+/// then `done {json}` with the result's outcome, transcript and usage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the child process of the kill tests; it runs only when they start it"]
+async fn child_resumes_or_runs() {
+    let Ok(target) = std::env::var(TARGET) else {
+        return;
+    };
+    let mut options = StoreOptions::new();
+    if let Ok(schema) = std::env::var(SCHEMA) {
+        options = options.schema(schema);
+    }
+    let store = Store::open_with(&target, options).await.unwrap();
+    let run_id = std::env::var(RUN).unwrap();
+    let kind = std::env::var(SCRIPT).unwrap();
+    let effects = PathBuf::from(std::env::var(EFFECTS).unwrap());
+    let at = std::env::var(HANG_AT).map_or(0, |v| v.parse().unwrap());
+    let tool = |name, irreversible| Effect {
+        name,
+        irreversible,
+        file: effects.clone(),
+    };
+    let config: AgentConfig<Answer> = AgentConfig::builder("durable")
+        .llm(ByTurn(script(&kind)))
+        .backoff(Backoff::none())
+        .checkpoints(HangAt {
+            inner: store.clone(),
+            at,
+            writes: AtomicU64::new(0),
+        })
+        .tool(tool("lookup", false))
+        .tool(tool("stock", false))
+        .tool(tool("send_email", true))
+        .build()
+        .unwrap();
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "started").unwrap();
+        out.flush().unwrap();
+    }
+    let result = match resume_agent(&config, &run_id).await {
+        Ok(result) => result,
+        Err(ResumeError::UnknownRun { .. }) => {
+            run_agent_with(&config, "go", RunOptions::new().run_id(run_id.clone())).await
+        }
+        Err(other) => panic!("{other}"),
+    };
+    let essence = json!({
+        "outcome": format!("{:?}", result.outcome),
+        "transcript": result.transcript,
+        "usage": result.usage,
+        "store_failures": result.store_failures,
+    });
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "done {essence}").unwrap();
+    out.flush().unwrap();
+}
+
+struct Case<'p> {
+    place: &'p Place,
+    effects: PathBuf,
+    kind: &'static str,
+}
+
+impl Case<'_> {
+    fn spawn(&self, run_id: &str, hang_at: u64) -> Child {
+        let mut command = Command::new(std::env::current_exe().unwrap());
+        command
+            .args([
+                "child_resumes_or_runs",
+                "--exact",
+                "--ignored",
+                "--nocapture",
+            ])
+            .args(["--test-threads", "1"])
+            .env(TARGET, self.place.target())
+            .env(RUN, run_id)
+            .env(SCRIPT, self.kind)
+            .env(EFFECTS, &self.effects)
+            .env(HANG_AT, hang_at.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        if let Place::Postgres { schema, .. } = self.place {
+            command.env(SCHEMA, schema);
+        }
+        command.spawn().unwrap()
+    }
+
+    /// Reads a child's output until a line holds `until` (the test harness may print
+    /// its own text before it on the same line); returns the line from `until` on.
+    fn wait_for(child: &mut Child, until: &str) -> Option<String> {
+        let stdout = child.stdout.as_mut().unwrap();
+        for line in BufReader::new(stdout).lines() {
+            let line = line.ok()?;
+            if let Some(at) = line.find(until) {
+                return Some(line[at..].to_owned());
+            }
+        }
+        None
+    }
+
+    /// A child that runs to the end; its `done` JSON.
+    fn finish(&self, run_id: &str) -> Value {
+        let mut child = self.spawn(run_id, 0);
+        let line = Self::wait_for(&mut child, "done ").expect("the child finishes");
+        assert!(child.wait().unwrap().success());
+        serde_json::from_str(line.trim_start_matches("done ")).unwrap()
+    }
+
+    fn kill(child: &mut Child) {
+        child.kill().unwrap();
+        assert!(!child.wait().unwrap().success(), "killed, not finished");
+    }
+}
+
+fn effect_lines(file: &Path) -> Vec<String> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+async fn checkpoints_and_the_ledger_round_trip(place: &Place) {
+    let store = place.open().await;
+    assert_eq!(store.load("r1").await.unwrap(), None);
+    let mut record = CheckpointRecord::default();
+    record.run_id = "r1".into();
+    record.seq = 1;
+    record.fingerprint = "f".into();
+    record.header = "{\"a\":1}".into();
+    record.state = "{\"text\":\"nul \\u0000 and é\"}".into();
+    store.save(&record).await.unwrap();
+    record.seq = 2;
+    record.finished = true;
+    store.save(&record).await.unwrap();
+    assert_eq!(store.load("r1").await.unwrap(), Some(record));
+    let started: LedgerEntry = serde_json::from_value(json!({
+        "run_id": "r1", "call_id": "c1", "tool": "t", "arguments_hash": "00",
+        "status": {"status": "started"}
+    }))
+    .unwrap();
+    store.record_tool(&started).await.unwrap();
+    let mut done = started.clone();
+    done.status = serde_json::from_value(
+        json!({"status": "completed", "content": "ok\u{0}", "is_error": false, "fatal": false}),
+    )
+    .unwrap();
+    store.record_tool(&done).await.unwrap();
+    let ledger = store.ledger("r1").await.unwrap();
+    assert_eq!(ledger, vec![done]);
+    assert!(matches!(ledger[0].status, LedgerStatus::Completed { .. }));
+    assert_eq!(store.ledger("r2").await.unwrap(), vec![]);
+    assert!(store.load("").await.is_err());
+    store.check_integrity().await.unwrap();
+    store.close().await.unwrap();
+}
+
+async fn killed_at_every_boundary_then_resumed(place: &Place) {
+    place.open().await.close().await.unwrap();
+    let dir = std::env::temp_dir().join(common::unique("durable_effects"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let case = Case {
+        place,
+        effects: dir.join("effects.txt"),
+        kind: "plain",
+    };
+    let baseline = case.finish("base");
+    assert_eq!(baseline["outcome"], "Ok(Answer { ok: true })");
+    assert_eq!(baseline["usage"]["llm_calls"], 4);
+    assert_eq!(baseline["usage"]["tool_calls"], 4);
+    // 4 before_call + 3 tools_pending + 8 ledger writes + finished.
+    for at in 1..=16 {
+        let run_id = format!("b{at}");
+        let mut child = case.spawn(&run_id, at);
+        let line = Case::wait_for(&mut child, "boundary ");
+        assert_eq!(line.as_deref(), Some(format!("boundary {at}").as_str()));
+        Case::kill(&mut child);
+        let resumed = case.finish(&run_id);
+        assert_eq!(resumed, baseline, "killed at write {at}");
+    }
+    // Every execution, first or again, used its call's key.
+    for line in effect_lines(&case.effects) {
+        let (_, key) = line.split_once(' ').unwrap();
+        let (_, call) = key.split_once(':').unwrap();
+        assert!(["c1", "c2", "c3", "c4"].contains(&call), "{line}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+async fn killed_at_random_points(place: &Place) {
+    place.open().await.close().await.unwrap();
+    let dir = std::env::temp_dir().join(common::unique("durable_effects"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let case = Case {
+        place,
+        effects: dir.join("effects.txt"),
+        kind: "email",
+    };
+    let mut killed = 0;
+    for run in 0..24 {
+        let run_id = format!("r{run}");
+        for _ in 0..fastrand::usize(1..=3) {
+            let mut child = case.spawn(&run_id, 0);
+            assert!(Case::wait_for(&mut child, "started").is_some());
+            // The run takes about 10 ms from here (five tool executions of 2 ms).
+            std::thread::sleep(Duration::from_micros(fastrand::u64(0..15_000)));
+            child.kill().unwrap();
+            child.wait().unwrap();
+            killed += 1;
+        }
+        let done = case.finish(&run_id);
+        assert_eq!(done["outcome"], "Ok(Answer { ok: true })", "{run_id}");
+    }
+    assert!(killed >= 24);
+    let lines = effect_lines(&case.effects);
+    let mut distinct = lines.clone();
+    distinct.sort();
+    distinct.dedup();
+    eprintln!(
+        "{killed} kills over 24 runs: {} tool executions, {} of them again after a kill, \
+         {} emails sent",
+        lines.len(),
+        lines.len() - distinct.len(),
+        lines.iter().filter(|l| l.starts_with("send_email")).count()
+    );
+    for run in 0..24 {
+        let emails = lines
+            .iter()
+            .filter(|l| **l == format!("send_email r{run}:c3"))
+            .count();
+        assert!(emails <= 1, "run r{run} sent {emails} emails");
+    }
+    for line in &lines {
+        let (tool, key) = line.split_once(' ').unwrap();
+        let (run, call) = key.split_once(':').unwrap();
+        assert!(run.starts_with('r'), "{line}");
+        let expected = match tool {
+            "lookup" => ["c1", "c2"].as_slice(),
+            "stock" => &["c4"],
+            "send_email" => &["c3"],
+            _ => panic!("{line}"),
+        };
+        assert!(expected.contains(&call), "{line}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+both_backends!(
+    checkpoints_and_the_ledger_round_trip,
+    killed_at_every_boundary_then_resumed,
+    killed_at_random_points
+);
