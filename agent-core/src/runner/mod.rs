@@ -7,9 +7,9 @@
 mod budgets;
 mod call;
 mod content;
+mod correction;
 mod customer;
 mod drive;
-mod correction;
 mod finish;
 mod guard;
 mod replay;
@@ -216,4 +216,10 @@ struct Run<'c, T> {
     fatal: Option<(String, String)>,
     /// Where a streamed run's events go; `None` for [`run_agent_with`].
     events: Option<EventSender<T>>,
+    /// Whether an LLM call is under way (set for the call, cleared when it returns):
+    /// one that never returns (cancelled, cut by the deadline) is counted anyway.
+    in_flight: bool,
+    /// What a streamed call received so far (the bytes of its turn, the usage the
+    /// provider reported mid-stream), kept by its sink: what a cut call is counted from.
+    meter: Arc<crate::stream::Meter>,
 }
