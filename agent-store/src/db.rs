@@ -543,6 +543,16 @@ CREATE TABLE IF NOT EXISTS documents (
 );
 ";
 
+/// Thread claims ([`Memory::claim`](agent_core::store::Memory::claim)): the run that
+/// holds each busy thread, until when (case C38).
+const MIGRATION_2: &str = "
+CREATE TABLE IF NOT EXISTS thread_claims (
+    thread_id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    expires_at_ms BIGINT NOT NULL
+);
+";
+
 impl<'s> MigrationSource<'s> for Migrations {
     fn resolve(
         self,
@@ -552,13 +562,22 @@ impl<'s> MigrationSource<'s> for Migrations {
             Backend::Sqlite => "BLOB",
             Backend::Postgres => "BYTEA",
         };
-        let migrations = vec![Migration::new(
-            1,
-            Cow::Borrowed("runs (records and traces), feedback, threads, documents"),
-            MigrationType::Simple,
-            Cow::Owned(MIGRATION_1.replace("{blob}", blob)),
-            false,
-        )];
+        let migrations = vec![
+            Migration::new(
+                1,
+                Cow::Borrowed("runs (records and traces), feedback, threads, documents"),
+                MigrationType::Simple,
+                Cow::Owned(MIGRATION_1.replace("{blob}", blob)),
+                false,
+            ),
+            Migration::new(
+                2,
+                Cow::Borrowed("thread claims: one run at a time per thread"),
+                MigrationType::Simple,
+                Cow::Borrowed(MIGRATION_2),
+                false,
+            ),
+        ];
         Box::pin(async move { Ok(migrations) })
     }
 }
