@@ -32,6 +32,19 @@ pub enum Message {
         /// One result per tool call of the preceding assistant turn.
         results: Vec<ToolResult>,
     },
+    /// A model turn the provider paused before its end
+    /// ([`StopReason::PauseTurn`](crate::StopReason::PauseTurn): Anthropic `pause_turn`,
+    /// while a server tool such as web search runs). Not an answer and not a call to
+    /// run: the adapter that produced it sends `content` back unchanged, as the
+    /// assistant's turn, and the model continues it (case C41). Other adapters send
+    /// only `text`, as an assistant turn.
+    Paused {
+        /// The turn's text so far (all text blocks joined); empty when none.
+        text: String,
+        /// The provider's content exactly as it came (for Anthropic, the array of
+        /// content blocks, `server_tool_use` and its results included).
+        content: Value,
+    },
 }
 
 impl Message {

@@ -13,9 +13,12 @@ pub struct Usage {
     /// Tool executions (the tool's code ran; failed, panicked and timed-out ones included;
     /// `submit_output` never).
     pub tool_calls: u32,
-    /// Input tokens over all successful LLM calls (tokens).
+    /// Input tokens over all LLM calls that cost tokens (tokens): every successful one,
+    /// and the failed ones the provider accepted (a stream cut mid-way, a 200 that is an
+    /// error, a call cut by `llm_timeout`, the deadline or cancellation; case C40).
     pub input_tokens: u64,
-    /// Output tokens over all successful LLM calls (tokens).
+    /// Output tokens over the same LLM calls (tokens): for a cut call, at least what
+    /// arrived of its turn.
     pub output_tokens: u64,
     /// Input tokens read from the prompt cache (tokens; part of `input_tokens`).
     pub cache_read_tokens: u64,
@@ -24,7 +27,8 @@ pub struct Usage {
     /// The cost (USD), when the model has a price in the config's pricing table.
     pub cost_usd: Option<f64>,
     /// LLM calls whose response carried no token usage (some compatible servers send
-    /// none): their tokens, and the cost from them, are estimates by the rule of
+    /// none), and failed calls counted in part or whole from an estimate (C40): their
+    /// tokens, and the cost from them, are estimates by the rule of
     /// [`LlmRequest::estimated_input_tokens`](crate::LlmRequest::estimated_input_tokens)
     /// (bytes / 4), so the token and cost caps still bind. Zero when every count is
     /// the provider's.

@@ -322,8 +322,12 @@ async fn a_cut_stream_is_retried_and_the_run_ends_with_the_value() {
     let (events, result) = collect(run_agent_stream(&config, "ticket")).await;
     assert_eq!(result.outcome, Ok(expected_triage()));
     assert_eq!(result.usage.llm_calls, 2);
-    // The cut call reported nothing: only the retried call's usage counts.
-    assert_eq!(result.usage.input_tokens, 236);
+    // The cut call reported nothing, yet cost tokens (C40): the retried call's 236
+    // input tokens, and the cut one's estimate (123, from the request), marked.
+    assert_eq!(result.usage.input_tokens, 236 + 123);
+    // 31 reported, and "The parcel is" (13 bytes, 4 tokens) that arrived before the cut.
+    assert_eq!(result.usage.output_tokens, 31 + 4);
+    assert_eq!(result.usage.estimated_llm_calls, 1);
     assert_eq!(delays.get().len(), 1);
     let retrying: Vec<u32> = events
         .iter()
@@ -478,8 +482,12 @@ async fn a_streamed_anthropic_run_survives_a_cut_and_ends_with_the_value() {
     assert_eq!(result.outcome, Ok(expected_triage()));
     assert_eq!(lookup.calls(), 1);
     assert_eq!(result.usage.llm_calls, 3);
-    assert_eq!(result.usage.input_tokens, 412 + 1024 + 655);
-    assert_eq!(result.usage.output_tokens, 89 + 48);
+    // The cut call counts too (C40): its input as `message_start` reported it (655),
+    // its output estimated from what arrived.
+    assert_eq!(result.usage.input_tokens, 412 + 1024 + 655 + 655);
+    // The cut call's `submit_output` and 30 bytes of arguments: 43 bytes, 11 tokens.
+    assert_eq!(result.usage.output_tokens, 89 + 48 + 11);
+    assert_eq!(result.usage.estimated_llm_calls, 1);
     // Every call id answered: the unknown tool gets an error result.
     let results: Vec<(&str, bool)> = events
         .iter()

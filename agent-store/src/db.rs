@@ -567,6 +567,16 @@ CREATE TABLE IF NOT EXISTS tool_ledger (
 );
 ";
 
+/// Thread claims ([`Memory::claim`](agent_core::store::Memory::claim)): the run that
+/// holds each busy thread, until when (case C38).
+const MIGRATION_3: &str = "
+CREATE TABLE IF NOT EXISTS thread_claims (
+    thread_id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    expires_at_ms BIGINT NOT NULL
+);
+";
+
 impl<'s> MigrationSource<'s> for Migrations {
     fn resolve(
         self,
@@ -589,6 +599,13 @@ impl<'s> MigrationSource<'s> for Migrations {
                 Cow::Borrowed("checkpoints and the tool ledger (durable runs)"),
                 MigrationType::Simple,
                 Cow::Borrowed(MIGRATION_2),
+                false,
+            ),
+            Migration::new(
+                3,
+                Cow::Borrowed("thread claims: one run at a time per thread"),
+                MigrationType::Simple,
+                Cow::Borrowed(MIGRATION_3),
                 false,
             ),
         ];

@@ -5,6 +5,12 @@
 //! `RETURNING messages` gives the new message count (the row lock orders concurrent
 //! appends on PostgreSQL; SQLite has one writer), then insert the messages numbered
 //! after the previous ones.
+//!
+//! A claim (one run at a time per thread, C38) is one upsert into `thread_claims` that
+//! takes the row only when it is free, its lease ran out, or the run holds it already:
+//! the database decides, so runs of other processes and other store handles wait too.
+
+use std::time::Duration;
 
 use agent_core::store::{Memory, StoreFuture, ThreadEntry, ThreadState};
 use agent_core::{Message, StoreError};
@@ -21,6 +27,57 @@ fn now_ms() -> u64 {
 }
 
 impl Memory for Store {
+    fn claim<'a>(
+        &'a self,
+        thread: &'a str,
+        run: &'a str,
+        lease: Duration,
+    ) -> StoreFuture<'a, bool> {
+        Box::pin(async move {
+            check_key("thread id", thread)?;
+            check_key("trace id", run)?;
+            let now = now_ms();
+            let lease_ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
+            let until = db_ms(now.saturating_add(lease_ms));
+            let now = db_ms(now);
+            self.shared.ready().await?;
+            write_tx!(&self.shared, DB, tx => {
+                sqlx::query(
+                    "INSERT INTO thread_claims (thread_id, run_id, expires_at_ms) \
+                     VALUES ($1, $2, $3) ON CONFLICT (thread_id) DO UPDATE SET \
+                     run_id = excluded.run_id, expires_at_ms = excluded.expires_at_ms \
+                     WHERE thread_claims.run_id = excluded.run_id \
+                     OR thread_claims.expires_at_ms <= $4",
+                )
+                .bind(thread)
+                .bind(run)
+                .bind(until)
+                .bind(now)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error)?
+                .rows_affected()
+                    == 1
+            })
+        })
+    }
+
+    fn release<'a>(&'a self, thread: &'a str, run: &'a str) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            check_key("thread id", thread)?;
+            check_key("trace id", run)?;
+            self.shared.ready().await?;
+            write_tx!(&self.shared, DB, tx => {
+                sqlx::query("DELETE FROM thread_claims WHERE thread_id = $1 AND run_id = $2")
+                    .bind(thread)
+                    .bind(run)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_error)?;
+            })
+        })
+    }
+
     fn load<'a>(&'a self, thread: &'a str, max_messages: usize) -> StoreFuture<'a, ThreadState> {
         Box::pin(async move {
             check_key("thread id", thread)?;

@@ -248,11 +248,12 @@ async fn postgres_a_server_that_refuses_changes_no_outcome() {
     let threaded = run_agent_with(&config, "q", RunOptions::new().thread("t1")).await;
     assert_eq!(threaded.outcome, expected.outcome);
     assert_eq!(threaded.usage.llm_calls, expected.usage.llm_calls);
-    // load, retrieve, append, record, record_trace.
-    assert_eq!(threaded.store_failures, 5);
+    // claim (the thread, C38; never made, so never released), load, retrieve, append,
+    // record, record_trace.
+    assert_eq!(threaded.store_failures, 6);
     let ops: Vec<&str> = failures.all().iter().map(|(_, _, op, _)| *op).collect();
-    assert_eq!(ops[..2], ["load", "retrieve"]);
-    let mut after: Vec<&str> = ops[2..].to_vec();
+    assert_eq!(ops[..3], ["claim", "load", "retrieve"]);
+    let mut after: Vec<&str> = ops[3..].to_vec();
     after.sort_unstable();
     assert_eq!(after, ["append", "record", "record_trace"]);
     assert!(

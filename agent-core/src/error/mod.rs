@@ -66,7 +66,8 @@ pub enum AttemptKind {
     /// `submit_output` alone with arguments that failed validation (or were rejected by
     /// an output validator).
     SchemaValidation,
-    /// `submit_output` together with another call, or more than once.
+    /// `submit_output` together with another call, or more than once; in native and
+    /// prompted modes, a reply holding two different JSON answers (none is picked).
     AmbiguousTurn,
     /// Plain text where a `submit_output` call was expected.
     SchemaNotCalled,
@@ -178,7 +179,8 @@ pub enum AgentError {
         /// Every malformed turn of the run, oldest first.
         attempts: Vec<Attempt>,
     },
-    /// `max_parse_retries` ran out on a turn with `submit_output` and other calls.
+    /// `max_parse_retries` ran out on a turn with `submit_output` and other calls (or,
+    /// in native and prompted modes, on replies holding two different JSON answers).
     #[error("ambiguous tool turn: {}", Attempts(.attempts))]
     AmbiguousTurn {
         /// Every malformed turn of the run, oldest first.

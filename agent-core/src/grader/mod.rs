@@ -315,6 +315,9 @@ impl<T: AgentOutput> Case<'_, T> {
             Extracted::NotJson => Err(GradeError::NotJson {
                 message: "no JSON object in the output".to_owned(),
             }),
+            Extracted::Ambiguous(n) => Err(GradeError::NotJson {
+                message: format!("{n} different JSON objects in the output"),
+            }),
         })
     }
 }

@@ -254,6 +254,7 @@ impl LlmRequest {
                             .sum::<usize>()
                 }
                 Message::Tool { results } => results.iter().map(|r| r.content.len()).sum(),
+                Message::Paused { text, content } => text.len().max(content.to_string().len()),
             };
         }
         bytes += self
@@ -345,6 +346,12 @@ pub enum StopReason {
     /// The conversation filled the model's context window (Anthropic
     /// `model_context_window_exceeded`).
     ContextWindowExceeded,
+    /// The provider paused a long turn (Anthropic `pause_turn`, during server tools
+    /// such as web search): not an answer. The runner sends the turn's content back
+    /// unchanged ([`LlmResponse::provider_content`], as a
+    /// [`Message::Paused`](crate::Message::Paused)) and the model goes on with it, in
+    /// the next LLM call (case C41).
+    PauseTurn,
     /// Anything else, as the provider spelled it.
     Other(String),
 }
@@ -360,6 +367,7 @@ impl StopReason {
             Self::ContentFilter => "content_filter",
             Self::Refusal => "refusal",
             Self::ContextWindowExceeded => "context_window_exceeded",
+            Self::PauseTurn => "pause_turn",
             Self::Other(s) => s,
         }
     }
@@ -420,6 +428,10 @@ pub struct LlmResponse {
     /// conversation; in native and prompted output modes an answer found only here
     /// (some reasoning parsers put the JSON there) is read from it.
     pub reasoning: String,
+    /// The turn's content exactly as the provider sent it, when it must go back
+    /// unchanged: set with [`StopReason::PauseTurn`] (Anthropic's content blocks,
+    /// server tool blocks included); `None` otherwise.
+    pub provider_content: Option<serde_json::Value>,
 }
 
 impl LlmResponse {
@@ -511,6 +523,12 @@ pub struct LlmError {
     pub retry_after: Option<Duration>,
     /// The provider's request id, when sent.
     pub request_id: Option<String>,
+    /// The tokens the failed call cost, when the provider reported them (a 200 whose
+    /// body says the generation failed, with its `usage`); the runner counts them, or an
+    /// estimate where a failed call was accepted and none came (see
+    /// [`Usage::estimated_llm_calls`](crate::Usage::estimated_llm_calls)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<TokenUsage>,
 }
 
 impl LlmError {
@@ -532,6 +550,7 @@ impl LlmError {
             status: None,
             retry_after: None,
             request_id: None,
+            usage: None,
         }
     }
 
@@ -553,6 +572,13 @@ impl LlmError {
     #[must_use]
     pub fn with_request_id(mut self, id: impl Into<String>) -> Self {
         self.request_id = Some(id.into());
+        self
+    }
+
+    /// Sets the tokens the failed call cost (see [`usage`](Self::usage)).
+    #[must_use]
+    pub fn with_usage(mut self, usage: TokenUsage) -> Self {
+        self.usage = Some(usage);
         self
     }
 

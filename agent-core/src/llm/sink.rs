@@ -2,7 +2,7 @@
 //! client hands to a [`StreamSink`] as they arrive, and [`replay`] for clients that
 //! answer in one piece.
 
-use super::LlmResponse;
+use super::{LlmResponse, TokenUsage};
 
 /// One piece of a streamed model turn, as a client reads it off the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +28,11 @@ pub enum StreamDelta<'a> {
         /// The fragment of JSON text.
         json: &'a str,
     },
+    /// More of the reasoning the provider sends apart from the answer (compatible
+    /// servers' `reasoning_content` / `reasoning`, Anthropic `thinking_delta`): never
+    /// part of the answer, but tokens the call costs (a cut or cancelled call is counted
+    /// from what arrived, case C40).
+    Reasoning(&'a str),
 }
 
 /// Receives a streamed turn's [`StreamDelta`]s, in order, as they arrive.
@@ -47,6 +52,15 @@ pub trait StreamSink: Send {
     /// one [`StreamEvent::PartialOutput`](crate::StreamEvent::PartialOutput) per batch). Does nothing by default; calling
     /// it again without new pieces must do nothing either.
     fn flush(&mut self) {}
+
+    /// The token usage the provider reported so far in the stream (Anthropic's
+    /// `message_start` and `message_delta`, the last chunk of a Chat Completions stream
+    /// with `include_usage`): cumulative, so a later report replaces an earlier one.
+    /// The runner keeps it for a call cut off before its end (case C40); the returned
+    /// response carries the final usage anyway. Does nothing by default.
+    fn on_usage(&mut self, usage: TokenUsage) {
+        let _ = usage;
+    }
 }
 
 impl<F> StreamSink for F

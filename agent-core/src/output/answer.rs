@@ -8,62 +8,101 @@ use super::OutputSpec;
 /// What a reply's text holds.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Extracted {
-    /// A JSON value: the whole text, a fenced block, or the first object in the text.
+    /// A JSON value: the whole text, a fenced block, or the one object in the text.
     Value(Value),
     /// A JSON object starts but never ends (the reply was cut off).
     Truncated,
     /// No JSON object at all.
     NotJson,
+    /// This many different JSON values, each of which could be the answer: none is
+    /// picked.
+    Ambiguous(usize),
 }
 
 /// How many `{` positions are tried before the text is judged not to hold JSON.
 const MAX_STARTS: usize = 32;
 
-/// Reads the answer out of a reply, leniently, in this order:
+/// Reads the answer out of a reply, leniently. First the reasoning the model wrote
+/// into its text is set aside (`<think>` blocks and their kin, see
+/// [`reasoning`](super::reasoning)): a draft in it is never the answer. Then, in this
+/// order:
 /// 1. the whole text is JSON;
-/// 2. a fenced block (```` ```json ... ``` ```` or ```` ``` ... ``` ````) is JSON;
-/// 3. the first `{` that starts a complete JSON value; text before and after it is
-///    ignored ("Here you go: {...} Hope this helps").
+/// 2. the JSON values in the text: every fenced block (```` ```json ... ``` ```` or
+///    ```` ``` ... ``` ````) that is JSON, and every complete object outside them, text
+///    before and after ignored ("Here you go: {...} Hope this helps"). One value (or
+///    the same value more than once) is the answer; different ones are
+///    [`Extracted::Ambiguous`]: a reply that holds two candidate answers is never
+///    resolved to one of them.
 ///
 /// A JSON string that itself holds a JSON object (a double-encoded answer) is unwrapped
 /// once. When some `{` starts a value that runs to the end of the text without closing,
 /// and no complete object is found, the reply was cut off: [`Extracted::Truncated`].
 pub(crate) fn extract_json(text: &str) -> Extracted {
-    let trimmed = text.trim();
+    let visible = super::reasoning::without_reasoning(text);
+    let trimmed = visible.trim();
     if let Ok(value) = serde_json::from_str::<Value>(trimmed) {
         return Extracted::Value(unwrap_encoded(value));
     }
-    if let Some(block) = fenced_block(trimmed)
-        && let Ok(value) = serde_json::from_str::<Value>(block.trim())
-    {
-        return Extracted::Value(unwrap_encoded(value));
+    let mut candidates: Vec<Value> = Vec::new();
+    let mut add = |value: Value| {
+        if !candidates.contains(&value) {
+            candidates.push(value);
+        }
+    };
+    // Fenced blocks first (an array or a string is an answer only there), then the
+    // objects of the text with the fences' bodies blanked out.
+    let mut outside = String::with_capacity(trimmed.len());
+    let mut rest = trimmed;
+    while let Some((before, body, after)) = fenced_block(rest) {
+        if let Ok(value) = serde_json::from_str::<Value>(body.trim()) {
+            add(unwrap_encoded(value));
+            outside.push_str(before);
+        } else {
+            outside.push_str(&rest[..rest.len() - after.len()]);
+        }
+        outside.push('\n');
+        rest = after;
     }
+    outside.push_str(rest);
     let mut truncated = false;
-    for (start, _) in trimmed.match_indices('{').take(MAX_STARTS) {
-        let rest = &trimmed[start..];
-        let mut values = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
+    let mut tries = 0;
+    let mut from = 0;
+    while let Some(found) = outside[from..].find('{') {
+        let start = from + found;
+        let mut values = serde_json::Deserializer::from_str(&outside[start..]).into_iter::<Value>();
         match values.next() {
-            Some(Ok(value)) => return Extracted::Value(value),
+            Some(Ok(value)) => {
+                add(value);
+                from = start + values.byte_offset().max(1);
+                continue;
+            }
             Some(Err(e)) if e.is_eof() => truncated = true,
             _ => {}
         }
+        tries += 1;
+        if tries >= MAX_STARTS {
+            break;
+        }
+        from = start + 1;
     }
-    if truncated {
-        Extracted::Truncated
-    } else {
-        Extracted::NotJson
+    match candidates.len() {
+        1 => Extracted::Value(candidates.remove(0)),
+        0 if truncated => Extracted::Truncated,
+        0 => Extracted::NotJson,
+        n => Extracted::Ambiguous(n),
     }
 }
 
-/// The content of the first fenced code block, if the text has one.
-fn fenced_block(text: &str) -> Option<&str> {
+/// The first fenced code block of the text: the text before it, its body, and the
+/// text after it.
+fn fenced_block(text: &str) -> Option<(&str, &str, &str)> {
     let open = text.find("```")?;
     let after = &text[open + 3..];
     // Skip the info string (`json`, `JSON`, ...) up to the end of the line.
     let body_start = after.find('\n').map_or(0, |i| i + 1);
     let body = &after[body_start..];
     let close = body.find("```")?;
-    Some(&body[..close])
+    Some((&text[..open], &body[..close], &body[close + 3..]))
 }
 
 /// A string holding a JSON object or array, parsed once; anything else unchanged.

@@ -5,10 +5,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 mod answer;
+mod reasoning;
 
 use crate::tool::ToolDefinition;
 use crate::validate::ValidationErrors;
 pub(crate) use answer::{Extracted, extract_json, prompted_system};
+pub(crate) use reasoning::{reasoning_open, without_reasoning};
 
 /// The name of the synthetic tool whose valid call ends a run.
 pub const SUBMIT_OUTPUT: &str = "submit_output";

@@ -313,9 +313,52 @@ pub(crate) fn status_error(
     error
 }
 
+/// The HTTP status a provider documents for an error `type` (or `code`, or Google
+/// `status`), so that an error that arrives without its status (in a 200 body, or as an
+/// event in a 200 stream) is classified as the same error with its status would be.
+///
+/// - Anthropic (<https://docs.anthropic.com/en/api/errors>): `invalid_request_error`
+///   400, `authentication_error` 401, `billing_error` 402, `permission_error` 403,
+///   `not_found_error` 404, `request_too_large` 413, `rate_limit_error` 429, `api_error`
+///   500, `timeout_error` 504, `overloaded_error` 529. The same page says an error can
+///   arrive in an SSE stream after a 200 ("error handling wouldn't follow these
+///   standard mechanisms"): that is the case this table is for (C35).
+/// - OpenAI (<https://platform.openai.com/docs/guides/error-codes>): `invalid_request_error`
+///   400, `invalid_api_key` 401, `model_not_found` 404, `context_length_exceeded` 400,
+///   `server_error` 500, `rate_limit_exceeded` 429.
+/// - Google (the `google.rpc.Code` mapping, <https://cloud.google.com/apis/design/errors#handling_errors>):
+///   `INVALID_ARGUMENT`, `FAILED_PRECONDITION`, `OUT_OF_RANGE` 400, `UNAUTHENTICATED` 401,
+///   `PERMISSION_DENIED` 403, `NOT_FOUND` 404, `ABORTED` 409, `RESOURCE_EXHAUSTED` 429,
+///   `INTERNAL` 500, `UNAVAILABLE` 503, `DEADLINE_EXCEEDED` 504.
+fn documented_status(label: &str) -> Option<u16> {
+    let status = match label.to_ascii_lowercase().as_str() {
+        "invalid_request_error"
+        | "context_length_exceeded"
+        | "invalid_argument"
+        | "failed_precondition"
+        | "out_of_range" => 400,
+        "authentication_error" | "invalid_api_key" | "unauthenticated" => 401,
+        "billing_error" => 402,
+        "permission_error" | "permission_denied" => 403,
+        "not_found_error" | "model_not_found" | "not_found" => 404,
+        "aborted" => 409,
+        "request_too_large" => 413,
+        "rate_limit_error" | "rate_limit_exceeded" | "resource_exhausted" => 429,
+        "api_error" | "server_error" | "internal" => 500,
+        "unavailable" => 503,
+        "timeout_error" | "deadline_exceeded" => 504,
+        "overloaded_error" => 529,
+        _ => return None,
+    };
+    Some(status)
+}
+
 /// The failure for a 2xx response whose body is an `error` object instead of a result
-/// (some OpenAI-compatible routers do this): classified by the error's numeric `code`
-/// when it is an HTTP status, else transient.
+/// (some OpenAI-compatible routers do this), or for an error event in a 2xx stream:
+/// classified by the error's numeric `code` when it is an HTTP status, else by the
+/// status its `type` or `code` stands for ([`documented_status`]: `overloaded_error`
+/// and `api_error` transient, `invalid_request_error` and `authentication_error`
+/// permanent), else transient.
 pub(crate) fn embedded_error(
     provider: &str,
     status: u16,
@@ -327,7 +370,9 @@ pub(crate) fn embedded_error(
         .code
         .as_deref()
         .and_then(|c| c.parse::<u16>().ok())
-        .filter(|c| (400..600).contains(c));
+        .filter(|c| (400..600).contains(c))
+        .or_else(|| error.kind.as_deref().and_then(documented_status))
+        .or_else(|| error.code.as_deref().and_then(documented_status));
     let kind = if error.is_exhausted() || code.is_some_and(|c| !is_transient_status(c)) {
         LlmErrorKind::Permanent
     } else {
@@ -469,6 +514,45 @@ mod tests {
             "{}",
             e.message
         );
+    }
+
+    // C35: an error inside a 2xx body or stream is classified by its type or code.
+    #[test]
+    fn c35_embedded_errors_are_classified_by_their_type() {
+        let embedded = |error: Value| {
+            let body = ErrorBody::from_value(error).unwrap();
+            embedded_error("test", 200, &HeaderMap::new(), body, None)
+        };
+        for permanent in [
+            "invalid_request_error",
+            "authentication_error",
+            "permission_error",
+            "not_found_error",
+            "request_too_large",
+            "INVALID_ARGUMENT",
+        ] {
+            let e = embedded(serde_json::json!({"type": permanent, "message": "no"}));
+            assert_eq!(e.kind, LlmErrorKind::Permanent, "{permanent}");
+            assert!(e.message.contains(permanent), "{}", e.message);
+        }
+        for transient in [
+            "overloaded_error",
+            "api_error",
+            "rate_limit_error",
+            "server_error",
+            "UNAVAILABLE",
+            "something_new",
+        ] {
+            let e = embedded(serde_json::json!({"type": transient, "message": "later"}));
+            assert!(e.is_transient(), "{transient}");
+        }
+        // OpenAI's codes, a Google status, and a numeric code that wins over the type.
+        let e = embedded(serde_json::json!({"type": null, "code": "invalid_api_key"}));
+        assert_eq!(e.kind, LlmErrorKind::Permanent);
+        let e = embedded(serde_json::json!({"status": "PERMISSION_DENIED", "code": 403}));
+        assert_eq!(e.kind, LlmErrorKind::Permanent);
+        let e = embedded(serde_json::json!({"type": "invalid_request_error", "code": 503}));
+        assert!(e.is_transient());
     }
 
     #[test]

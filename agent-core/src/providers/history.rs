@@ -40,6 +40,14 @@ pub(crate) enum Turn<'a> {
     },
     /// The answers to every call of the preceding assistant turn, in its call order.
     Results(Vec<Answer<'a>>),
+    /// A paused model turn ([`Message::Paused`]): its text, and the provider's content
+    /// to send back unchanged.
+    Paused {
+        /// The text so far, as the model wrote it.
+        text: &'a str,
+        /// The content as the provider sent it.
+        content: &'a serde_json::Value,
+    },
 }
 
 /// The conversation as turns, with every call answered exactly once.
@@ -59,6 +67,10 @@ pub(crate) fn turns(messages: &[Message]) -> Vec<Turn<'_>> {
                     calls: tool_calls,
                 });
                 pending = tool_calls;
+            }
+            Message::Paused { text, content } => {
+                answer_missing(&mut out, std::mem::take(&mut pending));
+                out.push(Turn::Paused { text, content });
             }
             Message::Tool { results } => {
                 let calls = std::mem::take(&mut pending);

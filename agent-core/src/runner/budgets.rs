@@ -2,7 +2,7 @@
 //! the answer, and the tokens and cost each turn adds.
 
 use crate::error::{AgentError, Budget};
-use crate::llm::LlmResponse;
+use crate::llm::{LlmError, LlmResponse, TokenUsage};
 use crate::output::AgentOutput;
 
 use super::Run;
@@ -78,13 +78,63 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         let reported = response.usage;
         let usage = if reported.input_tokens == 0 && reported.output_tokens == 0 {
             self.usage.estimated_llm_calls = self.usage.estimated_llm_calls.saturating_add(1);
-            crate::llm::TokenUsage::new(
+            TokenUsage::new(
                 self.request.estimated_input_tokens(),
                 response.estimated_output_tokens(),
             )
         } else {
             reported
         };
+        self.count_tokens(usage);
+    }
+
+    /// Adds the tokens of an LLM call that gave no turn (case C40). A call costs tokens
+    /// when the provider accepted it: its failure came with a 2xx status (a stream cut
+    /// mid-way or ending in an error event, a 200 whose body is an error), some of the
+    /// turn arrived, or it was `abandoned` while under way (`llm_timeout`, the deadline,
+    /// cancellation: the provider may still be generating). Its tokens are the ones the
+    /// provider reported with the failure, else an estimate from the request and the
+    /// bytes received (the rule of [`add_usage`](Self::add_usage)), counted in
+    /// `Usage::estimated_llm_calls`. A failure with an error status (429, 500, ...) and
+    /// nothing received costs nothing.
+    pub(super) fn add_failed_usage(&mut self, error: Option<&LlmError>, abandoned: bool) {
+        self.in_flight = false;
+        let received = self.meter.received();
+        let streamed = self.meter.reported();
+        self.meter.reset();
+        let some = |u: &TokenUsage| u.input_tokens > 0 || u.output_tokens > 0;
+        if let Some(usage) = error.and_then(|e| e.usage).filter(some) {
+            self.count_tokens(usage);
+            return;
+        }
+        let accepted = error
+            .and_then(|e| e.status)
+            .is_some_and(|s| (200..300).contains(&s));
+        if !(accepted || abandoned || received > 0 || some(&streamed)) {
+            return;
+        }
+        // What the provider reported mid-stream (Anthropic's input tokens at the
+        // start), the rest estimated; the output at least what arrived.
+        let mut usage = streamed;
+        let mut estimated = false;
+        if usage.input_tokens == 0 {
+            usage.input_tokens = self.request.estimated_input_tokens();
+            estimated = true;
+        }
+        let arrived = received.div_ceil(4);
+        if usage.output_tokens < arrived {
+            usage.output_tokens = arrived;
+            estimated = true;
+        }
+        if estimated {
+            self.usage.estimated_llm_calls = self.usage.estimated_llm_calls.saturating_add(1);
+        }
+        self.count_tokens(usage);
+    }
+
+    /// The tokens and cost of one LLM call, added to the run's and kept as the last
+    /// call's.
+    fn count_tokens(&mut self, usage: TokenUsage) {
         self.usage.add_tokens(&usage);
         self.last_call_tokens = usage.input_tokens.saturating_add(usage.output_tokens);
         if let Some(price) = &self.cfg.price {

@@ -69,8 +69,10 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 OutputPlan::Json(_) => PartialKind::Text,
                 OutputPlan::Text => PartialKind::None,
             };
-            TurnSink::new(events.clone(), llm_call, kind)
+            TurnSink::new(events.clone(), llm_call, kind, Arc::clone(&self.meter))
         });
+        self.meter.reset();
+        self.in_flight = true;
         let request = &self.request;
         let client = &cfg.client;
         let limit = cfg.settings.budgets.llm_timeout;
@@ -92,15 +94,29 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         .catch_unwind();
         let outcome = match guarded.instrument(span.clone()).await {
             Ok(Ok(outcome)) => outcome,
-            Ok(Err(_elapsed)) => Err(LlmError::transient(format!(
-                "the model call timed out after {} ms (llm_timeout)",
-                limit.as_millis()
-            ))),
+            Ok(Err(_elapsed)) => {
+                let error = LlmError::transient(format!(
+                    "the model call timed out after {} ms (llm_timeout)",
+                    limit.as_millis()
+                ));
+                self.add_failed_usage(Some(&error), true);
+                Err(error)
+            }
             Err(payload) => {
                 spans::record_error(&span, "internal_error");
+                self.add_failed_usage(None, true);
                 return Err(AgentError::from_panic("the model client", payload.as_ref()));
             }
         };
+        match &outcome {
+            // A turn's tokens are added once it is sanitized (`on_turn`).
+            Ok(_) => self.in_flight = false,
+            Err(error) => {
+                if self.in_flight {
+                    self.add_failed_usage(Some(error), false);
+                }
+            }
+        }
         spans::record_outcome(&span, &outcome, cfg.settings.budgets.capture_content);
         Ok(outcome)
     }

@@ -30,6 +30,11 @@ pub(crate) fn input_messages(messages: &[Message]) -> String {
                 "role": "assistant",
                 "parts": assistant_parts(text, tool_calls),
             }),
+            // The provider's own blocks are not the conventions' parts: the text.
+            Message::Paused { text, .. } => json!({
+                "role": "assistant",
+                "parts": assistant_parts(text, &[]),
+            }),
             Message::Tool { results } => json!({
                 "role": "tool",
                 "parts": results

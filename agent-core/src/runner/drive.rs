@@ -77,6 +77,10 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             Ok(outcome) => outcome,
             Err(payload) => Err(AgentError::from_panic("the runner", payload.as_ref())),
         };
+        // An LLM call the deadline or the cancellation cut off still cost its tokens.
+        if self.in_flight {
+            self.add_failed_usage(None, true);
+        }
         // The outcome is fixed: grading can only add scores, within its own timeout, the
         // deadline and the cancellation token.
         if let Ok(value) = &outcome {

@@ -245,4 +245,10 @@ struct Run<'c, T> {
     run_id: Arc<str>,
     /// Checkpoints and the tool ledger, with a checkpoint store.
     durable: Option<Box<checkpoint::Durable>>,
+    /// Whether an LLM call is under way (set for the call, cleared when it returns):
+    /// one that never returns (cancelled, cut by the deadline) is counted anyway.
+    in_flight: bool,
+    /// What a streamed call received so far (the bytes of its turn, the usage the
+    /// provider reported mid-stream), kept by its sink: what a cut call is counted from.
+    meter: Arc<crate::stream::Meter>,
 }

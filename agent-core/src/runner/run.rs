@@ -98,6 +98,8 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             model_summary: None,
             fatal: None,
             events,
+            in_flight: false,
+            meter: Arc::default(),
         }
     }
 

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::{Compiled, OutputPlan};
 use crate::error::{AgentError, Budget, Ending};
@@ -42,6 +43,9 @@ pub(crate) struct Prepared {
     /// The thread cap's error, when the thread is over it.
     refusal: Option<AgentError>,
     refused: bool,
+    /// The run's claim on its thread ([`Memory::claim`]): released after the append,
+    /// or, when the run is dropped before, by [`Claim`]'s `Drop`.
+    claim: Option<Claim>,
     failures: u32,
     recorder: Option<Arc<EventRecorder>>,
     observers: Observers,
@@ -70,6 +74,7 @@ impl Prepared {
             context: String::new(),
             refusal: None,
             refused: false,
+            claim: None,
             failures: 0,
             recorder: None,
             observers: Observers::default(),
@@ -129,6 +134,83 @@ where
     }
 }
 
+/// A run's claim on its thread. Dropped unreleased (the run's future was dropped before
+/// its end), it releases the thread on a task of its own, so the next run does not
+/// wait for the lease to run out.
+struct Claim {
+    /// The memory, the thread and the run holding it; `None` once released.
+    held: Option<(Arc<dyn crate::stores::Memory>, String, String)>,
+    limit: Duration,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let (Some((memory, thread, run)), Ok(runtime)) =
+            (self.held.take(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let limit = self.limit;
+        runtime.spawn(async move {
+            let _ = guarded(limit, || memory.release(&thread, &run)).await;
+        });
+    }
+}
+
+/// How long a run without a deadline holds its thread at most ([`Memory::claim`]): a
+/// run that outlives it (or a process that died holding it) no longer keeps the next
+/// run waiting.
+const THREAD_LEASE: Duration = Duration::from_secs(15 * 60);
+
+/// The longest pause between two claims of a busy thread.
+const MAX_CLAIM_PAUSE: Duration = Duration::from_millis(200);
+
+/// Claims the run's thread (case C38): runs on one thread go one after the other. While
+/// another run holds it, waits (claims again after a pause that doubles from 10 ms up
+/// to [`MAX_CLAIM_PAUSE`]), bounded by the run's deadline and cancellation, and at most
+/// by the holder's lease. The lease: the deadline plus four store timeouts (the stores
+/// before and after the run), else [`THREAD_LEASE`].
+///
+/// # Errors
+/// The outer `Err` ends the run before any request: [`AgentError::DeadlineExceeded`]
+/// when the deadline passes while waiting, [`AgentError::Cancelled`]. The inner one is
+/// a store failure: the run goes on without the claim.
+async fn claim_thread(
+    memory: &dyn crate::stores::Memory,
+    thread: &str,
+    run: &str,
+    limit: Duration,
+    deadline: Option<Duration>,
+    tokens: &[CancellationToken],
+) -> Result<Result<(), StoreError>, AgentError> {
+    let lease = deadline.map_or(THREAD_LEASE, |d| d.saturating_add(limit.saturating_mul(4)));
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(10);
+    loop {
+        if tokens.iter().any(CancellationToken::is_cancelled) {
+            return Err(AgentError::Cancelled);
+        }
+        match guarded(limit, || memory.claim(thread, run, lease)).await {
+            Ok(true) => return Ok(Ok(())),
+            Ok(false) => {}
+            Err(error) => return Ok(Err(error)),
+        }
+        let mut wait = pause;
+        pause = pause.saturating_mul(2).min(MAX_CLAIM_PAUSE);
+        if let Some(limit) = deadline {
+            let left = limit.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                return Err(AgentError::DeadlineExceeded { limit });
+            }
+            wait = wait.min(left);
+        }
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = super::any_cancelled(tokens) => return Err(AgentError::Cancelled),
+        }
+    }
+}
+
 /// Before the run: installs the event recorder (trace store), loads the thread and
 /// checks its cap (memory), then retrieves context (retriever). Changes `options`: the
 /// thread's messages go before its history, and the recorder wraps its observer.
@@ -158,6 +240,34 @@ pub(crate) async fn before_run<T>(
         run: options.observer.clone(),
     };
     let limit = stores.timeout;
+    if let (Some(memory), Some(thread)) = (&stores.memory, &p.thread) {
+        let deadline = match (cfg.settings.budgets.deadline, options.deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let tokens: Vec<CancellationToken> = cfg
+            .settings
+            .cancellation
+            .iter()
+            .chain(&options.cancellation)
+            .cloned()
+            .collect();
+        match claim_thread(memory.as_ref(), thread, trace_id, limit, deadline, &tokens).await {
+            Ok(Ok(())) => {
+                p.claim = Some(Claim {
+                    held: Some((Arc::clone(memory), thread.clone(), trace_id.to_owned())),
+                    limit,
+                });
+            }
+            Ok(Err(error)) => p.fail(trace_id, StoreKind::Memory, "claim", &error),
+            Err(ended) => {
+                p.refusal = Some(ended);
+                p.refused = true;
+                p.history_len = options.history.len();
+                return p;
+            }
+        }
+    }
     if let (Some(memory), Some(thread)) = (&stores.memory, &p.thread) {
         let max = stores.window.max_messages;
         match guarded(limit, || memory.load(thread, max)).await {
@@ -309,6 +419,13 @@ pub(crate) async fn after_run<T>(cfg: &Compiled<T>, mut p: Prepared, result: &mu
         }
     };
     let (appended, recorded, traced) = futures::join!(append, recorded, traced);
+    // The next run on the thread may start: it sees this one's turns.
+    // Released here, not by the drop.
+    if let Some((memory, thread, run)) = p.claim.take().and_then(|mut c| c.held.take())
+        && let Err(error) = guarded(limit, || memory.release(&thread, &run)).await
+    {
+        p.fail(&trace_id, StoreKind::Memory, "release", &error);
+    }
     for (outcome, store, operation) in [
         (appended, StoreKind::Memory, "append"),
         (recorded, StoreKind::Feedback, "record"),

@@ -36,8 +36,21 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             mut tool_calls,
             stop_reason,
             reasoning,
+            provider_content,
             ..
         } = response;
+        if stop_reason == StopReason::PauseTurn {
+            // Not an answer (C41): the paused content goes back unchanged and the model
+            // continues its turn in the next LLM call, under the same budgets.
+            if !text.is_empty() {
+                self.last_text.clone_from(&text);
+            }
+            let content = provider_content.unwrap_or(serde_json::Value::Null);
+            self.request
+                .messages
+                .push(Message::Paused { text, content });
+            return Next::Continue;
+        }
         if stop_reason == StopReason::MaxTokens
             && let Some(last) = tool_calls.last_mut()
         {
@@ -94,8 +107,10 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         if tool_calls.is_empty() {
             // Some reasoning parsers leave the content empty and put the whole reply,
             // the JSON answer included, in the reasoning.
+            // Not when the output cap cut the turn: reasoning cut off is a draft at best.
             let answer_in_reasoning = text.trim().is_empty()
                 && !reasoning.trim().is_empty()
+                && stop_reason != StopReason::MaxTokens
                 && matches!(self.cfg.output, OutputPlan::Json(_));
             let text = if answer_in_reasoning {
                 &reasoning
@@ -188,6 +203,14 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 Extracted::NotJson => (
                     AttemptKind::SchemaValidation,
                     ValidationErrors::one("/: the reply is not a JSON object"),
+                ),
+                // Two candidate answers: picking one would be a guess.
+                Extracted::Ambiguous(n) => (
+                    AttemptKind::AmbiguousTurn,
+                    ValidationErrors::one(format!(
+                        "/: the reply holds {n} different JSON objects; reply with exactly \
+                         one, the answer, and keep drafts out of the reply"
+                    )),
                 ),
             }
         };

@@ -1,5 +1,7 @@
 //! [`Memory`]: conversation threads across runs, and the window that trims them.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
 use crate::message::Message;
@@ -36,6 +38,86 @@ pub trait Memory: Send + Sync {
     /// # Errors
     /// A [`StoreError`](crate::store::StoreError) when the store cannot be written.
     fn append<'a>(&'a self, thread: &'a str, entry: &'a ThreadEntry) -> StoreFuture<'a, ()>;
+
+    /// Claims `thread` for the run `run` (its trace id) for at most `lease`, so that two
+    /// runs on one thread go one after the other, each seeing the other's turns (case
+    /// C38). `true`: the run holds the thread now (it was free, the holder's lease ran
+    /// out, or this run held it already); `false`: another run holds it. The runner
+    /// claims before [`load`](Self::load), waits (polling) while another run holds the
+    /// thread, and [`release`](Self::release)s after [`append`](Self::append).
+    ///
+    /// The default holds claims in this process only (per store value): runs of one
+    /// process on one store are serialized, runs of other processes are not. A store
+    /// shared by processes overrides both methods with a claim in the store itself
+    /// (`agent-store` does, on SQLite and PostgreSQL).
+    ///
+    /// # Errors
+    /// A [`StoreError`](crate::store::StoreError) when the claim cannot be made; the
+    /// runner then goes on without it (a store never changes a run's outcome).
+    fn claim<'a>(
+        &'a self,
+        thread: &'a str,
+        run: &'a str,
+        lease: Duration,
+    ) -> StoreFuture<'a, bool> {
+        let key = (
+            std::ptr::from_ref(self).cast::<()>() as usize,
+            thread.to_owned(),
+        );
+        Box::pin(async move { Ok(local_claims::claim(key, run, lease)) })
+    }
+
+    /// Gives up the claim of [`claim`](Self::claim) (nothing when `run` does not hold
+    /// `thread`).
+    ///
+    /// # Errors
+    /// A [`StoreError`](crate::store::StoreError) when the store cannot be written; the
+    /// claim then runs out with its lease.
+    fn release<'a>(&'a self, thread: &'a str, run: &'a str) -> StoreFuture<'a, ()> {
+        let key = (
+            std::ptr::from_ref(self).cast::<()>() as usize,
+            thread.to_owned(),
+        );
+        Box::pin(async move {
+            local_claims::release(&key, run);
+            Ok(())
+        })
+    }
+}
+
+/// The claims of [`Memory`]'s default [`claim`](Memory::claim): per store value (its
+/// address) and thread, the run holding it and when its lease runs out.
+mod local_claims {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock, PoisonError};
+    use std::time::{Duration, Instant};
+
+    type Key = (usize, String);
+
+    fn claims() -> &'static Mutex<HashMap<Key, (String, Instant)>> {
+        static CLAIMS: OnceLock<Mutex<HashMap<Key, (String, Instant)>>> = OnceLock::new();
+        CLAIMS.get_or_init(Mutex::default)
+    }
+
+    pub(super) fn claim(key: Key, run: &str, lease: Duration) -> bool {
+        let now = Instant::now();
+        let until = now.checked_add(lease).unwrap_or(now);
+        let mut claims = claims().lock().unwrap_or_else(PoisonError::into_inner);
+        match claims.get(&key) {
+            Some((holder, expires)) if holder != run && *expires > now => false,
+            _ => {
+                claims.insert(key, (run.to_owned(), until));
+                true
+            }
+        }
+    }
+
+    pub(super) fn release(key: &Key, run: &str) {
+        let mut claims = claims().lock().unwrap_or_else(PoisonError::into_inner);
+        if claims.get(key).is_some_and(|(holder, _)| holder == run) {
+            claims.remove(key);
+        }
+    }
 }
 
 /// What [`Memory::load`] returns.
@@ -158,6 +240,7 @@ pub fn estimate_tokens(message: &Message) -> u64 {
                     .sum::<usize>()
         }
         Message::Tool { results } => results.iter().map(|r| r.content.len()).sum(),
+        Message::Paused { text, content } => text.len().max(content.to_string().len()),
     };
     (bytes as u64).div_ceil(4).max(1)
 }

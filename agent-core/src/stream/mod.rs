@@ -27,7 +27,7 @@ use crate::run_options::RunOptions;
 
 pub use crate::llm::{StreamDelta, StreamSink};
 pub use partial::parse_partial;
-pub(crate) use sink::{PartialKind, TurnSink};
+pub(crate) use sink::{Meter, PartialKind, TurnSink};
 
 /// One event of a streamed run (see [`run_agent_stream`]). `llm_call` is the round
 /// trip it belongs to (1-based, as in [`RunEvent`](crate::RunEvent)).

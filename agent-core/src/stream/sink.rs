@@ -1,10 +1,14 @@
 //! The runner's [`StreamSink`] for one LLM call: turns deltas into [`StreamEvent`]s,
 //! and follows the structured answer as it arrives.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use serde_json::Value;
 
 use super::{EventSender, StreamDelta, StreamEvent, StreamSink, parse_partial};
-use crate::output::SUBMIT_OUTPUT;
+use crate::llm::TokenUsage;
+use crate::output::{SUBMIT_OUTPUT, reasoning_open, without_reasoning};
 
 /// Where the structured answer arrives in a turn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,10 +34,62 @@ pub(crate) struct TurnSink<T> {
     last: Option<Value>,
     /// Whether `answer` grew since the last partial value was worked out.
     dirty: bool,
+    /// What the call received so far, shared with the run: a call cut off before its
+    /// end is counted from it.
+    meter: Arc<Meter>,
+}
+
+/// What a streamed LLM call received so far: the bytes of its turn (text, reasoning,
+/// call names and arguments) and the usage the provider reported mid-stream (zero when
+/// none). Atomics, so that the run reads them after the call's future is gone.
+#[derive(Debug, Default)]
+pub(crate) struct Meter {
+    received: AtomicU64,
+    input: AtomicU64,
+    output: AtomicU64,
+    cache_read: AtomicU64,
+    cache_write: AtomicU64,
+}
+
+impl Meter {
+    /// Starts a new call: nothing received.
+    pub(crate) fn reset(&self) {
+        for counter in [
+            &self.received,
+            &self.input,
+            &self.output,
+            &self.cache_read,
+            &self.cache_write,
+        ] {
+            counter.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// The bytes of the turn received.
+    pub(crate) fn received(&self) -> u64 {
+        self.received.load(Ordering::Relaxed)
+    }
+
+    /// The usage the provider reported so far (zero when none).
+    pub(crate) fn reported(&self) -> TokenUsage {
+        TokenUsage::new(
+            self.input.load(Ordering::Relaxed),
+            self.output.load(Ordering::Relaxed),
+        )
+        .with_cache(
+            self.cache_read.load(Ordering::Relaxed),
+            self.cache_write.load(Ordering::Relaxed),
+        )
+    }
 }
 
 impl<T> TurnSink<T> {
-    pub(crate) fn new(tx: EventSender<T>, llm_call: u32, kind: PartialKind) -> Self {
+    pub(crate) fn new(
+        tx: EventSender<T>,
+        llm_call: u32,
+        kind: PartialKind,
+        meter: Arc<Meter>,
+    ) -> Self {
         Self {
             tx,
             llm_call,
@@ -42,6 +98,7 @@ impl<T> TurnSink<T> {
             submit_index: None,
             last: None,
             dirty: false,
+            meter,
         }
     }
 
@@ -52,12 +109,19 @@ impl<T> TurnSink<T> {
     /// Sends the answer so far when it parses to an object that changed (at a flush:
     /// once per batch of pieces, not per fragment).
     fn partial(&mut self) {
+        // In text, reasoning the model writes (a `<think>` block and its drafts) is
+        // never the answer, not even a partial one.
+        let visible = match self.kind {
+            PartialKind::Text if reasoning_open(&self.answer) => return,
+            PartialKind::Text => without_reasoning(&self.answer),
+            _ => std::borrow::Cow::Borrowed(self.answer.as_str()),
+        };
         let json = match self.kind {
-            PartialKind::Text => match self.answer.find('{') {
-                Some(at) => &self.answer[at..],
+            PartialKind::Text => match visible.find('{') {
+                Some(at) => &visible[at..],
                 None => return,
             },
-            _ => &self.answer,
+            _ => &visible,
         };
         let Some(value) = parse_partial(json).filter(Value::is_object) else {
             return;
@@ -76,7 +140,16 @@ impl<T> TurnSink<T> {
 impl<T: Send> StreamSink for TurnSink<T> {
     fn on_delta(&mut self, delta: StreamDelta<'_>) {
         let llm_call = self.llm_call;
+        let bytes = match delta {
+            StreamDelta::Text(t) | StreamDelta::Reasoning(t) => t.len(),
+            StreamDelta::ToolCallStarted { name, .. } => name.len(),
+            StreamDelta::ToolCallArguments { json, .. } => json.len(),
+        };
+        self.meter
+            .received
+            .fetch_add(bytes as u64, Ordering::Relaxed);
         match delta {
+            StreamDelta::Reasoning(_) => {}
             StreamDelta::Text(text) => {
                 if text.is_empty() {
                     return;
@@ -117,5 +190,15 @@ impl<T: Send> StreamSink for TurnSink<T> {
         if std::mem::take(&mut self.dirty) {
             self.partial();
         }
+    }
+
+    fn on_usage(&mut self, usage: TokenUsage) {
+        let m = &self.meter;
+        m.input.store(usage.input_tokens, Ordering::Relaxed);
+        m.output.store(usage.output_tokens, Ordering::Relaxed);
+        m.cache_read
+            .store(usage.cache_read_tokens, Ordering::Relaxed);
+        m.cache_write
+            .store(usage.cache_write_tokens, Ordering::Relaxed);
     }
 }

@@ -9,10 +9,17 @@
 //! cumulative `usage` (output tokens); `message_stop` ends the stream; `ping` events
 //! may come anywhere; an `error` event is an error mid-stream. Source: "Streaming
 //! Messages" (<https://docs.anthropic.com/en/docs/build-with-claude/streaming>).
+//!
+//! Blocks of other types (`thinking` with its `thinking_delta` and `signature_delta`,
+//! `server_tool_use` with its `input_json_delta`s, `web_search_tool_result`, ...) are
+//! kept whole, as the non-streamed reply has them, so that a paused turn
+//! (`pause_turn`, C41) goes back as it came; thinking text goes to the sink as
+//! reasoning.
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::wire::WireUsage;
 use crate::llm::{StreamDelta, StreamSink};
 use crate::providers::sse::{Assembler, Step};
 
@@ -67,7 +74,12 @@ enum Block {
         start: Value,
         json: String,
     },
-    Other,
+    /// Any other block: as `content_block_start` gave it, with its deltas applied.
+    Other {
+        block: Value,
+        /// The `input_json_delta` pieces (a `server_tool_use` input).
+        json: String,
+    },
 }
 
 /// The reply so far.
@@ -83,9 +95,12 @@ pub(crate) struct EventAssembler {
 }
 
 impl EventAssembler {
+    /// The block open at `index`: the last one started there (a server that reuses an
+    /// index for a new block never feeds the earlier one).
     fn block(&mut self, index: usize) -> Option<&mut Block> {
         self.blocks
             .iter_mut()
+            .rev()
             .find(|(i, _)| *i == index)
             .map(|(_, b)| b)
     }
@@ -117,9 +132,20 @@ impl EventAssembler {
                     json: String::new(),
                 }
             }
-            _ => Block::Other,
+            _ => Block::Other {
+                block,
+                json: String::new(),
+            },
         };
         self.blocks.push((index, block));
+    }
+
+    /// Hands the usage so far to the sink (kept for a stream cut before its end).
+    fn report_usage(&self, sink: &mut dyn StreamSink) {
+        let map = Value::Object(self.usage.clone());
+        if let Ok(usage) = WireUsage::deserialize(&map) {
+            sink.on_usage(usage.tokens());
+        }
     }
 
     fn on_delta(&mut self, index: usize, delta: &Value, sink: &mut dyn StreamSink) {
@@ -138,6 +164,32 @@ impl EventAssembler {
                         index: *call,
                         json: more,
                     });
+                }
+            }
+            (Some("input_json_delta"), Some(Block::Other { json, .. })) => {
+                if let Some(more) = field("partial_json") {
+                    json.push_str(more);
+                }
+            }
+            (
+                Some(kind @ ("thinking_delta" | "signature_delta")),
+                Some(Block::Other { block, .. }),
+            ) => {
+                let key = if kind == "thinking_delta" {
+                    "thinking"
+                } else {
+                    "signature"
+                };
+                if let (Some(more), Some(map)) = (field(key), block.as_object_mut()) {
+                    if kind == "thinking_delta" && !more.is_empty() {
+                        sink.on_delta(StreamDelta::Reasoning(more));
+                    }
+                    match map.get_mut(key) {
+                        Some(Value::String(text)) => text.push_str(more),
+                        _ => {
+                            map.insert(key.to_owned(), Value::String(more.to_owned()));
+                        }
+                    }
                 }
             }
             _ => {}
@@ -161,6 +213,7 @@ impl Assembler for EventAssembler {
                 self.id = message.id;
                 self.model = message.model;
                 self.usage.extend(message.usage.unwrap_or_default());
+                self.report_usage(sink);
             }
             Event::ContentBlockStart {
                 index,
@@ -177,6 +230,7 @@ impl Assembler for EventAssembler {
                         self.usage.insert(key, value);
                     }
                 }
+                self.report_usage(sink);
             }
             Event::MessageStop => return Step::End,
             Event::Error { error } => return Step::Failed(error),
@@ -189,8 +243,8 @@ impl Assembler for EventAssembler {
         let content: Vec<Value> = self
             .blocks
             .into_iter()
-            .filter_map(|(_, block)| match block {
-                Block::Text(text) => Some(json!({"type": "text", "text": text})),
+            .map(|(_, block)| match block {
+                Block::Text(text) => json!({"type": "text", "text": text}),
                 Block::ToolUse {
                     id,
                     name,
@@ -204,9 +258,16 @@ impl Assembler for EventAssembler {
                     } else {
                         Value::String(json)
                     };
-                    Some(json!({"type": "tool_use", "id": id, "name": name, "input": input}))
+                    json!({"type": "tool_use", "id": id, "name": name, "input": input})
                 }
-                Block::Other => None,
+                Block::Other { mut block, json } => {
+                    if !json.trim().is_empty()
+                        && let Some(map) = block.as_object_mut()
+                    {
+                        map.insert("input".to_owned(), Value::String(json));
+                    }
+                    block
+                }
             })
             .collect();
         json!({

@@ -60,6 +60,9 @@ enum Block<'a> {
         #[serde(skip_serializing_if = "is_false")]
         is_error: bool,
     },
+    /// A block of a paused turn, sent back exactly as it came.
+    #[serde(untagged)]
+    Raw(&'a Value),
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)]
@@ -248,6 +251,26 @@ fn messages(history: &[crate::message::Message]) -> Vec<WireMessage<'_>> {
                     }),
                 );
             }
+            // A paused turn goes back as it came (C41); the turn that continues it is
+            // the same assistant turn, so it joins this message.
+            Turn::Paused { text, content } => {
+                let content = match content {
+                    Value::Array(blocks) if !blocks.is_empty() => {
+                        blocks.iter().map(Block::Raw).collect()
+                    }
+                    _ => vec![Block::Text {
+                        text: history::non_empty(text),
+                    }],
+                };
+                match out.last_mut().filter(|m| m.role == "assistant") {
+                    // A pause that continues a paused turn.
+                    Some(open) => open.content.extend(content),
+                    None => out.push(WireMessage {
+                        role: "assistant",
+                        content,
+                    }),
+                }
+            }
             Turn::Assistant { text, calls } => {
                 let mut content = Vec::with_capacity(calls.len() + 1);
                 if !text.trim().is_empty() {
@@ -258,6 +281,11 @@ fn messages(history: &[crate::message::Message]) -> Vec<WireMessage<'_>> {
                     name: &c.name,
                     input: Input(&c.arguments),
                 }));
+                if let Some(paused) = out.last_mut().filter(|m| m.role == "assistant") {
+                    // Only a paused turn leaves an assistant message open.
+                    paused.content.extend(content);
+                    continue;
+                }
                 if content.is_empty() {
                     content.push(Block::Text {
                         text: history::EMPTY_TURN,
@@ -291,7 +319,8 @@ fn user_blocks<'m, 'a>(out: &'m mut Vec<WireMessage<'a>>) -> &'m mut Vec<Block<'
 struct WireResponse {
     id: Option<String>,
     model: Option<String>,
-    content: Option<Vec<WireBlock>>,
+    /// The blocks, kept as JSON: a paused turn goes back exactly as it came.
+    content: Option<Vec<Value>>,
     stop_reason: Option<String>,
     usage: Option<WireUsage>,
     error: Option<Value>,
@@ -316,11 +345,24 @@ enum WireBlock {
 }
 
 #[derive(Deserialize)]
-struct WireUsage {
+pub(super) struct WireUsage {
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
     cache_creation_input_tokens: Option<u64>,
     cache_read_input_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    /// The counts as [`TokenUsage`]: input tokens include the cache reads and writes.
+    pub(super) fn tokens(&self) -> TokenUsage {
+        let read = self.cache_read_input_tokens.unwrap_or(0);
+        let write = self.cache_creation_input_tokens.unwrap_or(0);
+        TokenUsage::new(
+            self.input_tokens.unwrap_or(0) + read + write,
+            self.output_tokens.unwrap_or(0),
+        )
+        .with_cache(read, write)
+    }
 }
 
 /// Normalizes a 2xx reply.
@@ -361,8 +403,9 @@ pub(crate) fn decode(reply: &Reply, key: Option<&ApiKey>) -> Result<LlmResponse,
     };
     let mut text = String::new();
     let mut tool_calls = Vec::new();
-    for block in content {
-        match block {
+    for block in &content {
+        // A block of an unknown shape is one more block to ignore, as an unknown type is.
+        match WireBlock::deserialize(block).unwrap_or(WireBlock::Other) {
             WireBlock::Text { text: t } => text.push_str(&t),
             WireBlock::ToolUse { id, name, input } => {
                 tool_calls.push(ToolCall::from_wire(id, name, input.as_ref()));
@@ -378,24 +421,37 @@ pub(crate) fn decode(reply: &Reply, key: Option<&ApiKey>) -> Result<LlmResponse,
         Some("stop_sequence") => StopReason::StopSequence,
         Some("refusal") => StopReason::Refusal,
         Some("model_context_window_exceeded") => StopReason::ContextWindowExceeded,
+        Some("pause_turn") => StopReason::PauseTurn,
         Some(other) => StopReason::Other(other.to_owned()),
     };
-    let usage = wire.usage.map_or_else(TokenUsage::default, |u| {
-        let read = u.cache_read_input_tokens.unwrap_or(0);
-        let write = u.cache_creation_input_tokens.unwrap_or(0);
-        TokenUsage::new(
-            u.input_tokens.unwrap_or(0) + read + write,
-            u.output_tokens.unwrap_or(0),
-        )
-        .with_cache(read, write)
-    });
+    // "If the response has a `pause_turn` stop reason, you can provide the response
+    // back as-is in a subsequent request to let Claude continue its turn" (server tools,
+    // <https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/web-search-tool>,
+    // and "Handling stop reasons", <https://docs.anthropic.com/en/api/handling-stop-reasons>).
+    let provider_content = (stop_reason == StopReason::PauseTurn)
+        .then(|| Value::Array(content.into_iter().map(parsed_input).collect()));
+    let usage = wire.usage.map_or_else(TokenUsage::default, |u| u.tokens());
     let mut response = LlmResponse::tool_calls(tool_calls)
         .with_text(text)
         .with_stop_reason(stop_reason)
         .with_usage(usage);
     response.model = wire.model;
     response.request_id = request_id(&reply.headers).or(wire.id);
+    response.provider_content = provider_content;
     Ok(response)
+}
+
+/// A block whose `input` arrived as JSON text (a streamed `tool_use` or
+/// `server_tool_use`, assembled from its deltas) with that input parsed, as the
+/// non-streamed reply has it; any other block unchanged.
+fn parsed_input(mut block: Value) -> Value {
+    if let Some(input) = block.get_mut("input")
+        && let Value::String(text) = input
+        && let Ok(parsed @ Value::Object(_)) = serde_json::from_str::<Value>(text)
+    {
+        *input = parsed;
+    }
+    block
 }
 
 #[cfg(test)]

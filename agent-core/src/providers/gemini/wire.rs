@@ -278,6 +278,13 @@ fn contents(messages: &[Message]) -> Vec<Content<'_>> {
                     .unwrap_or(parts.len());
                 parts.splice(at..at, responses);
             }
+            // Another provider's paused turn: its text, as a model turn.
+            Turn::Paused { text, .. } => out.push(Content {
+                role: "model",
+                parts: vec![Part::Text {
+                    text: history::non_empty(text),
+                }],
+            }),
             Turn::Assistant { text, calls } => {
                 last_calls = calls;
                 let mut parts = Vec::with_capacity(calls.len() + 1);

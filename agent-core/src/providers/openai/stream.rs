@@ -50,6 +50,11 @@ pub(crate) struct ChunkAssembler {
 impl ChunkAssembler {
     /// Applies one tool call fragment: the call keyed by `wire_index` starts (with its
     /// id and name) or grows by `arguments`.
+    ///
+    /// A fragment that carries a new non-empty id, different from the id of the call
+    /// open at its `index`, opens a new call (case C34: some compatible servers send
+    /// every call of a turn at `index: 0`, each with its own id); a repeated id, or a
+    /// fragment without one, continues the call open at that index.
     fn on_call(
         &mut self,
         wire_index: usize,
@@ -58,7 +63,12 @@ impl ChunkAssembler {
         arguments: &str,
         sink: &mut dyn StreamSink,
     ) {
-        let at = match self.calls.iter().position(|c| c.wire_index == wire_index) {
+        let open = self
+            .calls
+            .iter()
+            .rposition(|c| c.wire_index == wire_index)
+            .filter(|&at| !opens_new_call(self.calls[at].id.as_ref(), id.as_ref()));
+        let at = match open {
             Some(at) => {
                 let call = &mut self.calls[at];
                 if call.id.is_none() {
@@ -99,6 +109,20 @@ impl ChunkAssembler {
                 json: arguments,
             });
         }
+    }
+}
+
+/// Whether a fragment's id names a call other than the one open at its index: both
+/// ids are present and non-empty, and they differ.
+fn opens_new_call(open: Option<&Value>, fragment: Option<&Value>) -> bool {
+    let usable = |id: &Value| match id {
+        Value::String(s) => !s.is_empty(),
+        Value::Null => false,
+        _ => true,
+    };
+    match (open, fragment) {
+        (Some(open), Some(fragment)) => usable(open) && usable(fragment) && open != fragment,
+        _ => false,
     }
 }
 
@@ -176,6 +200,7 @@ mod tests {
                     format!("start {index} {id} {name}")
                 }
                 StreamDelta::ToolCallArguments { index, json } => format!("args {index} {json}"),
+                StreamDelta::Reasoning(r) => format!("reasoning {r}"),
             });
         };
         for data in events {
@@ -317,6 +342,44 @@ mod tests {
             assembler.on_event("", nulls, &mut sink),
             Step::More
         ));
+    }
+
+    // C34: calls that share `index: 0` but carry different ids are two calls.
+    #[test]
+    fn c34_a_new_id_at_the_same_index_opens_a_new_call() {
+        let (deltas, reply) = assemble(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_a","function":{"name":"read_file","arguments":"{\"path\":\"a\"}"}}]}}]}"#,
+            // The same id again, and no id: the same call.
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_a","function":{"arguments":""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_b","function":{"name":"read_file","arguments":"{\"path\""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"","function":{"arguments":":\"b\"}"}}]},"finish_reason":"tool_calls"}]}"#,
+            "[DONE]",
+        ]);
+        assert_eq!(
+            deltas,
+            [
+                "start 0 call_a read_file",
+                "args 0 {\"path\":\"a\"}",
+                "start 1 call_b read_file",
+                "args 1 {\"path\"",
+                "args 1 :\"b\"}",
+            ]
+        );
+        let calls = message(&reply).tool_calls.as_ref().unwrap();
+        let got: Vec<(Value, Value)> = calls
+            .iter()
+            .map(|c| {
+                let f = c.function.as_ref().unwrap();
+                (c.id.clone().unwrap(), f.arguments.clone().unwrap())
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (json!("call_a"), json!("{\"path\":\"a\"}")),
+                (json!("call_b"), json!("{\"path\":\"b\"}")),
+            ]
+        );
     }
 
     #[test]

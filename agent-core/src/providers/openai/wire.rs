@@ -287,6 +287,11 @@ fn messages<'a>(system: Option<&'a str>, history: &'a [Message]) -> Vec<WireMess
                     tool_calls: calls.iter().map(wire_call).collect(),
                 });
             }
+            // Another provider's paused turn: its text, as an assistant turn.
+            Turn::Paused { text, .. } => out.push(WireMessage::Assistant {
+                content: Some(history::non_empty(text)),
+                tool_calls: Vec::new(),
+            }),
             Turn::Results(answers) => {
                 out.extend(answers.into_iter().map(|a| WireMessage::Tool {
                     tool_call_id: a.call_id,
@@ -362,6 +367,22 @@ pub(crate) struct WireUsage {
     pub(super) prompt_tokens: Option<u64>,
     pub(super) completion_tokens: Option<u64>,
     pub(super) prompt_tokens_details: Option<PromptDetails>,
+}
+
+impl WireUsage {
+    /// The counts as [`TokenUsage`], cached prompt tokens as cache reads.
+    pub(crate) fn tokens(&self) -> TokenUsage {
+        let cached = self
+            .prompt_tokens_details
+            .as_ref()
+            .and_then(|d| d.cached_tokens)
+            .unwrap_or(0);
+        TokenUsage::new(
+            self.prompt_tokens.unwrap_or(0),
+            self.completion_tokens.unwrap_or(0),
+        )
+        .with_cache(cached, 0)
+    }
 }
 
 #[derive(Deserialize)]
@@ -440,6 +461,13 @@ pub(super) fn decode_wire(
             key,
         ));
     };
+    let usage = wire
+        .usage
+        .as_ref()
+        .map_or_else(TokenUsage::default, WireUsage::tokens);
+    if finish_reason.as_deref() == Some("error") {
+        return Err(reported_error(wire.error, reply, provider, usage, key));
+    }
     let mut text = content_text(message.content);
     let reasoning = content_text(message.reasoning_content.or(message.reasoning));
     let mut tool_calls: Vec<ToolCall> = message
@@ -483,17 +511,6 @@ pub(super) fn decode_wire(
         }
         stop_reason = StopReason::Refusal;
     }
-    let usage = wire.usage.map_or_else(TokenUsage::default, |u| {
-        let cached = u
-            .prompt_tokens_details
-            .and_then(|d| d.cached_tokens)
-            .unwrap_or(0);
-        TokenUsage::new(
-            u.prompt_tokens.unwrap_or(0),
-            u.completion_tokens.unwrap_or(0),
-        )
-        .with_cache(cached, 0)
-    });
     let mut response = LlmResponse::tool_calls(tool_calls)
         .with_text(text)
         .with_stop_reason(stop_reason)
@@ -503,6 +520,42 @@ pub(super) fn decode_wire(
     let body_id = Some(id_text(wire.id)).filter(|id| !id.is_empty());
     response.request_id = request_id(&reply.headers).or(body_id);
     Ok(response)
+}
+
+/// The failure for a 200 whose choice ends with `finish_reason: "error"` (case C39): the
+/// server says the generation failed (OpenRouter documents `error` among its
+/// normalized finish reasons, <https://openrouter.ai/docs/api-reference/overview>,
+/// "Finish Reason"; vLLM and other servers send it when the engine fails mid-request),
+/// so whatever content came is not a turn. An `error` object beside the choice is
+/// classified as an embedded error; without one the failure is transient (the same
+/// request may succeed). The usage the body reports is kept: the call cost it.
+fn reported_error(
+    error: Option<Value>,
+    reply: &Reply,
+    provider: &str,
+    usage: TokenUsage,
+    key: Option<&ApiKey>,
+) -> LlmError {
+    let error = match error.and_then(ErrorBody::from_value) {
+        Some(error) => embedded_error(provider, reply.status, &reply.headers, error, key),
+        None => {
+            let message = format!(
+                "{provider} returned HTTP {} but the provider reported an error: the choice \
+                 ended with finish_reason \"error\"",
+                reply.status
+            );
+            let mut out = LlmError::transient(message).with_status(reply.status);
+            if let Some(id) = request_id(&reply.headers) {
+                out = out.with_request_id(id);
+            }
+            out
+        }
+    };
+    if usage.input_tokens > 0 || usage.output_tokens > 0 {
+        error.with_usage(usage)
+    } else {
+        error
+    }
 }
 
 #[cfg(test)]

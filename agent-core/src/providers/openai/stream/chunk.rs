@@ -152,6 +152,7 @@ impl<'de> Visitor<'de> for ChunkVisitor<'_> {
                 })?,
                 ChunkField::Usage => {
                     if let Some(usage) = map.next_value::<Option<WireUsage>>()? {
+                        sink.on_usage(usage.tokens());
                         reply.usage = Some(usage);
                     }
                 }
@@ -255,6 +256,7 @@ impl<'de> Visitor<'de> for Delta<'_> {
         // latter came first, its text is taken back.
         let mut reasoning_content = false;
         let mut reasoning_from: Option<usize> = None;
+        let reasoning_start = reply.reasoning.len();
         while let Some(field) = map.next_key()? {
             match field {
                 DeltaField::Content => {
@@ -293,6 +295,9 @@ impl<'de> Visitor<'de> for Delta<'_> {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
+        }
+        if reply.reasoning.len() > reasoning_start {
+            sink.on_delta(StreamDelta::Reasoning(&reply.reasoning[reasoning_start..]));
         }
         Ok(())
     }
