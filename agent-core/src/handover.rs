@@ -27,13 +27,20 @@ pub enum CallOutcome {
     /// it again: whether its effect happened is unknown. The text is what the model was
     /// told (see `docs/durable.md`).
     Unknown(String),
+    /// A person denied the call of a paused run (`Decisions::deny`): the reason, which
+    /// the model was given.
+    Denied(String),
+    /// The call's result came from outside the process (`Decisions::result`, for a
+    /// deferred call or one a person answered): the result content.
+    External(String),
 }
 
 impl CallOutcome {
     /// Whether the tool's code ran (successfully or not; for
-    /// [`Unknown`](Self::Unknown), it started).
+    /// [`Unknown`](Self::Unknown), it started; for [`External`](Self::External), it
+    /// ran and deferred its result).
     pub fn ran(&self) -> bool {
-        !matches!(self, CallOutcome::NotRun(_))
+        !matches!(self, CallOutcome::NotRun(_) | CallOutcome::Denied(_))
     }
 }
 
@@ -150,6 +157,8 @@ impl fmt::Display for Handover {
                     CallOutcome::Failed(d) => ("failed", d),
                     CallOutcome::NotRun(d) => ("not run", d),
                     CallOutcome::Unknown(d) => ("outcome unknown", d),
+                    CallOutcome::Denied(d) => ("denied", d),
+                    CallOutcome::External(d) => ("result from outside", d),
                 };
                 writeln!(
                     f,

@@ -104,6 +104,7 @@ mod observe;
 #[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
 pub mod otel;
 mod output;
+mod pause;
 mod pricing;
 pub mod providers;
 mod registry;
@@ -139,11 +140,15 @@ pub use observe::{Observer, RunEvent};
 pub use output::{
     AgentOutput, ESCALATE_TO_HUMAN, OutputMode, OutputSpec, PromptCaching, SUBMIT_OUTPUT,
 };
+pub use pause::{Decision, DecisionProblem, Decisions, PauseReason, PendingCall};
 pub use pricing::{ModelPrice, Pricing};
 pub use registry::ToolRegistry;
 pub use result::AgentResult;
 pub use run_options::RunOptions;
-pub use runner::{resume_agent, resume_agent_with, run_agent, run_agent_with};
+pub use runner::{
+    PausedRun, paused_runs, record_decisions, resume_agent, resume_agent_with, run_agent,
+    run_agent_with,
+};
 pub use scores::{FnGrader, GradeFuture, Grader, Scores};
 /// serde_json, re-exported: tool arguments and scripted turns are `serde_json::Value`s, so
 /// a user crate needs no serde_json dependency of its own (`agent_core::json!`).

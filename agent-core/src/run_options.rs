@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::message::Message;
 use crate::observe::Observer;
+use crate::pause::Decisions;
 use crate::tool::StateMap;
 
 /// Per-run inputs for [`run_agent_with`](crate::run_agent_with): the request-scoped
@@ -52,6 +53,7 @@ pub struct RunOptions {
     pub(crate) history: Vec<Message>,
     pub(crate) thread: Option<String>,
     pub(crate) run_id: Option<String>,
+    pub(crate) decisions: Decisions,
 }
 
 impl RunOptions {
@@ -143,6 +145,15 @@ impl RunOptions {
         self
     }
 
+    /// Decisions for the pending calls of a paused run (see
+    /// [`resume_agent_with`](crate::resume_agent_with)); ignored by a fresh run. Added
+    /// to those set before (same call id: replaced).
+    #[must_use]
+    pub fn decisions(mut self, decisions: Decisions) -> Self {
+        self.decisions.merge(decisions);
+        self
+    }
+
     /// The run id set with [`run_id`](Self::run_id).
     pub fn run_id_value(&self) -> Option<&str> {
         self.run_id.as_deref()
@@ -170,6 +181,14 @@ impl fmt::Debug for RunOptions {
             .field("history", &self.history.len())
             .field("thread", &self.thread)
             .field("run_id", &self.run_id)
+            .field("decisions", &self.decisions.len())
             .finish()
+    }
+}
+
+/// Resuming with decisions alone: `resume_agent_with(&config, id, Decisions::new().approve(..))`.
+impl From<Decisions> for RunOptions {
+    fn from(decisions: Decisions) -> Self {
+        Self::new().decisions(decisions)
     }
 }

@@ -74,6 +74,16 @@ pub trait Tool: Send + Sync + 'static {
     fn irreversible(&self) -> bool {
         false
     }
+
+    /// Whether every call needs a person's approval before it runs. `false` by
+    /// default; `#[tool(requires_approval)]` sets it (the config's `.approval(..)`
+    /// policy can ask for approval of any tool at run time). A call that needs approval
+    /// pauses the run (ending `paused`) until a decision comes with
+    /// [`resume_agent_with`](crate::resume_agent_with); the config needs a checkpoint
+    /// store.
+    fn requires_approval(&self) -> bool {
+        false
+    }
 }
 
 /// A failed tool execution; the message is shown to the model.
@@ -81,11 +91,13 @@ pub trait Tool: Send + Sync + 'static {
 /// An ordinary error ([`ToolError::new`]) is fed back and the model may go on. A fatal
 /// one ([`ToolError::fatal`]) says "I cannot safely continue": the other calls of that
 /// turn are answered as usual, then the run ends with `AgentError::ToolFatal`
-/// (category `tool_fatal`).
+/// (category `tool_fatal`). A deferred one ([`ToolError::deferred`]) is no failure: the
+/// result comes later, from outside, and the run pauses for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolError {
     message: String,
     fatal: bool,
+    deferred: bool,
 }
 
 impl ToolError {
@@ -94,6 +106,7 @@ impl ToolError {
         Self {
             message: message.into(),
             fatal: false,
+            deferred: false,
         }
     }
 
@@ -104,7 +117,28 @@ impl ToolError {
         Self {
             message: message.into(),
             fatal: true,
+            deferred: false,
         }
+    }
+
+    /// Not a failure: the call's result comes from outside the process (a client-side
+    /// action, a long job this call started, a person). With a checkpoint store the run
+    /// pauses once the turn's other calls are answered (ending `paused`, the call listed
+    /// in [`AgentError::Paused`](crate::AgentError::Paused) with `note`), and
+    /// [`Decisions::result`](crate::Decisions::result) gives the result on resume. The
+    /// call is not run again. Without a checkpoint store the run cannot wait: the model
+    /// gets an error result saying so.
+    pub fn deferred(note: impl Into<String>) -> Self {
+        Self {
+            message: note.into(),
+            fatal: false,
+            deferred: true,
+        }
+    }
+
+    /// Whether the tool deferred its result (see [`ToolError::deferred`]).
+    pub fn is_deferred(&self) -> bool {
+        self.deferred
     }
 
     /// The message.

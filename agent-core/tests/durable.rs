@@ -165,6 +165,9 @@ impl CheckpointStore for CrashAt {
         self.inner.record_tool(entry)
     }
 
+    fn unfinished<'a>(&'a self, limit: usize) -> StoreFuture<'a, Vec<CheckpointRecord>> {
+        self.inner.unfinished(limit)
+    }
     fn ledger<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Vec<LedgerEntry>> {
         self.inner.ledger(run_id)
     }
@@ -181,6 +184,9 @@ impl CheckpointStore for Broken {
         Box::pin(async { Err(StoreError::unavailable("down")) })
     }
     fn record_tool<'a>(&'a self, _: &'a LedgerEntry) -> StoreFuture<'a, ()> {
+        Box::pin(async { Err(StoreError::unavailable("down")) })
+    }
+    fn unfinished<'a>(&'a self, _: usize) -> StoreFuture<'a, Vec<CheckpointRecord>> {
         Box::pin(async { Err(StoreError::unavailable("down")) })
     }
     fn ledger<'a>(&'a self, _: &'a str) -> StoreFuture<'a, Vec<LedgerEntry>> {

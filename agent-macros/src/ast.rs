@@ -190,6 +190,8 @@ pub(crate) struct ToolFn {
     pub(crate) returns: Returns,
     /// `#[tool(irreversible)]`.
     pub(crate) irreversible: bool,
+    /// `#[tool(requires_approval)]`.
+    pub(crate) requires_approval: bool,
 }
 
 impl ToolFn {
@@ -209,6 +211,7 @@ impl ToolFn {
         attach_descriptions(&item.sig.ident, args.params, &mut params, &mut errors);
         let returns = parse_return(&item.sig.output, &mut errors);
         let irreversible = args.irreversible;
+        let requires_approval = args.requires_approval;
         let name = match &args.name {
             Some(lit) => {
                 let name = lit.value();
@@ -241,6 +244,7 @@ impl ToolFn {
             params,
             returns,
             irreversible,
+            requires_approval,
         })
     }
 }

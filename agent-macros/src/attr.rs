@@ -106,6 +106,8 @@ pub(crate) struct ToolArgs {
     pub(crate) params: Vec<(Ident, LitStr)>,
     /// `irreversible`: a successful call cannot be taken back.
     pub(crate) irreversible: bool,
+    /// `requires_approval`: every call waits for a person's approval.
+    pub(crate) requires_approval: bool,
 }
 
 impl ToolArgs {
@@ -113,7 +115,13 @@ impl ToolArgs {
         let mut args = Self::default();
         let mut keys = Keys::new(
             "#[tool]",
-            &["name", "description", "params", "irreversible"],
+            &[
+                "name",
+                "description",
+                "params",
+                "irreversible",
+                "requires_approval",
+            ],
         );
         let parser = syn::meta::parser(|meta| {
             match keys.claim(&meta.path)?.as_str() {
@@ -126,6 +134,14 @@ impl ToolArgs {
                         );
                     }
                     args.irreversible = true;
+                }
+                "requires_approval" => {
+                    if !meta.input.is_empty() && !meta.input.peek(syn::Token![,]) {
+                        return Err(meta.error(
+                            "`requires_approval` is a flag: write `#[tool(requires_approval)]`",
+                        ));
+                    }
+                    args.requires_approval = true;
                 }
                 _ => meta.parse_nested_meta(|param| {
                     let ident = param.path.require_ident()?.clone();

@@ -183,6 +183,7 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenSt
         "The tool `{name}` made by `#[tool]` from the fn `{fn_ident}`: list it in `tools![..]`."
     );
     let irreversible = tool.irreversible;
+    let requires_approval = tool.requires_approval;
     Ok(quote! {
         #item
 
@@ -234,6 +235,10 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenSt
 
                 fn irreversible(&self) -> bool {
                     #irreversible
+                }
+
+                fn requires_approval(&self) -> bool {
+                    #requires_approval
                 }
             }
         };

@@ -118,7 +118,10 @@ pub fn agent_type(args: TokenStream, input: TokenStream) -> TokenStream {
 /// The fn must not block its thread: a timeout, the deadline or cancellation stop it
 /// only at an `.await` (use `tokio::task::spawn_blocking` for blocking work).
 ///
-/// Keys: `name = "..."`, `description = "..."`, `params(name = "...", ..)`.
+/// Keys: `name = "..."`, `description = "..."`, `params(name = "...", ..)`, and the
+/// flags `irreversible` (a successful call cannot be taken back: listed in hand-overs,
+/// never re-run after a crash) and `requires_approval` (every call waits for a person's
+/// approval: the run pauses; the config needs a checkpoint store).
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     let input = proc_macro2::TokenStream::from(input);

@@ -86,6 +86,40 @@ impl CheckpointStore for Store {
         })
     }
 
+    fn unfinished<'a>(&'a self, limit: usize) -> StoreFuture<'a, Vec<CheckpointRecord>> {
+        Box::pin(async move {
+            self.shared.ready().await?;
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let rows = on_read_pool!(&self.shared.pools, pool, DB => {
+                sqlx::query(
+                    "SELECT run_id, seq, finished, fingerprint, updated_at_ms, header, state \
+                     FROM checkpoints WHERE finished = $1 \
+                     ORDER BY updated_at_ms DESC, run_id LIMIT $2",
+                )
+                .bind(false)
+                .bind(limit)
+                .fetch_all(pool)
+                .await
+                .map_err(db_error)?
+                .iter()
+                .map(|row| -> Result<CheckpointRecord, sqlx::Error> {
+                    let mut record = CheckpointRecord::default();
+                    record.run_id = row.try_get(0)?;
+                    record.seq = to_u64(row.try_get(1)?);
+                    record.finished = row.try_get(2)?;
+                    record.fingerprint = row.try_get(3)?;
+                    record.updated_at_ms = to_u64(row.try_get(4)?);
+                    record.header = row.try_get(5)?;
+                    record.state = row.try_get(6)?;
+                    Ok(record)
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(db_error)?
+            });
+            Ok(rows)
+        })
+    }
+
     fn record_tool<'a>(&'a self, entry: &'a LedgerEntry) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             check_key("run id", &entry.run_id)?;

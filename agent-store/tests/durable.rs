@@ -187,6 +187,9 @@ impl CheckpointStore for HangAt {
         }
         self.inner.record_tool(entry)
     }
+    fn unfinished<'a>(&'a self, limit: usize) -> StoreFuture<'a, Vec<CheckpointRecord>> {
+        self.inner.unfinished(limit)
+    }
     fn ledger<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Vec<LedgerEntry>> {
         self.inner.ledger(run_id)
     }

@@ -338,6 +338,37 @@ fn irreversible_is_declared_by_the_attribute_and_off_by_default() {
     assert!(!greet {}.irreversible());
 }
 
+/// Cancel an order once a person agreed.
+#[tool(requires_approval, irreversible)]
+async fn cancel_order(order_id: String) -> Result<String, agent_core::ToolError> {
+    if order_id.starts_with("JOB-") {
+        return Err(agent_core::ToolError::deferred(format!(
+            "the warehouse cancels {order_id} and reports back"
+        )));
+    }
+    Ok(format!("cancelled {order_id}"))
+}
+
+#[tokio::test]
+async fn requires_approval_is_a_flag_beside_irreversible_and_a_tool_fn_can_defer() {
+    assert!(cancel_order {}.requires_approval());
+    assert!(cancel_order {}.irreversible());
+    assert!(!issue_refund {}.requires_approval());
+    let deferred = cancel_order {}
+        .call(
+            serde_json::json!({"order_id": "JOB-7"}),
+            context_with(StateMap::new()),
+        )
+        .await
+        .unwrap_err();
+    assert!(deferred.is_deferred());
+    assert!(!deferred.is_fatal());
+    assert_eq!(
+        deferred.message(),
+        "the warehouse cancels JOB-7 and reports back"
+    );
+}
+
 #[tokio::test]
 async fn a_tool_error_returned_by_a_tool_fn_keeps_whether_it_is_fatal() {
     let ctx = context_with(StateMap::new());

@@ -11,6 +11,7 @@ use crate::config::{AgentConfig, ConfigError};
 use crate::error::Ending;
 use crate::handover::RunState;
 use crate::llm::LlmClient;
+use crate::message::ToolCall;
 use crate::observe::Observer;
 use crate::output::AgentOutput;
 use crate::pricing::{ModelPrice, Pricing};
@@ -32,6 +33,10 @@ pub type OutputValidator<T> = Arc<dyn Fn(&T) -> Result<(), String> + Send + Sync
 /// before each LLM call (see the builder's `tools_for`).
 pub(super) type ToolFilter = Arc<dyn Fn(&RunState<'_>, &ToolDefinition) -> bool + Send + Sync>;
 
+/// Which tool calls need a person's approval, from the call and the run's state: asked
+/// for every call of a user tool the model makes (see the builder's `approval`).
+pub(crate) type ApprovalPolicy = Arc<dyn Fn(&ToolCall, &RunState<'_>) -> bool + Send + Sync>;
+
 /// The customer message of a result, when a config wants one other than its templates
 /// (see the builder's `customer_message_fn`); `None` falls back to the templates.
 pub(super) type CustomerMessageFn<T> = Arc<dyn Fn(&AgentResult<T>) -> Option<String> + Send + Sync>;
@@ -50,6 +55,7 @@ pub(crate) struct Settings<T> {
     pub(crate) pricing: Pricing,
     pub(crate) cancellation: Option<CancellationToken>,
     pub(crate) tools_for: Option<ToolFilter>,
+    pub(crate) approval: Option<ApprovalPolicy>,
     pub(crate) customer_messages: BTreeMap<Ending, String>,
     pub(crate) customer_message_fn: Option<CustomerMessageFn<T>>,
     pub(crate) grader: Option<Arc<dyn Grader<T>>>,
@@ -73,6 +79,7 @@ impl<T> Clone for Settings<T> {
             pricing: self.pricing.clone(),
             cancellation: self.cancellation.clone(),
             tools_for: self.tools_for.clone(),
+            approval: self.approval.clone(),
             customer_messages: self.customer_messages.clone(),
             customer_message_fn: self.customer_message_fn.clone(),
             grader: self.grader.clone(),
@@ -98,6 +105,7 @@ impl<T> Settings<T> {
             pricing: Pricing::default(),
             cancellation: None,
             tools_for: None,
+            approval: None,
             customer_messages: BTreeMap::new(),
             customer_message_fn: None,
             grader: None,
@@ -326,6 +334,26 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         self
     }
 
+    /// Asks for a person's approval of tool calls chosen at run time (MCP tools
+    /// included): `needs(call, state)` is asked for every call of a user tool the model
+    /// makes (valid arguments, offered in its turn); when it returns `true`, or the tool
+    /// itself requires approval (`#[tool(requires_approval)]`), the call does not run.
+    /// The turn's other calls run, then the run pauses with ending `paused`
+    /// ([`AgentError::Paused`](crate::AgentError::Paused) lists the pending calls) and
+    /// [`resume_agent_with`](crate::resume_agent_with) continues it with a decision for
+    /// each: `|call, _| call.name == "refund" && call.arguments["amount"].as_f64() > Some(100.0)`.
+    /// A policy that panics asks for approval. Needs a checkpoint store
+    /// (`.checkpoints(..)`): `build()` returns
+    /// [`ConfigError::ApprovalWithoutCheckpoints`] without one.
+    #[must_use]
+    pub fn approval(
+        mut self,
+        needs: impl Fn(&ToolCall, &RunState<'_>) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.settings.approval = Some(Arc::new(needs));
+        self
+    }
+
     /// The message for the customer when a run ends with `ending`
     /// (`AgentResult::customer_message`). `{trace_id}` in the template becomes the
     /// run's trace id (a reference for support). Without one, the defaults are:
@@ -336,6 +364,7 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     /// | escalated | "Thank you. Your request has been passed to a member of our team, who will get back to you." |
     /// | exhausted, stuck | "We could not complete your request automatically. Please contact support and quote reference {trace_id}." |
     /// | failed | "We could not process your request because of a technical problem. Please try again later, or contact support and quote reference {trace_id}." |
+    /// | paused | "Thank you. Your request needs a review before we can go on; we will get back to you. Your reference is {trace_id}." |
     ///
     /// None of them claims that anything was resolved: only the config knows what an
     /// answer means for its customers.

@@ -38,7 +38,22 @@ pub(super) fn check_settings<T>(s: &Settings<T>) -> Result<(), ConfigError> {
             "a response needs some bytes",
         ));
     }
-    stores::check(&s.stores)
+    stores::check(&s.stores)?;
+    if s.stores.checkpoints.is_none() {
+        let what = if s.approval.is_some() {
+            Some("the approval policy".to_owned())
+        } else {
+            s.tools
+                .entries()
+                .iter()
+                .find(|e| e.tool.requires_approval())
+                .map(|e| format!("tool {:?}", e.definition.name))
+        };
+        if let Some(what) = what {
+            return Err(ConfigError::ApprovalWithoutCheckpoints { what });
+        }
+    }
+    Ok(())
 }
 
 /// Whether `name` matches `^[A-Za-z0-9_-]{1,64}$`.
@@ -101,6 +116,7 @@ pub(super) fn compile_tools<T>(s: &Settings<T>) -> Result<ToolTable, ConfigError
         let validator = check_object_schema(name, &entry.definition.parameters)?;
         tools.push(CompiledTool {
             irreversible: entry.tool.irreversible(),
+            requires_approval: entry.tool.requires_approval(),
             tool: Arc::clone(&entry.tool),
             definition: entry.definition.clone(),
             validator,

@@ -50,6 +50,8 @@ pub(crate) struct CompiledTool {
     pub(crate) validator: SchemaValidator,
     /// `Tool::irreversible`, asked once.
     pub(crate) irreversible: bool,
+    /// `Tool::requires_approval`, asked once.
+    pub(crate) requires_approval: bool,
 }
 
 /// A config after `build()`: the settings plus everything derived from them once.

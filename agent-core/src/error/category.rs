@@ -88,6 +88,8 @@ categories! {
     InvalidRun = "invalid_run" => Failed,
     /// A fault inside the runner or a panic in a client.
     Internal = "internal_error" => Failed,
+    /// The run waits for a decision or an outside result (not a failure).
+    Paused = "paused" => Paused,
 }
 
 impl Category {

@@ -101,4 +101,15 @@ pub enum ConfigError {
         /// What is wrong.
         message: String,
     },
+    /// A tool needs approval (`#[tool(requires_approval)]`, or the config has an
+    /// `.approval(..)` policy) but the config has no checkpoint store: a paused run
+    /// could not be kept until the decision comes.
+    #[error(
+        "{what} needs approval, which pauses runs, but the config has no checkpoint store: \
+         add one with .checkpoints(store)"
+    )]
+    ApprovalWithoutCheckpoints {
+        /// `tool "NAME"` or `the approval policy`.
+        what: String,
+    },
 }

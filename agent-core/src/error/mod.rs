@@ -13,9 +13,10 @@ pub use config::ConfigError;
 
 use crate::llm::{LlmError, StopReason};
 
-/// Why a run ended, in five words that say whose fix is next.
+/// Why a run ended, in six words that say whose move is next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Ending {
     /// A validated value came back.
     Answered,
@@ -29,19 +30,26 @@ pub enum Ending {
     /// The provider failed (permanently, or transiently more times than allowed), or the
     /// runner hit an internal fault.
     Failed,
+    /// The run waits for a person's decision or for a result from outside
+    /// ([`AgentError::Paused`]): not a failure, not exhausted, not stuck. It goes on with
+    /// [`resume_agent_with`](crate::resume_agent_with).
+    Paused,
 }
 
 impl Ending {
-    /// Every ending, in a fixed order (answered, escalated, exhausted, stuck, failed).
-    pub const ALL: [Ending; 5] = [
+    /// Every ending, in a fixed order (answered, escalated, exhausted, stuck, failed,
+    /// paused).
+    pub const ALL: [Ending; 6] = [
         Ending::Answered,
         Ending::Escalated,
         Ending::Exhausted,
         Ending::Stuck,
         Ending::Failed,
+        Ending::Paused,
     ];
 
-    /// The stable string: `answered`, `escalated`, `exhausted`, `stuck` or `failed`.
+    /// The stable string: `answered`, `escalated`, `exhausted`, `stuck`, `failed` or
+    /// `paused`.
     pub fn as_str(self) -> &'static str {
         match self {
             Ending::Answered => "answered",
@@ -49,6 +57,7 @@ impl Ending {
             Ending::Exhausted => "exhausted",
             Ending::Stuck => "stuck",
             Ending::Failed => "failed",
+            Ending::Paused => "paused",
         }
     }
 }
@@ -278,6 +287,18 @@ pub enum AgentError {
         /// What was wrong.
         message: String,
     },
+    /// The run paused: the model called tools that need a person's approval, or a tool
+    /// said its result comes from outside. Not a failure (ending [`Ending::Paused`]):
+    /// the turn's other calls ran, the checkpoint keeps the run, and
+    /// [`resume_agent_with`](crate::resume_agent_with) with a decision for every pending
+    /// call continues it. The paused time does not count toward the deadline.
+    #[error("paused: run {run_id} waits on {}", Pending(.pending))]
+    Paused {
+        /// The run id to resume.
+        run_id: String,
+        /// The calls waiting for a decision, in the order the model made them.
+        pending: Vec<crate::pause::PendingCall>,
+    },
     /// A fault inside the runner (a bug), or a panic in a user's `LlmClient`: caught,
     /// never a panic.
     #[error("internal error: {message}")]
@@ -291,8 +312,8 @@ impl AgentError {
     /// The stable tag: `schema_validation_failed`, `ambiguous_tool_turn`,
     /// `schema_not_called`, `max_llm_retries`, `llm_permanent_error`, `max_llm_calls`,
     /// `budget_exhausted`, `deadline_exceeded`, `cancelled`, `stuck`, `escalated`,
-    /// `refused`, `tool_fatal`, `context_window_exceeded`, `invalid_run` or
-    /// `internal_error` (the tag of [`kind`](Self::kind)).
+    /// `refused`, `tool_fatal`, `context_window_exceeded`, `invalid_run`, `paused`
+    /// or `internal_error` (the tag of [`kind`](Self::kind)).
     pub fn category(&self) -> &'static str {
         self.kind().as_str()
     }
@@ -315,6 +336,7 @@ impl AgentError {
             AgentError::ToolFatal { .. } => Category::ToolFatal,
             AgentError::ContextWindowExceeded { .. } => Category::ContextWindowExceeded,
             AgentError::InvalidRun { .. } => Category::InvalidRun,
+            AgentError::Paused { .. } => Category::Paused,
             AgentError::Internal { .. } => Category::Internal,
         }
     }
@@ -325,6 +347,14 @@ impl AgentError {
     /// The ending this error belongs to (its category's).
     pub fn ending(&self) -> Ending {
         self.kind().ending()
+    }
+
+    /// The calls a paused run waits on (empty unless [`AgentError::Paused`]).
+    pub fn pending_calls(&self) -> &[crate::pause::PendingCall] {
+        match self {
+            AgentError::Paused { pending, .. } => pending,
+            _ => &[],
+        }
     }
 
     /// The malformed turns the error carries (empty for provider, budget and guard errors).
@@ -344,6 +374,20 @@ impl AgentError {
             AttemptKind::AmbiguousTurn => AgentError::AmbiguousTurn { attempts },
             AttemptKind::SchemaNotCalled => AgentError::SchemaNotCalled { attempts },
         }
+    }
+}
+
+struct Pending<'a>(&'a [crate::pause::PendingCall]);
+
+impl fmt::Display for Pending<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, call) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{call}")?;
+        }
+        Ok(())
     }
 }
 

@@ -27,6 +27,7 @@ use crate::llm::LlmError;
 use crate::message::{Message, ToolCall, ToolResult};
 use crate::observe::RunEvent;
 use crate::output::{AgentOutput, OutputMode};
+use crate::pause::{Decisions, PauseReason, PendingCall};
 use crate::result::AgentResult;
 use crate::scores::Scores;
 use crate::stores::{
@@ -75,8 +76,21 @@ pub(super) enum Phase {
     /// Before an LLM call: the previous transition is complete.
     BeforeCall,
     /// The last message is a turn of ordinary tool calls, none answered yet; `offered`
-    /// names the tools that turn was offered.
-    ToolsPending { offered: Vec<String> },
+    /// names the tools that turn was offered; `decisions` are those a resume of a paused
+    /// run brought (edits already applied to the turn).
+    ToolsPending {
+        offered: Vec<String>,
+        #[serde(default, skip_serializing_if = "Decisions::is_empty")]
+        decisions: Decisions,
+    },
+    /// As `ToolsPending`, and the run paused: `pending` wait for a decision (the turn's
+    /// other calls completed in the ledger); `decisions` recorded so far.
+    Paused {
+        offered: Vec<String>,
+        pending: Vec<PendingCall>,
+        #[serde(default, skip_serializing_if = "Decisions::is_empty")]
+        decisions: Decisions,
+    },
 }
 
 /// A running run's state (the `state` text of an unfinished checkpoint).
@@ -364,7 +378,17 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         durable.elapsed_before = Duration::from_millis(s.elapsed_ms);
         durable.failures_before = s.store_failures;
         durable.ledger.prior = ledger.into_iter().map(|e| (e.call_id.clone(), e)).collect();
-        if let Phase::ToolsPending { offered } = s.phase {
+        let offered = match s.phase {
+            Phase::BeforeCall => None,
+            Phase::ToolsPending { offered, decisions }
+            | Phase::Paused {
+                offered, decisions, ..
+            } => {
+                self.decisions = decisions;
+                Some(offered)
+            }
+        };
+        if let Some(offered) = offered {
             let offered: Vec<_> = self
                 .cfg
                 .offered
@@ -530,6 +554,14 @@ impl Ledger {
                     },
                 ..
             }) if *arguments_hash == hash => return recorded(call, content, *is_error, *fatal),
+            Some(LedgerEntry {
+                arguments_hash,
+                status: LedgerStatus::Deferred { note },
+                ..
+            }) if *arguments_hash == hash => {
+                let reason = PauseReason::Deferred { note: note.clone() };
+                return Executed::waiting(call, reason);
+            }
             Some(_) if irreversible => return unknown(call),
             _ => {}
         }
@@ -543,10 +575,13 @@ impl Ledger {
         self.write(&entry, (trace_id, observers), "tool_started")
             .await;
         let done = run.await;
-        entry.status = LedgerStatus::Completed {
-            content: done.result.content.clone(),
-            is_error: done.result.is_error,
-            fatal: done.fatal,
+        entry.status = match &done.pause {
+            Some(PauseReason::Deferred { note }) => LedgerStatus::Deferred { note: note.clone() },
+            _ => LedgerStatus::Completed {
+                content: done.result.content.clone(),
+                is_error: done.result.is_error,
+                fatal: done.fatal,
+            },
         };
         self.write(&entry, (trace_id, observers), "tool_completed")
             .await;
@@ -584,6 +619,7 @@ fn recorded(call: &ToolCall, content: &str, is_error: bool, fatal: bool) -> Exec
         result,
         outcome,
         fatal,
+        pause: None,
     }
 }
 
@@ -600,5 +636,6 @@ fn unknown(call: &ToolCall) -> Executed {
         result: ToolResult::error(&call.id, &call.name, text.clone()),
         outcome: CallOutcome::Unknown(text),
         fatal: false,
+        pause: None,
     }
 }

@@ -24,6 +24,10 @@ pub(crate) fn default_template(ending: Ending) -> &'static str {
             "We could not process your request because of a technical problem. Please try \
              again later, or contact support and quote reference {trace_id}."
         }
+        Ending::Paused => {
+            "Thank you. Your request needs a review before we can go on; we will get back \
+             to you. Your reference is {trace_id}."
+        }
     }
 }
 

@@ -19,7 +19,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         duration: Duration,
     ) -> AgentResult<T> {
         let handover = match &outcome {
-            Ok(_) => None,
+            Ok(_) | Err(AgentError::Paused { .. }) => None,
             Err(error) => Some(self.handover(error)),
         };
         let partial = outcome.as_ref().is_ok_and(|value| {
@@ -89,7 +89,8 @@ fn answer_last_turn<T>(transcript: &mut Vec<Message>, outcome: &Result<T, AgentE
     let Some(Message::Assistant { tool_calls, .. }) = transcript.last() else {
         return;
     };
-    if tool_calls.is_empty() {
+    // A paused run's last turn is answered when it resumes.
+    if tool_calls.is_empty() || matches!(outcome, Err(AgentError::Paused { .. })) {
         return;
     }
     let results = tool_calls

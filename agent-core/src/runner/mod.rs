@@ -13,6 +13,7 @@ mod customer;
 mod drive;
 mod finish;
 mod guard;
+mod pause;
 mod replay;
 mod resume;
 mod run;
@@ -24,6 +25,7 @@ mod tools;
 mod trace;
 mod turn;
 
+pub use pause::{PausedRun, paused_runs, record_decisions};
 pub use replay::replay;
 pub use resume::{resume_agent, resume_agent_with};
 pub(crate) use stores::flush_stores;
@@ -35,7 +37,7 @@ use std::time::{Duration, Instant};
 use tracing::Instrument;
 
 use crate::config::{AgentConfig, Compiled};
-use crate::error::{AgentError, Attempt};
+use crate::error::{AgentError, Attempt, Ending};
 use crate::handover::CallRecord;
 use crate::llm::{LlmError, LlmRequest};
 use crate::observe::RunEvent;
@@ -192,6 +194,8 @@ async fn run<T: AgentOutput>(
             .instrument(span.clone())
             .await;
     }
+    // A paused run's last checkpoint is its pause; it finishes when it resumes.
+    let durable = durable.filter(|_| result.ending() != Ending::Paused);
     checkpoint::save_finished(durable, &mut result, &run_observers)
         .instrument(span)
         .await;
@@ -245,6 +249,8 @@ struct Run<'c, T> {
     run_id: Arc<str>,
     /// Checkpoints and the tool ledger, with a checkpoint store.
     durable: Option<Box<checkpoint::Durable>>,
+    /// The decisions a resumed paused run brought, by call id (taken as its turn runs).
+    decisions: crate::pause::Decisions,
     /// Whether an LLM call is under way (set for the call, cleared when it returns):
     /// one that never returns (cancelled, cut by the deadline) is counted anyway.
     in_flight: bool,

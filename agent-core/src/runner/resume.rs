@@ -41,9 +41,17 @@ pub async fn resume_agent<T: AgentOutput>(
 ///   irreversible: then the model is told its outcome is unknown, and the hand-over
 ///   lists it as [`CallOutcome::Unknown`](crate::CallOutcome::Unknown).
 /// - A finished run returns its stored result; no request is sent.
+/// - A paused run ([`AgentError::Paused`](crate::AgentError::Paused)) goes on once every
+///   pending call has a decision, given here ([`RunOptions::decisions`], or a
+///   [`Decisions`](crate::Decisions) as `options`) or recorded before with
+///   [`record_decisions`](crate::record_decisions): approved calls run (edited ones
+///   with the new arguments, which the transcript's call then shows), denied ones give
+///   the model the reason as an error result, outside results are fed back; the turn's
+///   other calls come from the ledger. The pause cost no LLM call, and the time it
+///   lasted does not count toward the deadline. It may pause again.
 ///
 /// `options` gives the resumed run its per-run inputs (state, cancellation, a deadline,
-/// an observer, metadata); its history, thread and run id are ignored (the
+/// an observer, metadata, decisions); its history, thread and run id are ignored (the
 /// checkpoint's are used). The result keeps the run's trace id.
 ///
 /// # Errors
@@ -52,13 +60,19 @@ pub async fn resume_agent<T: AgentOutput>(
 /// [`ResumeError::Unreadable`] when the checkpoint or the ledger cannot be read;
 /// [`ResumeError::Corrupt`] when they do not decode;
 /// [`ResumeError::ConfigMismatch`] when the config's output schema, output mode or tools
-/// (names and parameter schemas) differ from the run's, listing each difference. In each
-/// case nothing is sent and nothing is written.
+/// (names and parameter schemas) differ from the run's, listing each difference;
+/// [`ResumeError::NotPaused`] when decisions are given for a run that is not paused (it
+/// finished, or a resume took its decisions already); [`ResumeError::Decisions`] when
+/// they do not fit its pending calls (an unknown call id, a pending call without a
+/// decision, a decision of the wrong kind, edited arguments that do not validate),
+/// listing each problem. In each case nothing is sent and nothing is written.
 pub async fn resume_agent_with<T: AgentOutput>(
     config: &AgentConfig<T>,
     run_id: &str,
-    options: RunOptions,
+    options: impl Into<RunOptions>,
 ) -> Result<AgentResult<T>, ResumeError> {
+    let mut options: RunOptions = options.into();
+    let given = std::mem::take(&mut options.decisions);
     let cfg: &Compiled<T> = &config.inner;
     let store = cfg
         .settings
@@ -105,16 +119,32 @@ pub async fn resume_agent_with<T: AgentOutput>(
         );
     }
     if record.finished {
+        if !given.is_empty() {
+            return Err(ResumeError::NotPaused {
+                run_id: run_id.to_owned(),
+            });
+        }
         let finished: Finished<'static> = serde_json::from_str(&record.state)
             .map_err(|e| corrupt(format!("the result does not decode: {e}")))?;
         return rebuild(cfg, finished).map_err(corrupt);
     }
-    let snapshot: Snapshot<'static> = serde_json::from_str(&record.state)
+    let mut snapshot: Snapshot<'static> = serde_json::from_str(&record.state)
         .map_err(|e| corrupt(format!("the state does not decode: {e}")))?;
+    let validate = |tool: &str, arguments: &Value| -> Result<(), String> {
+        let compiled = cfg
+            .tool_index
+            .get(tool)
+            .and_then(|&i| cfg.tools.get(i))
+            .ok_or_else(|| format!("the config has no tool {tool}"))?;
+        compiled
+            .validator
+            .validate(arguments)
+            .map_err(|e| e.to_string())
+    };
+    super::pause::take_decisions(run_id, &mut snapshot, given, validate)?;
     let ledger = bounded(limit, || store.ledger(run_id))
         .await
         .map_err(unreadable)?;
-    let mut options = options;
     options.thread.clone_from(&header.thread);
     options.run_id = Some(run_id.to_owned());
     options.history = Vec::new();

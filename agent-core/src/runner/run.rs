@@ -41,6 +41,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             history,
             thread: _,
             run_id: _,
+            decisions: _,
         } = options;
         let mut request = LlmRequest::new(cfg.wire_model.clone());
         request.system = cfg.system_prompt.clone();
@@ -69,6 +70,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             cfg,
             run_id: Arc::clone(&trace_id),
             durable: None,
+            decisions: crate::pause::Decisions::new(),
             trace_id,
             input,
             request,

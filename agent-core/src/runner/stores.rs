@@ -348,6 +348,8 @@ pub(crate) async fn after_run<T>(cfg: &Compiled<T>, mut p: Prepared, result: &mu
         .unwrap_or_else(|| cfg.wire_model.clone());
 
     let entry = match (&stores.memory, &p.thread, p.refused) {
+        // A paused run adds its turns to the thread when it resumes and ends.
+        _ if ending == Ending::Paused => None,
         (Some(_), Some(_), false) => {
             let keeps = matches!(ending, Ending::Answered | Ending::Escalated);
             Some(ThreadEntry::new(

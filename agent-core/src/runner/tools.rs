@@ -13,6 +13,7 @@ use crate::error::panic_message;
 use crate::handover::CallOutcome;
 use crate::message::{ToolCall, ToolResult};
 use crate::observe::RunEvent;
+use crate::pause::PauseReason;
 use crate::runner::checkpoint::Ledger;
 use crate::runner::correction;
 use crate::runner::trace::Observers;
@@ -23,8 +24,23 @@ use crate::tool::{StateMap, ToolContext};
 enum Plan<'c> {
     /// Answer without running.
     Answer(ToolResult),
+    /// Answer without running, from a decision (a denial, an outside result).
+    Decided(ToolResult, CallOutcome),
+    /// Do not run it yet: it waits for approval.
+    Hold,
     /// Run this tool.
     Run(&'c CompiledTool),
+}
+
+/// What the run decided for one call of a known, offered tool with valid arguments,
+/// before it runs (approvals and the decisions of a resumed run).
+pub(crate) enum Gate {
+    /// Run it.
+    Run,
+    /// Do not run it: it waits for a person's approval.
+    Hold,
+    /// Answer it without running (a denial, an outside result).
+    Answer(ToolResult, CallOutcome),
 }
 
 /// One call of a turn, answered.
@@ -35,16 +51,47 @@ pub(crate) struct Executed {
     pub(crate) outcome: CallOutcome,
     /// Whether the tool ran and said it cannot safely continue.
     pub(crate) fatal: bool,
+    /// Why the call waits, when it does: held for approval, or deferred by the tool.
+    pub(crate) pause: Option<PauseReason>,
+}
+
+impl Executed {
+    /// A call answered without running.
+    pub(crate) fn answered(result: ToolResult, outcome: CallOutcome) -> Self {
+        Self {
+            result,
+            outcome,
+            fatal: false,
+            pause: None,
+        }
+    }
+
+    /// A call that waits (`reason`); `result` is a placeholder no model sees.
+    pub(crate) fn waiting(call: &ToolCall, reason: PauseReason) -> Self {
+        let text = match &reason {
+            PauseReason::Approval => format!("{} waits for approval", call.name),
+            PauseReason::Deferred { note } => note.clone(),
+        };
+        Self {
+            result: ToolResult::ok(&call.id, &call.name, text.clone()),
+            outcome: CallOutcome::NotRun(text),
+            fatal: false,
+            pause: Some(reason),
+        }
+    }
 }
 
 /// Runs the calls (none of them terminal) and answers each one, in emission order.
 /// `offered` is the tool set of this turn: a call to any other tool is answered as
-/// unknown. `executed` is increased by the number of tool executions. With a `ledger`
+/// unknown. `gates` (one per call, or none: run every call) says which calls of known,
+/// offered tools with valid arguments run, wait for approval, or are answered by a
+/// decision. `executed` is increased by the number of tool executions. With a `ledger`
 /// (a checkpointed run), each execution goes through it.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn run_tool_calls<T>(
     cfg: &Compiled<T>,
     calls: &[ToolCall],
+    mut gates: Vec<Gate>,
     offered: &[ToolDefinition],
     (trace_id, run_id): (&Arc<str>, &Arc<str>),
     state: &Arc<StateMap>,
@@ -53,10 +100,16 @@ pub(crate) async fn run_tool_calls<T>(
     ledger: Option<&Ledger>,
 ) -> Vec<Executed> {
     let limit = cfg.settings.budgets.max_tool_calls;
+    gates.resize_with(calls.len(), || Gate::Run);
     let plans: Vec<Plan<'_>> = calls
         .iter()
-        .map(|call| {
-            let plan = plan_call(cfg, call, offered);
+        .zip(gates)
+        .map(|(call, gate)| {
+            let plan = match (plan_call(cfg, call, offered), gate) {
+                (Plan::Run(_), Gate::Hold) => Plan::Hold,
+                (Plan::Run(_), Gate::Answer(result, outcome)) => Plan::Decided(result, outcome),
+                (plan, _) => plan,
+            };
             match plan {
                 Plan::Run(_) if *executed >= limit => Plan::Answer(ToolResult::error(
                     &call.id,
@@ -77,11 +130,11 @@ pub(crate) async fn run_tool_calls<T>(
     let jobs = calls.iter().zip(plans).map(|(call, plan)| async move {
         let started = Instant::now();
         let executed = match plan {
-            Plan::Answer(result) => Executed {
-                outcome: CallOutcome::NotRun(result.content.clone()),
-                result,
-                fatal: false,
-            },
+            Plan::Answer(result) => {
+                Executed::answered(result.clone(), CallOutcome::NotRun(result.content))
+            }
+            Plan::Decided(result, outcome) => Executed::answered(result, outcome),
+            Plan::Hold => Executed::waiting(call, PauseReason::Approval),
             Plan::Run(tool) => {
                 let ids = (trace_id, run_id);
                 let run = execute(tool, call, ids, state, (timeout, max_bytes), capture);
@@ -193,6 +246,10 @@ async fn execute(
     let mut fatal = false;
     let (content, error_type) = match outcome {
         Ok(Ok(Ok(content))) => (Ok(content), None),
+        Ok(Ok(Err(e))) if e.is_deferred() => {
+            let note = truncate(e.message().to_owned(), max_bytes);
+            return Executed::waiting(call, PauseReason::Deferred { note });
+        }
         Ok(Ok(Err(e))) => {
             fatal = e.is_fatal();
             (
@@ -228,6 +285,7 @@ async fn execute(
                 outcome: CallOutcome::Succeeded(text.clone()),
                 result: ToolResult::ok(&call.id, &call.name, text),
                 fatal,
+                pause: None,
             }
         }
         Err(text) => {
@@ -236,6 +294,7 @@ async fn execute(
                 outcome: CallOutcome::Failed(text.clone()),
                 result: ToolResult::error(&call.id, &call.name, text),
                 fatal,
+                pause: None,
             }
         }
     };
@@ -248,7 +307,7 @@ async fn execute(
 
 /// `text` cut to at most `max_bytes` bytes (at a character boundary) plus a note saying
 /// how much was left out.
-fn truncate(mut text: String, max_bytes: usize) -> String {
+pub(super) fn truncate(mut text: String, max_bytes: usize) -> String {
     if text.len() <= max_bytes {
         return text;
     }

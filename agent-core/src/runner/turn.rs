@@ -260,13 +260,18 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             return Next::Continue;
         }
         let offered = Arc::clone(&self.request.tools);
+        let names: Vec<String> = offered.iter().map(|d| d.name.clone()).collect();
         self.save_checkpoint(super::checkpoint::Phase::ToolsPending {
-            offered: offered.iter().map(|d| d.name.clone()).collect(),
+            offered: names.clone(),
+            decisions: self.decisions.clone(),
         })
         .await;
-        let executed = tools::run_tool_calls(
+        let gates = self.gates(calls);
+        let tool_calls_before = self.usage.tool_calls;
+        let mut executed = tools::run_tool_calls(
             self.cfg,
             calls,
+            gates,
             &offered,
             (&self.trace_id, &self.run_id),
             &self.state,
@@ -277,6 +282,12 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 .map(super::checkpoint::Durable::ledger),
         )
         .await;
+        if let Some(paused) = self
+            .pause_if_waiting(calls, &mut executed, &names, tool_calls_before)
+            .await
+        {
+            return Next::Stop(Err(paused));
+        }
         let mut results = Vec::with_capacity(executed.len());
         for (call, done) in calls.iter().zip(executed) {
             if done.fatal && self.fatal.is_none() {

@@ -48,6 +48,13 @@ pub trait CheckpointStore: Send + Sync {
     /// A [`StoreError`] when it cannot be stored.
     fn record_tool<'a>(&'a self, entry: &'a LedgerEntry) -> StoreFuture<'a, ()>;
 
+    /// The checkpoints of runs that have not finished (running, interrupted or
+    /// paused), at most `limit`, most recently saved first.
+    ///
+    /// # Errors
+    /// A [`StoreError`] when the store cannot be read.
+    fn unfinished<'a>(&'a self, limit: usize) -> StoreFuture<'a, Vec<CheckpointRecord>>;
+
     /// Every ledger entry of the run, in any order.
     ///
     /// # Errors
@@ -116,14 +123,22 @@ pub enum LedgerStatus {
         /// Whether the tool said it cannot safely continue (`ToolError::fatal`).
         fatal: bool,
     },
+    /// Written after the tool returned [`ToolError::deferred`](crate::ToolError::deferred):
+    /// its result comes from outside, and the run pauses for it. The tool does not run
+    /// again; the result comes with the decisions of a resume.
+    Deferred {
+        /// What the tool said about where the result comes from.
+        note: String,
+    },
 }
 
 impl LedgerStatus {
-    /// `started` or `completed`.
+    /// `started`, `completed` or `deferred`.
     pub fn as_str(&self) -> &'static str {
         match self {
             LedgerStatus::Started => "started",
             LedgerStatus::Completed { .. } => "completed",
+            LedgerStatus::Deferred { .. } => "deferred",
         }
     }
 }
@@ -157,6 +172,23 @@ pub enum ResumeError {
         run_id: String,
         /// What is wrong.
         message: String,
+    },
+    /// Decisions were given (or recorded) for a run that is not paused: it is running,
+    /// finished, or a resume already took its decisions (resuming twice).
+    #[error("run {run_id} is not paused, so it takes no decisions")]
+    NotPaused {
+        /// The run id.
+        run_id: String,
+    },
+    /// The decisions do not fit the paused run's pending calls; nothing ran and nothing
+    /// was stored.
+    #[error("the decisions for run {run_id} cannot be applied: {}", Problems(.problems))]
+    Decisions {
+        /// The run id.
+        run_id: String,
+        /// Every problem found: unknown call ids, wrong kinds and invalid edits in the
+        /// order of the call ids, then the pending calls without a decision.
+        problems: Vec<crate::pause::DecisionProblem>,
     },
     /// The config differs from the one that ran the run in its output contract or its
     /// tools, so the stored transcript cannot be continued with it.
@@ -220,6 +252,20 @@ impl fmt::Display for ConfigDifference {
                 write!(f, "tool {name} has other parameters")
             }
         }
+    }
+}
+
+struct Problems<'a>(&'a [crate::pause::DecisionProblem]);
+
+impl fmt::Display for Problems<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, p) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{p}")?;
+        }
+        Ok(())
     }
 }
 
@@ -297,6 +343,19 @@ impl CheckpointStore for InMemoryCheckpoints {
         c.ledger
             .insert((entry.run_id.clone(), entry.call_id.clone()), entry.clone());
         Box::pin(async { Ok(()) })
+    }
+
+    fn unfinished<'a>(&'a self, limit: usize) -> StoreFuture<'a, Vec<CheckpointRecord>> {
+        let mut found: Vec<CheckpointRecord> = self
+            .lock()
+            .checkpoints
+            .values()
+            .filter(|c| !c.finished)
+            .cloned()
+            .collect();
+        found.sort_by(|a, b| b.updated_at_ms.cmp(&a.updated_at_ms));
+        found.truncate(limit);
+        Box::pin(async move { Ok(found) })
     }
 
     fn ledger<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Vec<LedgerEntry>> {

@@ -1,0 +1,297 @@
+//! Paused runs: the tool calls a run waits on ([`PendingCall`]) and the decisions that
+//! let it go on ([`Decisions`]). See `docs/durable.md`, "Approvals and deferred results".
+//!
+//! A run pauses when the model calls a tool that needs a person's approval
+//! (`#[tool(requires_approval)]`, or the config's `.approval(..)` policy) or a tool
+//! whose result comes from outside the process ([`ToolError::deferred`](crate::ToolError::deferred)).
+//! The other calls of that turn run first; the run then ends with
+//! [`AgentError::Paused`](crate::AgentError::Paused) (ending `paused`, not a failure),
+//! its checkpoint keeps everything, and
+//! [`resume_agent_with`](crate::resume_agent_with) continues it once every pending call
+//! has a decision.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One tool call a paused run waits on. Serializable: what a review queue or a client
+/// shows, and what comes back as a [`Decision`] under the same `call_id`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct PendingCall {
+    /// The call id the model gave (unique within the run); decisions name it.
+    pub call_id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The call's arguments, validated against the tool's parameter schema.
+    pub arguments: Value,
+    /// Why the run waits on it.
+    pub reason: PauseReason,
+}
+
+/// Why a call waits.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PauseReason {
+    /// The tool needs a person's approval before it runs: decide with
+    /// [`Decisions::approve`], [`deny`](Decisions::deny) or [`edit`](Decisions::edit).
+    Approval,
+    /// The tool ran and said its result comes from outside (a client-side action, a
+    /// long job): give it with [`Decisions::result`] (or [`deny`](Decisions::deny) it).
+    Deferred {
+        /// What the tool said about where the result comes from.
+        note: String,
+    },
+}
+
+impl PauseReason {
+    /// `approval` or `deferred`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            PauseReason::Approval => "approval",
+            PauseReason::Deferred { .. } => "deferred",
+        }
+    }
+}
+
+impl PendingCall {
+    /// A pending call (the runner makes them; this is for tests and review tools).
+    pub fn new(
+        call_id: impl Into<String>,
+        tool: impl Into<String>,
+        arguments: Value,
+        reason: PauseReason,
+    ) -> Self {
+        Self {
+            call_id: call_id.into(),
+            tool: tool.into(),
+            arguments,
+            reason,
+        }
+    }
+}
+
+impl fmt::Display for PendingCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {} ({})",
+            self.tool,
+            self.call_id,
+            self.reason.as_str()
+        )
+    }
+}
+
+/// What a person (or the system a deferred result comes from) decided about one
+/// pending call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Decision {
+    /// Run the call as the model made it.
+    Approve,
+    /// Do not run it; the model gets `reason` as an error tool result.
+    Deny {
+        /// Why, in words the model reads.
+        reason: String,
+    },
+    /// Run it with these arguments instead (validated against the tool's parameter
+    /// schema before anything runs; the transcript's call shows them).
+    Edit {
+        /// The new arguments.
+        arguments: Value,
+    },
+    /// The call's result, from outside: the model gets it as the tool result (a JSON
+    /// string as its text, any other value as JSON text).
+    Result {
+        /// The result.
+        value: Value,
+    },
+}
+
+impl Decision {
+    /// `approve`, `deny`, `edit` or `result`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Decision::Approve => "approve",
+            Decision::Deny { .. } => "deny",
+            Decision::Edit { .. } => "edit",
+            Decision::Result { .. } => "result",
+        }
+    }
+}
+
+/// The decisions for a paused run's pending calls, by call id: what
+/// [`resume_agent_with`](crate::resume_agent_with) takes (it converts into
+/// [`RunOptions`](crate::RunOptions)) and what [`record_decisions`](crate::record_decisions)
+/// stores. Serializable (a map from call id to decision), so a decision can come from a
+/// web form or a queue.
+///
+/// ```
+/// use agent_core::Decisions;
+/// use serde_json::json;
+///
+/// let decisions = Decisions::new()
+///     .approve("call_1")
+///     .deny("call_2", "refunds over 100 USD need a manager")
+///     .edit("call_3", json!({"amount": 50}))
+///     .result("call_4", json!({"status": "shipped"}));
+/// assert_eq!(decisions.len(), 4);
+/// let text = serde_json::to_string(&decisions).unwrap();
+/// assert_eq!(serde_json::from_str::<Decisions>(&text).unwrap(), decisions);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Decisions {
+    by_call: BTreeMap<String, Decision>,
+}
+
+impl Decisions {
+    /// No decisions.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Approves the call `call_id`: it runs as the model made it.
+    #[must_use]
+    pub fn approve(self, call_id: impl Into<String>) -> Self {
+        self.with(call_id, Decision::Approve)
+    }
+
+    /// Denies the call `call_id`: it does not run, and the model gets `reason` as an
+    /// error tool result.
+    #[must_use]
+    pub fn deny(self, call_id: impl Into<String>, reason: impl Into<String>) -> Self {
+        self.with(
+            call_id,
+            Decision::Deny {
+                reason: reason.into(),
+            },
+        )
+    }
+
+    /// Approves the call `call_id` with other arguments (validated against the tool's
+    /// schema before anything runs).
+    #[must_use]
+    pub fn edit(self, call_id: impl Into<String>, arguments: Value) -> Self {
+        self.with(call_id, Decision::Edit { arguments })
+    }
+
+    /// Gives the deferred call `call_id` its result.
+    #[must_use]
+    pub fn result(self, call_id: impl Into<String>, value: Value) -> Self {
+        self.with(call_id, Decision::Result { value })
+    }
+
+    /// Sets the decision for `call_id`, replacing an earlier one.
+    #[must_use]
+    pub fn with(mut self, call_id: impl Into<String>, decision: Decision) -> Self {
+        self.by_call.insert(call_id.into(), decision);
+        self
+    }
+
+    /// The decision for `call_id`, if any.
+    pub fn get(&self, call_id: &str) -> Option<&Decision> {
+        self.by_call.get(call_id)
+    }
+
+    /// Every decision, by call id (sorted).
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Decision)> {
+        self.by_call.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// How many calls have a decision.
+    pub fn len(&self) -> usize {
+        self.by_call.len()
+    }
+
+    /// Whether there is no decision.
+    pub fn is_empty(&self) -> bool {
+        self.by_call.is_empty()
+    }
+
+    /// Adds `other`'s decisions, replacing those for the same call ids.
+    pub(crate) fn merge(&mut self, other: Decisions) {
+        self.by_call.extend(other.by_call);
+    }
+
+    /// Takes the decision for `call_id` out.
+    pub(crate) fn take(&mut self, call_id: &str) -> Option<Decision> {
+        self.by_call.remove(call_id)
+    }
+}
+
+/// Why a set of decisions cannot be applied to a paused run. Nothing was run and
+/// nothing was stored.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "problem", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum DecisionProblem {
+    /// No pending call has this id.
+    UnknownCall {
+        /// The call id decided on.
+        call_id: String,
+    },
+    /// A pending call has no decision (neither given now nor recorded before).
+    Missing {
+        /// The pending call's id.
+        call_id: String,
+        /// Its tool.
+        tool: String,
+    },
+    /// Edited arguments that do not validate against the tool's parameter schema.
+    InvalidArguments {
+        /// The call id.
+        call_id: String,
+        /// The validation errors.
+        errors: String,
+    },
+    /// A decision of a kind the call does not take: a call waiting for approval takes
+    /// `approve`, `deny` or `edit`; a deferred call takes `result` or `deny`.
+    WrongKind {
+        /// The call id.
+        call_id: String,
+        /// The decision given (`approve`, `deny`, `edit`, `result`).
+        decision: String,
+        /// Why the call waits (`approval`, `deferred`).
+        waits_for: String,
+    },
+}
+
+impl fmt::Display for DecisionProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecisionProblem::UnknownCall { call_id } => {
+                write!(f, "no pending call has the id {call_id}")
+            }
+            DecisionProblem::Missing { call_id, tool } => {
+                write!(f, "the {tool} call {call_id} has no decision")
+            }
+            DecisionProblem::InvalidArguments { call_id, errors } => {
+                write!(
+                    f,
+                    "the edited arguments of {call_id} do not validate: {errors}"
+                )
+            }
+            DecisionProblem::WrongKind {
+                call_id,
+                decision,
+                waits_for,
+            } => {
+                let takes = if waits_for == "deferred" {
+                    "result or deny"
+                } else {
+                    "approve, deny or edit"
+                };
+                write!(
+                    f,
+                    "{call_id} waits for {waits_for}, which takes {takes}, not {decision}"
+                )
+            }
+        }
+    }
+}
