@@ -418,6 +418,10 @@ async fn a_deferred_result_pauses_the_run_and_comes_back_with_the_decisions() {
     .unwrap();
     assert_eq!(resumed.outcome, Ok(answer()));
     assert_eq!(setup.refund.runs().len(), 1, "not run again");
+    assert_eq!(
+        resumed.usage.tool_calls, 2,
+        "the deferred call ran once: it counts once"
+    );
     let results = tool_results(&resumed);
     assert_eq!(
         results[1],

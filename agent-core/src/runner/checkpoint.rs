@@ -588,6 +588,17 @@ impl Ledger {
         done
     }
 
+    /// Whether the call deferred its result before the run was resumed.
+    pub(super) fn deferred(&self, call_id: &str) -> bool {
+        matches!(
+            self.prior.get(call_id),
+            Some(LedgerEntry {
+                status: LedgerStatus::Deferred { .. },
+                ..
+            })
+        )
+    }
+
     async fn write(
         &self,
         entry: &LedgerEntry,

@@ -30,11 +30,16 @@ impl<T: AgentOutput> Run<'_, T> {
             calls: &self.calls,
         };
         let decisions = &mut self.decisions;
+        let ledger = self
+            .durable
+            .as_deref()
+            .map(super::checkpoint::Durable::ledger);
         calls
             .iter()
             .map(|call| {
                 if let Some(decision) = decisions.take(&call.id) {
-                    return gate_of(call, decision, max_bytes);
+                    let ran = ledger.is_some_and(|l| l.deferred(&call.id));
+                    return gate_of(call, decision, max_bytes, ran);
                 }
                 let Some(tool) = cfg
                     .tool_index
@@ -125,7 +130,7 @@ impl<T: AgentOutput> Run<'_, T> {
 }
 
 /// The gate a decision sets. Edits were applied to the turn when the run resumed.
-fn gate_of(call: &ToolCall, decision: Decision, max_bytes: usize) -> Gate {
+fn gate_of(call: &ToolCall, decision: Decision, max_bytes: usize, ran: bool) -> Gate {
     match decision {
         Decision::Approve | Decision::Edit { .. } => Gate::Run,
         Decision::Deny { reason } => {
@@ -136,6 +141,7 @@ fn gate_of(call: &ToolCall, decision: Decision, max_bytes: usize) -> Gate {
             Gate::Answer(
                 ToolResult::error(&call.id, &call.name, text),
                 CallOutcome::Denied(reason),
+                ran,
             )
         }
         Decision::Result { value } => {
@@ -147,6 +153,7 @@ fn gate_of(call: &ToolCall, decision: Decision, max_bytes: usize) -> Gate {
             Gate::Answer(
                 ToolResult::ok(&call.id, &call.name, text.clone()),
                 CallOutcome::External(text),
+                ran,
             )
         }
     }

@@ -24,8 +24,9 @@ use crate::tool::{StateMap, ToolContext};
 enum Plan<'c> {
     /// Answer without running.
     Answer(ToolResult),
-    /// Answer without running, from a decision (a denial, an outside result).
-    Decided(ToolResult, CallOutcome),
+    /// Answer without running, from a decision (a denial, an outside result); whether
+    /// the tool ran before the pause.
+    Decided(ToolResult, CallOutcome, bool),
     /// Do not run it yet: it waits for approval.
     Hold,
     /// Run this tool.
@@ -39,8 +40,9 @@ pub(crate) enum Gate {
     Run,
     /// Do not run it: it waits for a person's approval.
     Hold,
-    /// Answer it without running (a denial, an outside result).
-    Answer(ToolResult, CallOutcome),
+    /// Answer it without running (a denial, an outside result); `ran` when the tool ran
+    /// before the pause (it deferred its result): the execution counts.
+    Answer(ToolResult, CallOutcome, bool),
 }
 
 /// One call of a turn, answered.
@@ -107,7 +109,9 @@ pub(crate) async fn run_tool_calls<T>(
         .map(|(call, gate)| {
             let plan = match (plan_call(cfg, call, offered), gate) {
                 (Plan::Run(_), Gate::Hold) => Plan::Hold,
-                (Plan::Run(_), Gate::Answer(result, outcome)) => Plan::Decided(result, outcome),
+                (Plan::Run(_), Gate::Answer(result, outcome, ran)) => {
+                    Plan::Decided(result, outcome, ran)
+                }
                 (plan, _) => plan,
             };
             match plan {
@@ -119,6 +123,12 @@ pub(crate) async fn run_tool_calls<T>(
                 Plan::Run(tool) => {
                     *executed += 1;
                     Plan::Run(tool)
+                }
+                // A deferred call ran before the pause: it counts once, as it would
+                // have without the pause.
+                Plan::Decided(result, outcome, true) => {
+                    *executed = executed.saturating_add(1);
+                    Plan::Decided(result, outcome, true)
                 }
                 answer => answer,
             }
@@ -133,7 +143,7 @@ pub(crate) async fn run_tool_calls<T>(
             Plan::Answer(result) => {
                 Executed::answered(result.clone(), CallOutcome::NotRun(result.content))
             }
-            Plan::Decided(result, outcome) => Executed::answered(result, outcome),
+            Plan::Decided(result, outcome, _) => Executed::answered(result, outcome),
             Plan::Hold => Executed::waiting(call, PauseReason::Approval),
             Plan::Run(tool) => {
                 let ids = (trace_id, run_id);
