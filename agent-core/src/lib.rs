@@ -140,7 +140,7 @@ pub use output::{
     AgentOutput, ESCALATE_TO_HUMAN, OutputMode, OutputSpec, PromptCaching, SUBMIT_OUTPUT,
 };
 pub use pricing::{ModelPrice, Pricing};
-pub use registry::ToolRegistry;
+pub use registry::{ToolRegistry, ToolSnapshot, ToolSource};
 pub use result::AgentResult;
 pub use run_options::RunOptions;
 pub use runner::{resume_agent, resume_agent_with, run_agent, run_agent_with};

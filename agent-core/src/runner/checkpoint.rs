@@ -146,8 +146,9 @@ pub(crate) struct Durable {
     /// Failures counted before this process took the run over.
     failures_before: u32,
     ledger: Ledger,
-    /// The tool calls a resumed run must answer first (it stopped at `tools_pending`).
-    pending: Option<Vec<ToolCall>>,
+    /// The tool calls a resumed run must answer first (it stopped at `tools_pending`),
+    /// and the names of the tools that turn was offered.
+    pending: Option<(Vec<ToolCall>, Vec<String>)>,
 }
 
 impl Durable {
@@ -201,11 +202,17 @@ pub(super) fn arguments_hash(arguments: &Value) -> String {
     format!("{:016x}", fnv1a64(canonical_json(arguments).as_bytes()))
 }
 
-/// The config's user tools as a checkpoint records them.
+/// The config's plain user tools as a checkpoint records them: name and parameters, in
+/// the config's order. A `ToolSource`'s tools are left out: they may change during a
+/// run and between a crash and its resume, so they are checked per call instead (a
+/// pending call to a tool the source no longer has is answered as unknown).
 pub(super) fn tool_signatures<T>(cfg: &Compiled<T>) -> Vec<(String, Value)> {
-    cfg.tools
+    cfg.settings
+        .tools
+        .entries()
         .iter()
-        .map(|t| (t.definition.name.clone(), t.definition.parameters.clone()))
+        .filter(|e| e.source.is_none())
+        .map(|e| (e.definition.name.clone(), e.definition.parameters.clone()))
         .collect()
 }
 
@@ -365,25 +372,29 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         durable.failures_before = s.store_failures;
         durable.ledger.prior = ledger.into_iter().map(|e| (e.call_id.clone(), e)).collect();
         if let Phase::ToolsPending { offered } = s.phase {
-            let offered: Vec<_> = self
-                .cfg
-                .offered
-                .iter()
-                .filter(|d| offered.contains(&d.name))
-                .cloned()
-                .collect();
-            self.request.tools = offered.into();
             durable.pending = match self.request.messages.last() {
-                Some(Message::Assistant { tool_calls, .. }) => Some(tool_calls.clone()),
+                Some(Message::Assistant { tool_calls, .. }) => Some((tool_calls.clone(), offered)),
                 _ => None,
             };
         }
         header
     }
 
-    /// The tool calls a resumed run answers before its next LLM call, if any.
-    pub(super) fn take_pending(&mut self) -> Option<Vec<ToolCall>> {
-        self.durable.as_mut().and_then(|d| d.pending.take())
+    /// The tool calls a resumed run answers before its next LLM call, if any, with the
+    /// tools of the current table that their turn was offered set as the request's
+    /// (a tool source's tool gone since is answered as unknown).
+    pub(super) async fn take_pending(&mut self) -> Option<Vec<ToolCall>> {
+        let (calls, names) = self.durable.as_mut().and_then(|d| d.pending.take())?;
+        self.refresh_tools().await;
+        let offered: Vec<_> = self
+            .table
+            .offered
+            .iter()
+            .filter(|d| names.contains(&d.name))
+            .cloned()
+            .collect();
+        self.request.tools = offered.into();
+        Some(calls)
     }
 
     /// Time spent toward the deadline before this process took the run over.
