@@ -36,9 +36,11 @@
 
 mod connect;
 mod error;
+mod listing;
 mod names;
 mod server;
 mod tool;
+mod watch;
 
 pub use connect::McpTools;
 pub use error::McpError;
