@@ -142,7 +142,7 @@ pub use output::{
 };
 pub use pause::{Decision, DecisionProblem, Decisions, PauseReason, PendingCall};
 pub use pricing::{ModelPrice, Pricing};
-pub use registry::ToolRegistry;
+pub use registry::{ToolRegistry, ToolSnapshot, ToolSource};
 pub use result::AgentResult;
 pub use run_options::RunOptions;
 pub use runner::{

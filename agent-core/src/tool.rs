@@ -258,13 +258,14 @@ impl<S> std::ops::Deref for State<S> {
 }
 
 /// What a tool knows about the call it serves: the call id, the run's trace id and run
-/// id, the idempotency key, and the application state.
+/// id, the idempotency key, the run's deadline, and the application state.
 #[derive(Clone, Debug)]
 pub struct ToolContext {
     call_id: String,
     tool_name: String,
     trace_id: Arc<str>,
     run_id: Option<Arc<str>>,
+    deadline: Option<tokio::time::Instant>,
     state: Arc<StateMap>,
 }
 
@@ -281,8 +282,26 @@ impl ToolContext {
             tool_name: tool_name.into(),
             trace_id,
             run_id: None,
+            deadline: None,
             state,
         }
+    }
+
+    /// The same context for a call of a run that must end by `deadline` (the runner sets
+    /// it on every call of a run with a deadline: the config's `deadline` or
+    /// [`RunOptions::deadline`](crate::RunOptions::deadline), whichever is sooner).
+    #[must_use]
+    pub fn with_deadline(mut self, deadline: tokio::time::Instant) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// When the run this call belongs to must end, if it has a deadline. The runner
+    /// drops a call still running then; a tool that waits on its own terms (a timeout
+    /// that something else may extend, like an MCP call's progress) bounds that wait by
+    /// this instant. `None` for a run without a deadline.
+    pub fn deadline(&self) -> Option<tokio::time::Instant> {
+        self.deadline
     }
 
     /// The same context for a call of the run `run_id` (the runner sets it on every

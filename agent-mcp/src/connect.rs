@@ -3,9 +3,10 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
-use agent_core::{ToolDefinition, ToolRegistry};
+use agent_core::{ToolDefinition, ToolRegistry, ToolSource};
 use rmcp::ServiceExt;
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -13,9 +14,11 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::Value;
 
 use crate::error::McpError;
+use crate::listing::Listing;
 use crate::names::model_name;
 use crate::server::{McpServer, Secret, Transport, scrub};
 use crate::tool::McpTool;
+use crate::watch::Watched;
 
 /// One live connection, shared by the tools of one server.
 pub(crate) struct Connection {
@@ -31,6 +34,11 @@ pub(crate) struct Connection {
 /// Cheap to clone; the connection lives while any clone or any tool from
 /// [`registry`](Self::registry) lives (a config holds its tools), and a stdio server's
 /// process is killed when the last one is dropped.
+///
+/// The list follows the server: after `notifications/tools/list_changed` it is read
+/// again (`tools/list`, all pages) before the next LLM call of every run using
+/// [`registry`](Self::registry), and that call offers the new list (C36). The accessors
+/// ([`names`](Self::names), [`len`](Self::len), ..) show the list as last read.
 ///
 /// ```no_run
 /// # async fn demo(local: agent_core::ToolRegistry) -> Result<(), Box<dyn std::error::Error>> {
@@ -49,8 +57,7 @@ pub(crate) struct Connection {
 /// ```
 #[derive(Clone)]
 pub struct McpTools {
-    connection: Arc<Connection>,
-    tools: Vec<Arc<McpTool>>,
+    listing: Arc<Listing>,
 }
 
 impl McpServer {
@@ -74,8 +81,12 @@ impl McpServer {
         // Clamped (to about 136 years) so that no timeout overflows the clock.
         let deadline =
             tokio::time::Instant::now() + limit.min(Duration::from_secs(u64::from(u32::MAX)));
-        let started =
-            tokio::time::timeout_at(deadline, start(self.transport, &label, &secrets)).await;
+        let changed = Arc::new(AtomicU64::new(0));
+        let started = tokio::time::timeout_at(
+            deadline,
+            start(self.transport, &label, &secrets, Arc::clone(&changed)),
+        )
+        .await;
         let service = match started {
             Ok(service) => service?,
             Err(_) => {
@@ -108,38 +119,53 @@ impl McpServer {
             call_timeout: self.call_timeout,
             secrets,
         });
-        let mut taken = HashSet::new();
-        let tools = listed
-            .into_iter()
-            .map(|tool| {
-                let name = model_name(self.prefix.as_deref(), &tool.name, &taken);
-                taken.insert(name.clone());
-                let description = tool
-                    .description
-                    .as_deref()
-                    .or(tool.title.as_deref())
-                    .unwrap_or_default()
-                    .to_owned();
-                let parameters = parameters(Value::Object((*tool.input_schema).clone()));
-                let irreversible = tool.annotations.as_ref().is_some_and(|a| {
-                    a.destructive_hint == Some(true) && a.read_only_hint != Some(true)
-                });
-                Arc::new(McpTool {
-                    definition: ToolDefinition::new(name, description, parameters),
-                    mcp_name: tool.name.into_owned(),
-                    irreversible,
-                    connection: Arc::clone(&connection),
-                })
-            })
-            .collect();
-        Ok(McpTools { connection, tools })
+        let tools = map_tools(self.prefix.as_deref(), listed, &connection);
+        let listing = Listing::new(connection, self.prefix, changed, tools, limit);
+        Ok(McpTools {
+            listing: Arc::new(listing),
+        })
     }
+}
+
+/// The listed tools as agent-core tools: provider-legal unique names (see
+/// [`McpTools::names`]), the description, the `inputSchema` as the parameters, and
+/// `destructiveHint` as irreversible.
+pub(crate) fn map_tools(
+    prefix: Option<&str>,
+    listed: Vec<rmcp::model::Tool>,
+    connection: &Arc<Connection>,
+) -> Vec<Arc<McpTool>> {
+    let mut taken = HashSet::new();
+    listed
+        .into_iter()
+        .map(|tool| {
+            let name = model_name(prefix, &tool.name, &taken);
+            taken.insert(name.clone());
+            let description = tool
+                .description
+                .as_deref()
+                .or(tool.title.as_deref())
+                .unwrap_or_default()
+                .to_owned();
+            let parameters = parameters(Value::Object((*tool.input_schema).clone()));
+            let irreversible = tool.annotations.as_ref().is_some_and(|a| {
+                a.destructive_hint == Some(true) && a.read_only_hint != Some(true)
+            });
+            Arc::new(McpTool {
+                definition: ToolDefinition::new(name, description, parameters),
+                mcp_name: tool.name.into_owned(),
+                irreversible,
+                connection: Arc::clone(connection),
+            })
+        })
+        .collect()
 }
 
 async fn start(
     transport: Transport,
     label: &str,
     secrets: &[String],
+    changed: Arc<AtomicU64>,
 ) -> Result<RunningService<RoleClient, ()>, McpError> {
     let initialize = |e: &dyn fmt::Display| McpError::Initialize {
         server: label.to_owned(),
@@ -151,7 +177,11 @@ async fn start(
                 server: label.to_owned(),
                 source,
             })?;
-            ().serve(child).await.map_err(|e| initialize(&e))
+            let watched = Watched {
+                inner: child,
+                changed,
+            };
+            ().serve(watched).await.map_err(|e| initialize(&e))
         }
         Transport::Http {
             url,
@@ -177,7 +207,11 @@ async fn start(
             }
             let config = config.custom_headers(map);
             let transport = StreamableHttpClientTransport::from_config(config);
-            ().serve(transport).await.map_err(|e| initialize(&e))
+            let watched = Watched {
+                inner: transport,
+                changed,
+            };
+            ().serve(watched).await.map_err(|e| initialize(&e))
         }
     }
 }
@@ -197,57 +231,85 @@ fn parameters(mut schema: Value) -> Value {
 }
 
 impl McpTools {
-    /// The tools as a registry, in the server's order; add them to a config with
+    /// The tools as a registry: a [`ToolSource`] whose tools are the server's, in the
+    /// server's order, followed as the server changes them. Add it to a config with
     /// `.tools(registry)`, or merge with local tools with `ToolRegistry::extend`.
     pub fn registry(&self) -> ToolRegistry {
-        let mut registry = ToolRegistry::new();
-        for tool in &self.tools {
-            registry.add_arc(Arc::clone(tool) as Arc<dyn agent_core::Tool>);
-        }
-        registry
+        ToolRegistry::new().with_source(Arc::clone(&self.listing) as Arc<dyn ToolSource>)
     }
 
     /// The names the model sees, in the server's order: `prefix_` (if set) and the MCP
     /// name, with every character outside `[A-Za-z0-9_-]` replaced by `_`, cut to 64
     /// characters, and made unique with a `_2`, `_3`, .. suffix.
-    pub fn names(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
-        self.tools.iter().map(|t| t.definition.name.as_str())
+    pub fn names(&self) -> impl ExactSizeIterator<Item = String> + use<> {
+        let names: Vec<String> = self
+            .listing
+            .tools()
+            .iter()
+            .map(|t| t.definition.name.clone())
+            .collect();
+        names.into_iter()
     }
 
     /// The server's own name of the tool the model knows as `model_name`.
-    pub fn mcp_name(&self, model_name: &str) -> Option<&str> {
-        self.tools
+    pub fn mcp_name(&self, model_name: &str) -> Option<String> {
+        self.listing
+            .tools()
             .iter()
             .find(|t| t.definition.name == model_name)
-            .map(|t| t.mcp_name.as_str())
+            .map(|t| t.mcp_name.clone())
     }
 
     /// The number of tools.
     pub fn len(&self) -> usize {
-        self.tools.len()
+        self.listing.tools().len()
     }
 
     /// Whether the server offers no tool.
     pub fn is_empty(&self) -> bool {
-        self.tools.is_empty()
+        self.listing.tools().is_empty()
     }
 
     /// The server's label (see [`McpServer::label`]).
     pub fn label(&self) -> &str {
-        &self.connection.label
+        &self.listing.connection.label
+    }
+
+    /// Reads the tool list again now if the server said it changed since the last
+    /// read (the runner does this before each LLM call; see [`McpTools`]). Bounded by
+    /// the connect timeout; a failed read keeps the list as it was.
+    pub async fn refresh(&self) {
+        self.listing.reread().await;
     }
 
     /// Closes the connection now (a stdio server's process is killed). Tools still
     /// registered in a config then answer every call with a tool error.
     pub fn close(&self) {
-        self.connection.service.cancellation_token().cancel();
+        self.listing
+            .connection
+            .service
+            .cancellation_token()
+            .cancel();
+    }
+}
+
+/// `McpTools` is the same source its [`registry`](McpTools::registry) holds: its
+/// snapshot's tools are the server's as agent-core tools (callable directly, with a
+/// `ToolContext`), and `refresh` reads the list again after a change.
+impl ToolSource for McpTools {
+    fn snapshot(&self) -> agent_core::ToolSnapshot {
+        self.listing.snapshot()
+    }
+
+    fn refresh(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        Box::pin(self.listing.reread())
     }
 }
 
 impl fmt::Debug for McpTools {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("McpTools")
-            .field("server", &self.connection.label)
+            .field("server", &self.listing.connection.label)
             .field("tools", &self.names().collect::<Vec<_>>())
             .finish()
     }

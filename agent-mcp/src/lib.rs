@@ -13,6 +13,16 @@
 //! exited or closed its connection each come back to the model as a tool error, and the
 //! run goes on to end as usual. See `docs/mcp.md`.
 //!
+//! The tools follow the server (`docs/cases.md`, C36): [`McpTools`] is an
+//! [`agent_core::ToolSource`], so after `notifications/tools/list_changed` the list is
+//! read again before the next LLM call of a run, which offers the new list; a call to a
+//! removed tool is answered by the runner as an unknown tool, never sent. Durable runs
+//! do not record a source's tools, so a changed list does not stop a resume.
+//!
+//! The call timeout is an idle timeout (C37): `notifications/progress` with the call's
+//! `progressToken` starts it again, and the run's deadline
+//! ([`ToolContext::deadline`](agent_core::ToolContext::deadline)) bounds the whole call.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use agent_core::{AgentConfig, ToolRegistry, run_agent};
@@ -36,9 +46,11 @@
 
 mod connect;
 mod error;
+mod listing;
 mod names;
 mod server;
 mod tool;
+mod watch;
 
 pub use connect::McpTools;
 pub use error::McpError;

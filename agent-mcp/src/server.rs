@@ -104,9 +104,11 @@ impl McpServer {
         self
     }
 
-    /// How long one `tools/call` may take before the model gets a tool error saying so
-    /// (default [`DEFAULT_CALL_TIMEOUT`]). The config's own tool timeout also applies;
-    /// the shorter one wins.
+    /// How long one `tools/call` may go without a result or a progress notification
+    /// before the model gets a tool error saying so (default [`DEFAULT_CALL_TIMEOUT`]):
+    /// an idle timeout, started again by each `notifications/progress` carrying the
+    /// call's `progressToken` (C37). The run's deadline and the config's own tool
+    /// timeout bound the whole call, progress or not.
     #[must_use]
     pub fn call_timeout(mut self, timeout: Duration) -> Self {
         self.call_timeout = timeout;

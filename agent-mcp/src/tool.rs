@@ -4,7 +4,12 @@ use std::sync::Arc;
 
 use agent_core::{Tool, ToolContext, ToolDefinition, ToolError, ToolFuture};
 use rmcp::ServiceError;
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
+    CancelledNotificationParam, ClientNotification, ClientRequest, ContentBlock, RequestId,
+    ResourceContents, ServerResult,
+};
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
 use serde_json::Value;
 
 use crate::connect::Connection;
@@ -23,8 +28,8 @@ impl Tool for McpTool {
         self.definition.clone()
     }
 
-    fn call<'a>(&'a self, arguments: Value, _context: ToolContext) -> ToolFuture<'a> {
-        Box::pin(self.call_mcp(arguments))
+    fn call<'a>(&'a self, arguments: Value, context: ToolContext) -> ToolFuture<'a> {
+        Box::pin(self.call_mcp(arguments, context.deadline()))
     }
 
     fn irreversible(&self) -> bool {
@@ -33,25 +38,103 @@ impl Tool for McpTool {
 }
 
 impl McpTool {
-    async fn call_mcp(&self, arguments: Value) -> Result<String, ToolError> {
+    /// One `tools/call`. The call timeout is an idle timeout: each
+    /// `notifications/progress` the server sends with this call's `progressToken`
+    /// starts it again (C37), and `deadline` (the run's) bounds the whole wait, progress
+    /// or not. A call given up on is cancelled (`notifications/cancelled`), also when the
+    /// runner drops it.
+    async fn call_mcp(
+        &self,
+        arguments: Value,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<String, ToolError> {
         let connection = &self.connection;
+        let label = &connection.label;
         let mut params = CallToolRequestParams::new(self.mcp_name.clone());
         if let Value::Object(map) = arguments {
             params = params.with_arguments(map);
         }
         let limit = connection.call_timeout;
-        match tokio::time::timeout(limit, connection.service.call_tool(params)).await {
-            Ok(Ok(result)) => map_result(result),
-            Ok(Err(error)) => Err(ToolError::new(scrub(
-                service_error(&connection.label, &error),
-                &connection.secrets,
-            ))),
-            Err(_) => Err(ToolError::new(format!(
-                "MCP server {} did not answer within {} ms",
-                connection.label,
-                limit.as_millis()
-            ))),
+        let left = deadline.map(|at| at.saturating_duration_since(tokio::time::Instant::now()));
+        if left.is_some_and(|left| left.is_zero()) {
+            return Err(past_deadline(label));
         }
+        let mut options = PeerRequestOptions::with_timeout(limit).reset_timeout_on_progress();
+        if let Some(left) = left {
+            options = options.with_max_total_timeout(left);
+        }
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let peer = connection.service.peer();
+        let sent = peer.send_cancellable_request(request, options).await;
+        let handle = match sent {
+            Ok(handle) => handle,
+            Err(error) => return Err(self.failed(&error)),
+        };
+        let mut guard = CancelOnDrop {
+            peer: peer.clone(),
+            id: Some(handle.id.clone()),
+        };
+        let response = handle.await_response().await;
+        // The SDK cancels a call it timed out itself; any other end needs none.
+        guard.id = None;
+        match response {
+            Ok(ServerResult::CallToolResult(result)) => map_result(result),
+            Ok(_) => Err(ToolError::new(format!(
+                "MCP server {label} answered the call with something other than a tool result"
+            ))),
+            Err(ServiceError::Timeout { .. })
+                if deadline.is_some_and(|at| tokio::time::Instant::now() >= at) =>
+            {
+                Err(past_deadline(label))
+            }
+            Err(ServiceError::Timeout { timeout }) => Err(ToolError::new(format!(
+                "MCP server {label} did not answer within {} ms (and sent no progress \
+                 for that long)",
+                timeout.as_millis()
+            ))),
+            Err(error) => Err(self.failed(&error)),
+        }
+    }
+
+    fn failed(&self, error: &ServiceError) -> ToolError {
+        let connection = &self.connection;
+        ToolError::new(scrub(
+            service_error(&connection.label, error),
+            &connection.secrets,
+        ))
+    }
+}
+
+/// The tool error of a call the run's deadline ended.
+fn past_deadline(label: &str) -> ToolError {
+    ToolError::new(format!(
+        "MCP server {label} did not answer before the run's deadline"
+    ))
+}
+
+/// Sends `notifications/cancelled` for a call dropped before its answer (the runner's
+/// `tool_timeout`, the deadline, cancellation), from a spawned task.
+struct CancelOnDrop {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        let params = CancelledNotificationParam::new(
+            Some(id),
+            Some("the caller gave up on the call".to_owned()),
+        );
+        let notification =
+            ClientNotification::CancelledNotification(CancelledNotification::new(params));
+        runtime.spawn(async move {
+            let _ = peer.send_notification(notification).await;
+        });
     }
 }
 

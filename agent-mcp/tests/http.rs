@@ -64,6 +64,7 @@ async fn start() -> Running {
                 Ok(TestServer {
                     page_size: 3,
                     exit_tool: false,
+                    changes: None,
                 })
             },
             Default::default(),
@@ -106,7 +107,13 @@ async fn http_run_with_a_bearer_token_calls_mcp_tools_and_ends_with_a_validated_
     let tools = connect(&server).await;
     assert_eq!(
         tools.names().collect::<Vec<_>>(),
-        ["web_add", "web_weather_lookup", "web_tags_set", "web_sleep"]
+        [
+            "web_add",
+            "web_weather_lookup",
+            "web_tags_set",
+            "web_sleep",
+            "web_slow"
+        ]
     );
     let model = ScriptedModel::new();
     let calls = vec![

@@ -37,14 +37,15 @@ fn main() {
         .build()
         .unwrap();
     match std::env::var(SERVE).as_deref() {
-        Ok("stdio") => return runtime.block_on(serve()),
+        Ok("stdio") => return runtime.block_on(serve(None)),
+        Ok("changing") => return runtime.block_on(serve(Some(Default::default()))),
         // A server that exits at once, and one that never answers.
         Ok("exit") => return,
         Ok("silent") => return std::thread::sleep(Duration::from_secs(30)),
         _ => {}
     }
     let (filter, skip) = filters();
-    let cases: [(&str, Case); 8] = cases![
+    let cases: [(&str, Case); 9] = cases![
         stdio_tools_are_listed_across_pages_with_legal_names,
         stdio_run_calls_mcp_tools_and_ends_with_a_validated_value,
         stdio_is_error_and_bad_arguments_come_back_as_tool_errors,
@@ -53,6 +54,7 @@ fn main() {
         stdio_missing_program_is_a_spawn_error,
         stdio_program_that_exits_is_an_initialize_error,
         stdio_silent_program_is_a_connect_timeout,
+        c36_stdio_a_change_announced_before_a_result_is_offered_in_the_next_llm_call,
     ];
     let mut ran = 0;
     for (name, case) in cases {
@@ -90,10 +92,11 @@ fn filters() -> (Option<String>, Vec<String>) {
     (filter, skip)
 }
 
-async fn serve() {
+async fn serve(changes: Option<std::sync::Arc<common::Changes>>) {
     let server = TestServer {
         page_size: 2,
         exit_tool: true,
+        changes,
     };
     let running = server.serve(rmcp::transport::stdio()).await.unwrap();
     let _ = running.waiting().await;
@@ -119,7 +122,7 @@ fn config(model: &ScriptedModel, tools: &McpTools) -> AgentConfig<Answer> {
 
 async fn stdio_tools_are_listed_across_pages_with_legal_names() {
     let tools = connect("t").await;
-    // Five tools on three pages of two.
+    // Six tools on three pages of two.
     assert_eq!(
         tools.names().collect::<Vec<_>>(),
         [
@@ -127,10 +130,14 @@ async fn stdio_tools_are_listed_across_pages_with_legal_names() {
             "t_weather_lookup",
             "t_tags_set",
             "t_sleep",
+            "t_slow",
             "t_crash"
         ]
     );
-    assert_eq!(tools.mcp_name("t_weather_lookup"), Some("weather.lookup"));
+    assert_eq!(
+        tools.mcp_name("t_weather_lookup").as_deref(),
+        Some("weather.lookup")
+    );
     assert_eq!(
         tools.label(),
         std::env::current_exe()
@@ -282,6 +289,44 @@ async fn stdio_slow_call_times_out_as_a_tool_error() {
         (next[0].content.as_str(), next[0].is_error),
         (r#"{"sum":42}"#, false)
     );
+    tools.close();
+}
+
+/// C36 over stdio: the notification and the call's result share the server's stdout,
+/// in that order, so the LLM call right after the call offers the new list; a call to
+/// the removed tool is answered by the runner (the server would answer "old_tool ran").
+async fn c36_stdio_a_change_announced_before_a_result_is_offered_in_the_next_llm_call() {
+    let mut command = tokio::process::Command::new(std::env::current_exe().unwrap());
+    command.env(SERVE, "changing");
+    let tools = McpServer::stdio(command)
+        .prefix("t")
+        .connect()
+        .await
+        .unwrap();
+    let model = ScriptedModel::new()
+        .tool_call("t_swap", json!({}))
+        .tool_call("t_old_tool", json!({}))
+        .tool_call("t_new_tool", json!({}))
+        .submit(json!({"summary": "swapped"}));
+    let result = run_agent(&config(&model, &tools), "swap").await;
+    assert_eq!(result.outcome.as_ref().unwrap().summary, "swapped");
+    let requests = model.requests();
+    let offered =
+        |i: usize| -> Vec<String> { requests[i].tools.iter().map(|d| d.name.clone()).collect() };
+    assert!(offered(0).contains(&"t_old_tool".to_owned()));
+    assert!(!offered(0).contains(&"t_new_tool".to_owned()));
+    for i in 1..4 {
+        assert!(offered(i).contains(&"t_new_tool".to_owned()), "{i}");
+        assert!(!offered(i).contains(&"t_old_tool".to_owned()), "{i}");
+    }
+    let removed = &results_of(&requests, 2)[0];
+    assert!(removed.is_error);
+    assert!(
+        removed.content.starts_with("Unknown tool \"t_old_tool\"."),
+        "{}",
+        removed.content
+    );
+    assert_eq!(results_of(&requests, 3)[0].content, "new_tool ran");
     tools.close();
 }
 

@@ -64,7 +64,10 @@ pub(crate) fn is_legal_tool_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-fn check_object_schema(tool: &str, schema: &Value) -> Result<SchemaValidator, ConfigError> {
+pub(super) fn check_object_schema(
+    tool: &str,
+    schema: &Value,
+) -> Result<SchemaValidator, ConfigError> {
     let is_object = schema.get("type").and_then(Value::as_str) == Some("object");
     if !is_object {
         return Err(ConfigError::InvalidSchema {

@@ -5,11 +5,12 @@ mod builder;
 mod checks;
 mod fingerprint;
 mod stores;
+mod table;
 
 pub(crate) use checks::is_legal_tool_name;
 use checks::{check_output_tool, check_settings, compile_tools, invalid};
+pub(crate) use table::ToolTable;
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -61,17 +62,15 @@ pub(crate) struct Compiled<T> {
     pub(crate) state: Arc<StateMap>,
     pub(crate) client: Arc<dyn LlmClient>,
     pub(crate) wire_model: String,
-    pub(crate) tools: Vec<CompiledTool>,
-    pub(crate) tool_index: HashMap<String, usize>,
-    /// Every tool offered in an ordinary turn: user tools, then `submit_output`, then
-    /// `escalate_to_human` when enabled.
-    pub(crate) offered: Arc<[ToolDefinition]>,
+    /// The user tools as `build()` froze them (a source's tools as they were then), and
+    /// every tool offered in an ordinary turn.
+    pub(crate) table: Arc<ToolTable>,
+    /// The newest table built from the tool sources' snapshots (the frozen one until a
+    /// source changes); see `ToolSource`.
+    pub(crate) latest: std::sync::Mutex<Arc<ToolTable>>,
     /// The tools offered in the wrap-up turn (tool mode): `submit_output`, and
     /// `escalate_to_human` when escalation is on.
     pub(crate) wrap_up_offered: Option<Arc<[ToolDefinition]>>,
-    /// The tool sets `tools_for` chose so far, by which user tools they keep (one bit
-    /// per tool, up to 64 tools), so each set is one `Arc` (and is encoded once).
-    pub(crate) subsets: std::sync::Mutex<HashMap<u64, Arc<[ToolDefinition]>>>,
     /// How a run ends with a value.
     pub(crate) output: OutputPlan,
     /// The system prompt as sent: the user's, plus the schema instruction in prompted
@@ -173,9 +172,11 @@ impl<T: AgentOutput> AgentConfig<T> {
     }
 
     /// The tools offered in an ordinary turn (user tools, `submit_output` in tool
-    /// mode, and `escalate_to_human` when enabled).
+    /// mode, and `escalate_to_human` when enabled), as `build()` froze them: a
+    /// [`ToolSource`](crate::ToolSource)'s tools as they were then (runs follow its
+    /// later changes).
     pub fn tool_definitions(&self) -> &[ToolDefinition] {
-        &self.inner.offered
+        &self.inner.table.offered
     }
 
     /// The output mode runs use: never [`OutputMode::Auto`], which `build()` resolves
@@ -340,6 +341,9 @@ impl<T: AgentOutput> AgentConfig<T> {
             }
         };
         let fingerprint = fingerprint::of(&settings, &offered, &wire_model, client.provider());
+        let versions = settings.tools.sources().iter().map(|s| s.version).collect();
+        let tools = tools.into_iter().map(Arc::new).collect();
+        let table = Arc::new(ToolTable::new(tools, tool_index, offered.into(), versions));
         Ok(Self {
             inner: Arc::new(Compiled {
                 fingerprint,
@@ -347,11 +351,9 @@ impl<T: AgentOutput> AgentConfig<T> {
                 settings,
                 client,
                 wire_model,
-                tools,
-                tool_index,
-                offered: Arc::from(offered),
+                latest: std::sync::Mutex::new(Arc::clone(&table)),
+                table,
                 wrap_up_offered,
-                subsets: std::sync::Mutex::new(HashMap::new()),
                 output,
                 system_prompt,
                 prompt_cache,

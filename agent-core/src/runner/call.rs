@@ -20,7 +20,9 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     /// One LLM call. The outer `Err` is a panic inside the client: not a provider's
     /// failure but a bug in the client's code, so the run ends with `internal_error`.
     pub(super) async fn call_model(&mut self) -> Result<Result<LlmResponse, LlmError>, AgentError> {
+        self.refresh_tools().await;
         let cfg = self.cfg;
+        let offered = Arc::clone(&self.table.offered);
         let wrap_up = cfg.settings.budgets.wrap_up
             && !matches!(cfg.output, OutputPlan::Text)
             && self.is_last_call();
@@ -37,12 +39,10 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                     Arc::clone(tools),
                     ToolChoice::Tool(SUBMIT_OUTPUT.to_owned()),
                 ),
-                None => (Arc::clone(&cfg.offered), ToolChoice::Required),
+                None => (offered, ToolChoice::Required),
             },
-            (OutputPlan::Json(_), true, _) if escalation => {
-                (Arc::clone(&cfg.offered), ToolChoice::Auto)
-            }
-            (OutputPlan::Json(_), true, _) => (Arc::clone(&cfg.offered), ToolChoice::None),
+            (OutputPlan::Json(_), true, _) if escalation => (offered, ToolChoice::Auto),
+            (OutputPlan::Json(_), true, _) => (offered, ToolChoice::None),
             (OutputPlan::Tool, false, true) => (self.offered_tools(), ToolChoice::Required),
             (OutputPlan::Json(_), false, true) => (self.offered_tools(), ToolChoice::None),
             _ => (self.offered_tools(), ToolChoice::Auto),

@@ -22,23 +22,22 @@ use serde_json::Value;
 
 use crate::config::Compiled;
 use crate::error::{AgentError, Attempt, panic_message};
-use crate::handover::{CallOutcome, CallRecord, Handover};
+use crate::handover::{CallRecord, Handover};
 use crate::llm::LlmError;
-use crate::message::{Message, ToolCall, ToolResult};
+use crate::message::{Message, ToolCall};
 use crate::observe::RunEvent;
 use crate::output::{AgentOutput, OutputMode};
-use crate::pause::{Decisions, PauseReason, PendingCall};
+use crate::pause::{Decisions, PendingCall};
 use crate::result::AgentResult;
 use crate::scores::Scores;
 use crate::stores::{
-    CheckpointRecord, CheckpointStore, LedgerEntry, LedgerStatus, StoreError, StoreKind, fnv1a64,
-    now_ms,
+    CheckpointRecord, CheckpointStore, LedgerEntry, StoreError, StoreKind, fnv1a64, now_ms,
 };
 use crate::usage::Usage;
 
 use super::Run;
 use super::guard::{GuardState, canonical_json};
-use super::tools::Executed;
+use super::ledger::Ledger;
 use super::trace::Observers;
 
 /// The version of the header and state texts this runner writes.
@@ -160,8 +159,9 @@ pub(crate) struct Durable {
     /// Failures counted before this process took the run over.
     failures_before: u32,
     ledger: Ledger,
-    /// The tool calls a resumed run must answer first (it stopped at `tools_pending`).
-    pending: Option<Vec<ToolCall>>,
+    /// The tool calls a resumed run must answer first (it stopped at `tools_pending`),
+    /// and the names of the tools that turn was offered.
+    pending: Option<(Vec<ToolCall>, Vec<String>)>,
 }
 
 impl Durable {
@@ -169,16 +169,6 @@ impl Durable {
     pub(super) fn ledger(&self) -> &Ledger {
         &self.ledger
     }
-}
-
-/// The tool-effect ledger of one run.
-pub(crate) struct Ledger {
-    store: Arc<dyn CheckpointStore>,
-    run_id: Arc<str>,
-    timeout: Duration,
-    /// The entries found when the run was resumed, by call id.
-    prior: HashMap<String, LedgerEntry>,
-    failures: AtomicU32,
 }
 
 /// Runs one store call under the timeout and a catch boundary.
@@ -200,7 +190,12 @@ where
 }
 
 /// Reports one checkpoint-store failure: a warning and an observer event.
-fn report(observers: &Observers, trace_id: &str, operation: &'static str, error: &StoreError) {
+pub(super) fn report(
+    observers: &Observers,
+    trace_id: &str,
+    operation: &'static str,
+    error: &StoreError,
+) {
     tracing::warn!(store = "checkpoint", operation, error = %error, "checkpoint store call failed; the run goes on");
     observers.notify(&RunEvent::StoreFailed {
         trace_id,
@@ -215,11 +210,17 @@ pub(super) fn arguments_hash(arguments: &Value) -> String {
     format!("{:016x}", fnv1a64(canonical_json(arguments).as_bytes()))
 }
 
-/// The config's user tools as a checkpoint records them.
+/// The config's plain user tools as a checkpoint records them: name and parameters, in
+/// the config's order. A `ToolSource`'s tools are left out: they may change during a
+/// run and between a crash and its resume, so they are checked per call instead (a
+/// pending call to a tool the source no longer has is answered as unknown).
 pub(super) fn tool_signatures<T>(cfg: &Compiled<T>) -> Vec<(String, Value)> {
-    cfg.tools
+    cfg.settings
+        .tools
+        .entries()
         .iter()
-        .map(|t| (t.definition.name.clone(), t.definition.parameters.clone()))
+        .filter(|e| e.source.is_none())
+        .map(|e| (e.definition.name.clone(), e.definition.parameters.clone()))
         .collect()
 }
 
@@ -389,25 +390,29 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             }
         };
         if let Some(offered) = offered {
-            let offered: Vec<_> = self
-                .cfg
-                .offered
-                .iter()
-                .filter(|d| offered.contains(&d.name))
-                .cloned()
-                .collect();
-            self.request.tools = offered.into();
             durable.pending = match self.request.messages.last() {
-                Some(Message::Assistant { tool_calls, .. }) => Some(tool_calls.clone()),
+                Some(Message::Assistant { tool_calls, .. }) => Some((tool_calls.clone(), offered)),
                 _ => None,
             };
         }
         header
     }
 
-    /// The tool calls a resumed run answers before its next LLM call, if any.
-    pub(super) fn take_pending(&mut self) -> Option<Vec<ToolCall>> {
-        self.durable.as_mut().and_then(|d| d.pending.take())
+    /// The tool calls a resumed run answers before its next LLM call, if any, with the
+    /// tools of the current table that their turn was offered set as the request's
+    /// (a tool source's tool gone since is answered as unknown).
+    pub(super) async fn take_pending(&mut self) -> Option<Vec<ToolCall>> {
+        let (calls, names) = self.durable.as_mut().and_then(|d| d.pending.take())?;
+        self.refresh_tools().await;
+        let offered: Vec<_> = self
+            .table
+            .offered
+            .iter()
+            .filter(|d| names.contains(&d.name))
+            .cloned()
+            .collect();
+        self.request.tools = offered.into();
+        Some(calls)
     }
 
     /// Time spent toward the deadline before this process took the run over.
@@ -525,128 +530,5 @@ pub(super) async fn save_finished<T>(
     if let Err(error) = outcome {
         result.store_failures = result.store_failures.saturating_add(1);
         report(observers, &result.trace_id, "save", &error);
-    }
-}
-
-impl Ledger {
-    /// Runs one tool execution through the ledger. A call completed before a crash is
-    /// not run again: its recorded result comes back. A call that started and never
-    /// completed runs again, unless the tool is irreversible: then its outcome is
-    /// unknown and the model is told so. Otherwise `started` is written, the tool runs,
-    /// and `completed` is written; each write awaited (a failure is counted and the
-    /// tool runs anyway).
-    pub(crate) async fn execute(
-        &self,
-        call: &ToolCall,
-        irreversible: bool,
-        (trace_id, observers): (&str, &Observers),
-        run: impl Future<Output = Executed>,
-    ) -> Executed {
-        let hash = arguments_hash(&call.arguments);
-        match self.prior.get(&call.id) {
-            Some(LedgerEntry {
-                arguments_hash,
-                status:
-                    LedgerStatus::Completed {
-                        content,
-                        is_error,
-                        fatal,
-                    },
-                ..
-            }) if *arguments_hash == hash => return recorded(call, content, *is_error, *fatal),
-            Some(LedgerEntry {
-                arguments_hash,
-                status: LedgerStatus::Deferred { note },
-                ..
-            }) if *arguments_hash == hash => {
-                let reason = PauseReason::Deferred { note: note.clone() };
-                return Executed::waiting(call, reason);
-            }
-            Some(_) if irreversible => return unknown(call),
-            _ => {}
-        }
-        let mut entry = LedgerEntry {
-            run_id: self.run_id.to_string(),
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            arguments_hash: hash,
-            status: LedgerStatus::Started,
-        };
-        self.write(&entry, (trace_id, observers), "tool_started")
-            .await;
-        let done = run.await;
-        entry.status = match &done.pause {
-            Some(PauseReason::Deferred { note }) => LedgerStatus::Deferred { note: note.clone() },
-            _ => LedgerStatus::Completed {
-                content: done.result.content.clone(),
-                is_error: done.result.is_error,
-                fatal: done.fatal,
-            },
-        };
-        self.write(&entry, (trace_id, observers), "tool_completed")
-            .await;
-        done
-    }
-
-    /// Whether the call deferred its result before the run was resumed.
-    pub(super) fn deferred(&self, call_id: &str) -> bool {
-        matches!(
-            self.prior.get(call_id),
-            Some(LedgerEntry {
-                status: LedgerStatus::Deferred { .. },
-                ..
-            })
-        )
-    }
-
-    async fn write(
-        &self,
-        entry: &LedgerEntry,
-        (trace_id, observers): (&str, &Observers),
-        operation: &'static str,
-    ) {
-        let store = &self.store;
-        if let Err(error) = bounded(self.timeout, || store.record_tool(entry)).await {
-            self.failures.fetch_add(1, Ordering::Relaxed);
-            report(observers, trace_id, operation, &error);
-        }
-    }
-}
-
-/// A call answered from its `completed` entry.
-fn recorded(call: &ToolCall, content: &str, is_error: bool, fatal: bool) -> Executed {
-    let (result, outcome) = if is_error {
-        (
-            ToolResult::error(&call.id, &call.name, content),
-            CallOutcome::Failed(content.to_owned()),
-        )
-    } else {
-        (
-            ToolResult::ok(&call.id, &call.name, content),
-            CallOutcome::Succeeded(content.to_owned()),
-        )
-    };
-    Executed {
-        result,
-        outcome,
-        fatal,
-        pause: None,
-    }
-}
-
-/// An irreversible call that started before a crash and never completed.
-fn unknown(call: &ToolCall) -> Executed {
-    let text = format!(
-        "the outcome of this {} call is unknown: the run was interrupted after the tool \
-         started and before its result was recorded, and {} is irreversible, so it was not \
-         run again. Do not assume it took effect or not; check before calling it again, or \
-         hand the case over.",
-        call.name, call.name
-    );
-    Executed {
-        result: ToolResult::error(&call.id, &call.name, text.clone()),
-        outcome: CallOutcome::Unknown(text),
-        fatal: false,
-        pause: None,
     }
 }

@@ -91,7 +91,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
 
     pub(super) async fn drive(&mut self) -> Result<T, AgentError> {
         // A resumed run that stopped with a turn of tool calls unanswered.
-        if let Some(calls) = self.take_pending()
+        if let Some(calls) = self.take_pending().await
             && let Next::Stop(outcome) = self.on_tool_calls(&calls).await
         {
             return outcome;

@@ -13,6 +13,7 @@ mod customer;
 mod drive;
 mod finish;
 mod guard;
+mod ledger;
 mod pause;
 mod replay;
 mod resume;
@@ -213,6 +214,9 @@ enum Next<T> {
 /// The state of one run.
 struct Run<'c, T> {
     cfg: &'c Compiled<T>,
+    /// The user tools of the current turn: the config's frozen table, or one rebuilt
+    /// when a tool source changed (refreshed before each LLM call).
+    table: Arc<crate::config::ToolTable>,
     trace_id: Arc<str>,
     input: String,
     request: LlmRequest,

@@ -30,6 +30,7 @@ impl<T: AgentOutput> Run<'_, T> {
             calls: &self.calls,
         };
         let decisions = &mut self.decisions;
+        let table = &self.table;
         let ledger = self
             .durable
             .as_deref()
@@ -41,11 +42,7 @@ impl<T: AgentOutput> Run<'_, T> {
                     let ran = ledger.is_some_and(|l| l.deferred(&call.id));
                     return gate_of(call, decision, max_bytes, ran);
                 }
-                let Some(tool) = cfg
-                    .tool_index
-                    .get(&call.name)
-                    .and_then(|&i| cfg.tools.get(i))
-                else {
+                let Some(tool) = table.get(&call.name) else {
                     return Gate::Run;
                 };
                 if call.arguments_error.is_some() {

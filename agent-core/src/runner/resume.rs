@@ -132,9 +132,8 @@ pub async fn resume_agent_with<T: AgentOutput>(
         .map_err(|e| corrupt(format!("the state does not decode: {e}")))?;
     let validate = |tool: &str, arguments: &Value| -> Result<(), String> {
         let compiled = cfg
-            .tool_index
+            .table
             .get(tool)
-            .and_then(|&i| cfg.tools.get(i))
             .ok_or_else(|| format!("the config has no tool {tool}"))?;
         compiled
             .validator
@@ -180,7 +179,20 @@ fn differences<T: AgentOutput>(cfg: &Compiled<T>, header: &Header) -> Vec<Config
     let current_tools = tool_signatures(cfg);
     let current: BTreeMap<&str, &Value> =
         current_tools.iter().map(|(n, p)| (n.as_str(), p)).collect();
+    // A checkpoint written before tool sources were left out of headers may list a
+    // source's tools: those are not differences.
+    let from_sources: Vec<&str> = cfg
+        .settings
+        .tools
+        .entries()
+        .iter()
+        .filter(|e| e.source.is_some())
+        .map(|e| e.definition.name.as_str())
+        .collect();
     for (name, params) in &stored {
+        if !current.contains_key(name) && from_sources.contains(name) {
+            continue;
+        }
         match current.get(name) {
             None => out.push(ConfigDifference::ToolRemoved {
                 name: (*name).to_owned(),

@@ -51,7 +51,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         }
         request.messages = history;
         request.messages.push(Message::user(input.clone()));
-        request.tools = Arc::clone(&cfg.offered);
+        request.tools = Arc::clone(&cfg.table.offered);
         request.max_tokens = s.budgets.max_tokens;
         request.temperature = s.budgets.temperature;
         let state = if run_state.is_empty() {
@@ -68,6 +68,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         };
         Self {
             cfg,
+            table: Arc::clone(&cfg.table),
             run_id: Arc::clone(&trace_id),
             durable: None,
             decisions: crate::pause::Decisions::new(),
@@ -105,21 +106,38 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         }
     }
 
-    /// The tools offered in an ordinary turn: every tool, or, with `tools_for`, the
-    /// user tools it keeps for the run's state (each distinct set is one `Arc`, cached
-    /// in the config so it is encoded once), then `submit_output` and
+    /// Brings the tool table up to date with the config's tool sources (nothing
+    /// without any): awaits each source's refresh, then takes the table for their
+    /// snapshots (see `ToolSource`).
+    pub(super) async fn refresh_tools(&mut self) {
+        let sources = self.cfg.settings.tools.sources();
+        if sources.is_empty() {
+            return;
+        }
+        let mut snapshots = Vec::with_capacity(sources.len());
+        for registered in sources {
+            registered.source.refresh().await;
+            snapshots.push(registered.source.snapshot());
+        }
+        self.table = self.cfg.table_for(&snapshots);
+    }
+
+    /// The tools offered in an ordinary turn: every tool of the table, or, with
+    /// `tools_for`, the user tools it keeps for the run's state (each distinct set is
+    /// one `Arc`, cached in the table so it is encoded once), then `submit_output` and
     /// `escalate_to_human`.
     pub(super) fn offered_tools(&self) -> Arc<[ToolDefinition]> {
         let cfg = self.cfg;
+        let table = &*self.table;
         let Some(keep) = &cfg.settings.tools_for else {
-            return Arc::clone(&cfg.offered);
+            return Arc::clone(&table.offered);
         };
         let state = RunState {
             turn: self.usage.llm_calls.saturating_add(1),
             tool_calls: self.usage.tool_calls,
             calls: &self.calls,
         };
-        let kept: Vec<bool> = cfg
+        let kept: Vec<bool> = table
             .tools
             .iter()
             .map(|t| {
@@ -137,13 +155,13 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             })
             .collect();
         let build = || -> Arc<[ToolDefinition]> {
-            let user = cfg
+            let user = table
                 .tools
                 .iter()
                 .zip(&kept)
                 .filter(|(_, k)| **k)
                 .map(|(t, _)| t.definition.clone());
-            let rest = cfg.offered[cfg.tools.len()..].iter().cloned();
+            let rest = table.offered[table.tools.len()..].iter().cloned();
             user.chain(rest).collect::<Vec<_>>().into()
         };
         if kept.len() > 64 {
@@ -153,7 +171,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             .iter()
             .enumerate()
             .fold(0u64, |m, (i, k)| if *k { m | (1 << i) } else { m });
-        let mut subsets = cfg
+        let mut subsets = table
             .subsets
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -163,19 +181,14 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     /// Records the calls of a turn that ran none of them, with why.
     pub(super) fn record_not_run(&mut self, calls: &[ToolCall], results: &[ToolResult]) {
         for (call, result) in calls.iter().zip(results) {
-            if self.cfg.tool_index.contains_key(&call.name) {
+            if self.table.index.contains_key(&call.name) {
                 self.record_call(call, CallOutcome::NotRun(result.content.clone()));
             }
         }
     }
 
     pub(super) fn record_call(&mut self, call: &ToolCall, outcome: CallOutcome) {
-        let irreversible = self
-            .cfg
-            .tool_index
-            .get(&call.name)
-            .and_then(|&i| self.cfg.tools.get(i))
-            .is_some_and(|t| t.irreversible);
+        let irreversible = self.table.get(&call.name).is_some_and(|t| t.irreversible);
         self.calls.push(CallRecord {
             llm_call: self.usage.llm_calls,
             tool: call.name.clone(),

@@ -8,14 +8,14 @@ use std::time::{Duration, Instant};
 use futures::{FutureExt, StreamExt};
 use tracing::Instrument;
 
-use crate::config::{Compiled, CompiledTool};
+use crate::config::{Compiled, CompiledTool, ToolTable};
 use crate::error::panic_message;
 use crate::handover::CallOutcome;
 use crate::message::{ToolCall, ToolResult};
 use crate::observe::RunEvent;
 use crate::pause::PauseReason;
-use crate::runner::checkpoint::Ledger;
 use crate::runner::correction;
+use crate::runner::ledger::Ledger;
 use crate::runner::trace::Observers;
 use crate::tool::ToolDefinition;
 use crate::tool::{StateMap, ToolContext};
@@ -84,18 +84,19 @@ impl Executed {
 }
 
 /// Runs the calls (none of them terminal) and answers each one, in emission order.
-/// `offered` is the tool set of this turn: a call to any other tool is answered as
-/// unknown. `gates` (one per call, or none: run every call) says which calls of known,
-/// offered tools with valid arguments run, wait for approval, or are answered by a
-/// decision. `executed` is increased by the number of tool executions. With a `ledger`
-/// (a checkpointed run), each execution goes through it.
+/// `table` holds the user tools of this turn and `offered` the tool set it offered: a
+/// call to any other tool is answered as unknown. `gates` (one per call, or none: run
+/// every call) says which calls of known, offered tools with valid arguments run, wait
+/// for approval, or are answered by a decision. `deadline` is the run's, passed to each
+/// tool in its context. `executed` is increased by the number of tool executions. With
+/// a `ledger` (a checkpointed run), each execution goes through it.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn run_tool_calls<T>(
     cfg: &Compiled<T>,
+    (table, offered): (&ToolTable, &[ToolDefinition]),
     calls: &[ToolCall],
     mut gates: Vec<Gate>,
-    offered: &[ToolDefinition],
-    (trace_id, run_id): (&Arc<str>, &Arc<str>),
+    (trace_id, run_id, deadline): (&Arc<str>, &Arc<str>, Option<tokio::time::Instant>),
     state: &Arc<StateMap>,
     observers: &Observers,
     executed: &mut u32,
@@ -107,7 +108,7 @@ pub(crate) async fn run_tool_calls<T>(
         .iter()
         .zip(gates)
         .map(|(call, gate)| {
-            let plan = match (plan_call(cfg, call, offered), gate) {
+            let plan = match (plan_call(table, call, offered), gate) {
                 (Plan::Run(_), Gate::Hold) => Plan::Hold,
                 (Plan::Run(_), Gate::Answer(result, outcome, ran)) => {
                     Plan::Decided(result, outcome, ran)
@@ -146,7 +147,7 @@ pub(crate) async fn run_tool_calls<T>(
             Plan::Decided(result, outcome, _) => Executed::answered(result, outcome),
             Plan::Hold => Executed::waiting(call, PauseReason::Approval),
             Plan::Run(tool) => {
-                let ids = (trace_id, run_id);
+                let ids = (trace_id, run_id, deadline);
                 let run = execute(tool, call, ids, state, (timeout, max_bytes), capture);
                 match ledger {
                     Some(ledger) => {
@@ -178,9 +179,9 @@ pub(crate) async fn run_tool_calls<T>(
         .await
 }
 
-fn plan_call<'c, T>(cfg: &'c Compiled<T>, call: &ToolCall, offered: &[ToolDefinition]) -> Plan<'c> {
-    let index = cfg
-        .tool_index
+fn plan_call<'c>(table: &'c ToolTable, call: &ToolCall, offered: &[ToolDefinition]) -> Plan<'c> {
+    let index = table
+        .index
         .get(&call.name)
         .filter(|_| offered.iter().any(|d| d.name == call.name));
     let Some(&index) = index else {
@@ -191,7 +192,7 @@ fn plan_call<'c, T>(cfg: &'c Compiled<T>, call: &ToolCall, offered: &[ToolDefini
             correction::unknown_tool(&call.name, &available.join(", ")),
         ));
     };
-    let Some(tool) = cfg.tools.get(index) else {
+    let Some(tool) = table.tools.get(index) else {
         return Plan::Answer(ToolResult::error(
             &call.id,
             &call.name,
@@ -218,7 +219,7 @@ fn plan_call<'c, T>(cfg: &'c Compiled<T>, call: &ToolCall, offered: &[ToolDefini
 async fn execute(
     tool: &CompiledTool,
     call: &ToolCall,
-    (trace_id, run_id): (&Arc<str>, &Arc<str>),
+    (trace_id, run_id, deadline): (&Arc<str>, &Arc<str>, Option<tokio::time::Instant>),
     state: &Arc<StateMap>,
     (timeout, max_bytes): (Duration, usize),
     capture: bool,
@@ -238,13 +239,16 @@ async fn execute(
     if capture {
         span.record("gen_ai.tool.call.arguments", call.arguments.to_string());
     }
-    let context = ToolContext::new(
+    let mut context = ToolContext::new(
         &call.id,
         &call.name,
         Arc::clone(trace_id),
         Arc::clone(state),
     )
     .with_run_id(Arc::clone(run_id));
+    if let Some(deadline) = deadline {
+        context = context.with_deadline(deadline);
+    }
     let arguments = call.arguments.clone();
     // The timer sits inside the catch boundary too: outside a Tokio runtime its creation
     // panics, and that must become this call's error result, not the run's.

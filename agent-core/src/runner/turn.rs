@@ -18,9 +18,9 @@ use super::{Next, Run, correction, sanitize, tools};
 impl<'c, T: AgentOutput> Run<'c, T> {
     /// Classifies a successful turn into exactly one transition.
     pub(super) async fn on_turn(&mut self, mut response: LlmResponse) -> Next<T> {
-        let cfg = self.cfg;
+        let table = Arc::clone(&self.table);
         let is_known = |name: &str| {
-            cfg.tool_index.contains_key(name) || name == SUBMIT_OUTPUT || name == ESCALATE_TO_HUMAN
+            table.index.contains_key(name) || name == SUBMIT_OUTPUT || name == ESCALATE_TO_HUMAN
         };
         sanitize::sanitize_calls(
             &mut response.tool_calls,
@@ -268,12 +268,13 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         .await;
         let gates = self.gates(calls);
         let tool_calls_before = self.usage.tool_calls;
+        let table = Arc::clone(&self.table);
         let mut executed = tools::run_tool_calls(
             self.cfg,
+            (&table, &offered),
             calls,
             gates,
-            &offered,
-            (&self.trace_id, &self.run_id),
+            (&self.trace_id, &self.run_id, self.deadline_at),
             &self.state,
             &self.observers,
             &mut self.usage.tool_calls,
@@ -297,7 +298,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 };
                 self.fatal = Some((call.name.clone(), message));
             }
-            if self.cfg.tool_index.contains_key(&call.name) {
+            if self.table.index.contains_key(&call.name) {
                 self.record_call(call, done.outcome);
             }
             results.push(done.result);

@@ -2,13 +2,15 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_core::{LlmRequest, Message, ToolResult, agent_output};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -23,13 +25,38 @@ pub(crate) struct Answer {
 }
 
 /// A small MCP server: `add` (structured result), `weather.lookup` (text; `isError` for
-/// Atlantis), `tags.set` (a schema strict mode cannot express), `sleep`, and, when
-/// `exit_tool` is set, `crash` (exits the process mid-call). Lists `page_size` tools
-/// per page.
+/// Atlantis), `tags.set` (a schema strict mode cannot express), `sleep`, `slow` (sleeps,
+/// sending `notifications/progress` with the call's token every `every_ms` when more
+/// than 0), and, when `exit_tool` is set, `crash` (exits the process mid-call). With
+/// `changes`, it declares `tools.listChanged` and also lists `swap` and `old_tool`;
+/// calling `swap` replaces `old_tool` with `new_tool` and sends
+/// `notifications/tools/list_changed` before its result. Lists `page_size` tools per
+/// page.
 #[derive(Clone)]
 pub(crate) struct TestServer {
     pub page_size: usize,
     pub exit_tool: bool,
+    pub changes: Option<Arc<Changes>>,
+}
+
+/// The state of a server whose tool list changes, shared by its sessions.
+#[derive(Default)]
+pub(crate) struct Changes {
+    /// Whether `swap` ran.
+    pub swapped: AtomicBool,
+    /// The MCP names of every `tools/call` received, in order.
+    pub calls: Mutex<Vec<String>>,
+    /// How long `swap` waits between its notification and its result. Over stdio the
+    /// two share one stream, in order; over streamable HTTP the notification takes the
+    /// session's GET stream and the result the call's POST stream, so without a pause
+    /// the result may arrive first.
+    pub settle: Duration,
+}
+
+impl Changes {
+    pub(crate) fn calls(&self) -> Vec<String> {
+        self.calls.lock().unwrap().clone()
+    }
 }
 
 fn schema(value: Value) -> Arc<serde_json::Map<String, Value>> {
@@ -92,6 +119,32 @@ impl TestServer {
                 })),
             ),
         ];
+        tools.push(Tool::new(
+            "slow",
+            "Sleeps for ms milliseconds, reporting progress every every_ms (0: never).",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "ms": {"type": "integer", "minimum": 0},
+                    "every_ms": {"type": "integer", "minimum": 0}
+                },
+                "required": ["ms", "every_ms"]
+            })),
+        ));
+        if let Some(changes) = &self.changes {
+            let empty = || schema(json!({"type": "object", "properties": {}}));
+            tools.push(Tool::new(
+                "swap",
+                "Replaces old_tool with new_tool.",
+                empty(),
+            ));
+            let current = if changes.swapped.load(Ordering::SeqCst) {
+                Tool::new("new_tool", "The tool swap added.", empty())
+            } else {
+                Tool::new("old_tool", "The tool swap removes.", empty())
+            };
+            tools.push(current);
+        }
         if self.exit_tool {
             tools.push(Tool::new(
                 "crash",
@@ -105,7 +158,11 @@ impl TestServer {
 
 impl ServerHandler for TestServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = ServerCapabilities::builder().enable_tools();
+        if self.changes.is_some() {
+            return ServerConfig::new(capabilities.enable_tool_list_changed().build());
+        }
+        ServerConfig::new(capabilities.build())
     }
 
     async fn list_tools(
@@ -129,8 +186,11 @@ impl ServerHandler for TestServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(changes) = &self.changes {
+            changes.calls.lock().unwrap().push(request.name.to_string());
+        }
         let args = Value::Object(request.arguments.unwrap_or_default());
         let result = match request.name.as_ref() {
             "add" => {
@@ -153,6 +213,44 @@ impl ServerHandler for TestServer {
                 let ms = args["ms"].as_u64().unwrap_or(0);
                 tokio::time::sleep(Duration::from_millis(ms)).await;
                 CallToolResult::success(vec![ContentBlock::text("slept")])
+            }
+            "slow" => {
+                let ms = args["ms"].as_u64().unwrap_or(0);
+                let every = args["every_ms"].as_u64().unwrap_or(0);
+                let token = context.meta.get_progress_token();
+                let mut sent = 0_u32;
+                let mut slept = 0;
+                while slept < ms {
+                    let step = if every == 0 {
+                        ms
+                    } else {
+                        every.min(ms - slept)
+                    };
+                    tokio::time::sleep(Duration::from_millis(step)).await;
+                    slept += step;
+                    if let (true, Some(token)) = (every > 0 && slept < ms, &token) {
+                        sent += 1;
+                        let progress =
+                            ProgressNotificationParam::new(token.clone(), f64::from(sent));
+                        context.peer.notify_progress(progress).await.unwrap();
+                    }
+                }
+                CallToolResult::success(vec![ContentBlock::text(format!(
+                    "done after {sent} progress notifications"
+                ))])
+            }
+            "swap" if self.changes.is_some() => {
+                if let Some(changes) = &self.changes {
+                    changes.swapped.store(true, Ordering::SeqCst);
+                }
+                context.peer.notify_tool_list_changed().await.unwrap();
+                if let Some(changes) = &self.changes {
+                    tokio::time::sleep(changes.settle).await;
+                }
+                CallToolResult::success(vec![ContentBlock::text("swapped")])
+            }
+            name @ ("old_tool" | "new_tool") if self.changes.is_some() => {
+                CallToolResult::success(vec![ContentBlock::text(format!("{name} ran"))])
             }
             "crash" if self.exit_tool => std::process::exit(3),
             other => return Err(ErrorData::invalid_params(format!("no tool {other}"), None)),
