@@ -10,6 +10,11 @@
 //! cargo run --example runs -- --store runs.db export --out eval.jsonl
 //! cargo run --example runs -- --store runs.db replay TRACE_ID --model dispatch/gemma
 //! cargo run --example runs -- --store runs.db diff TRACE_A TRACE_B
+//! cargo run --release --example triage -- --store runs.db --approve lookup_order
+//! cargo run --example runs -- --store runs.db pending
+//! cargo run --example runs -- --store runs.db approve RUN_ID CALL_ID
+//! cargo run --example runs -- --store runs.db deny RUN_ID CALL_ID --reason "not this one"
+//! cargo run --example runs -- --store runs.db resume RUN_ID --approve lookup_order
 //! ```
 //!
 //! `--store` takes an SQLite file (default `runs.db`) or a `postgres://` URL.
@@ -19,18 +24,27 @@ use std::process::ExitCode;
 use agent_core::store::{
     EvalFilter, Feedback, FeedbackStore, RunDiff, RunQuery, TraceRecord, TraceStore,
 };
-use agent_core::{Ending, Message, Value};
+use agent_core::{
+    AgentError, Decisions, Ending, Message, Value, paused_runs, record_decisions, resume_agent,
+};
 use agent_examples::cli::ModelChoice;
 use agent_examples::triage::{self, data_dir};
 use agent_store::Store;
 
 const USAGE: &str = "usage: runs [--store PATH_OR_URL] COMMAND
-  list [--limit N] [--agent NAME] [--ending answered|escalated|exhausted|stuck|failed]
+  list [--limit N] [--agent NAME] [--ending answered|escalated|exhausted|stuck|failed|paused]
   show TRACE_ID
   feedback TRACE_ID [--rating N] [--correct JSON] [--note TEXT]
   export [--out FILE] [--agent NAME] [--min-rating N]
   replay TRACE_ID [--model NAME]
-  diff TRACE_A TRACE_B";
+  diff TRACE_A TRACE_B
+  pending [--limit N]                 paused runs and the calls they wait on
+  approve RUN CALL                    record an approval
+  deny RUN CALL --reason TEXT         record a denial (the model reads the reason)
+  edit RUN CALL --args JSON           approve with other arguments
+  result RUN CALL --value JSON        give a deferred call its result
+  resume RUN [--model NAME] [--approve TOOL]...
+                                      continue a paused or interrupted run";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -122,6 +136,9 @@ async fn run() -> Result<(), String> {
             )
             .await
         }
+        "pending" => pending(&store, &cmd).await,
+        "approve" | "deny" | "edit" | "result" => decide(&store, &cmd).await,
+        "resume" => resume(&store, &cmd).await,
         other => Err(format!("unknown command {other:?}")),
     };
     store.close().await.map_err(|e| e.to_string())?;
@@ -281,6 +298,99 @@ async fn replay(store: &Store, cmd: &Command) -> Result<(), String> {
         .await
         .map_err(|e| e.to_string())?;
     println!("\n{diff}");
+    Ok(())
+}
+
+async fn pending(store: &Store, cmd: &Command) -> Result<(), String> {
+    let limit = match cmd.flag("limit") {
+        Some(n) => n.parse().map_err(|e| format!("--limit: {e}"))?,
+        None => 20,
+    };
+    let runs = paused_runs(store, limit).await.map_err(|e| e.to_string())?;
+    if runs.is_empty() {
+        println!("no paused runs");
+    }
+    for run in runs {
+        println!(
+            "{}  {}  {}",
+            run.run_id,
+            run.agent,
+            one_line(&run.input, 60)
+        );
+        for call in &run.pending {
+            let decided = run
+                .decided
+                .get(&call.call_id)
+                .map_or("waiting", |d| d.as_str());
+            println!(
+                "  {}  {}({})  {}  [{decided}]",
+                call.call_id,
+                call.tool,
+                one_line(&call.arguments.to_string(), 80),
+                call.reason.as_str()
+            );
+        }
+    }
+    Ok(())
+}
+
+async fn decide(store: &Store, cmd: &Command) -> Result<(), String> {
+    let run_id = cmd.arg(0, "a run id and a call id")?;
+    let call_id = cmd.arg(1, "a run id and a call id")?;
+    let json = |flag: &str| -> Result<Value, String> {
+        let text = cmd
+            .flag(flag)
+            .ok_or_else(|| format!("{} needs --{flag}", cmd.name))?;
+        serde_json::from_str(text).map_err(|e| format!("--{flag} is not JSON: {e}"))
+    };
+    let decisions = match cmd.name.as_str() {
+        "approve" => Decisions::new().approve(call_id),
+        "deny" => {
+            let reason = cmd.flag("reason").ok_or("deny needs --reason")?;
+            Decisions::new().deny(call_id, reason)
+        }
+        "edit" => Decisions::new().edit(call_id, json("args")?),
+        _ => Decisions::new().result(call_id, json("value")?),
+    };
+    let left = record_decisions(store, run_id, decisions)
+        .await
+        .map_err(|e| e.to_string())?;
+    if left.is_empty() {
+        println!("recorded; run {run_id} can resume: runs resume {run_id}");
+    } else {
+        let ids: Vec<&str> = left.iter().map(|c| c.call_id.as_str()).collect();
+        println!("recorded; still waiting: {}", ids.join(", "));
+    }
+    Ok(())
+}
+
+async fn resume(store: &Store, cmd: &Command) -> Result<(), String> {
+    let run_id = cmd.arg(0, "a run id")?;
+    let choice = ModelChoice::resolve(cmd.flag("model").map(str::to_owned));
+    eprintln!("{}", choice.banner());
+    let approve: Vec<String> = cmd
+        .flags
+        .iter()
+        .filter(|(f, _)| f == "approve")
+        .map(|(_, v)| v.clone())
+        .collect();
+    let config = triage::triage_config(&data_dir(), &choice)?
+        .with_(|b| {
+            let b = b.feedback_store(store.clone()).trace_store(store.clone());
+            triage::with_approvals(b, store, &approve)
+        })
+        .map_err(|e| e.to_string())?;
+    let result = resume_agent(&config, run_id)
+        .await
+        .map_err(|e| e.to_string())?;
+    match &result.outcome {
+        Ok(_) => println!("{run_id}: answered: {}", one_line(&result.output, 200)),
+        Err(AgentError::Paused { pending, .. }) => {
+            let ids: Vec<String> = pending.iter().map(ToString::to_string).collect();
+            println!("{run_id}: paused again, waiting on {}", ids.join(", "));
+        }
+        Err(e) => println!("{run_id}: {}: {e}", result.ending()),
+    }
     Ok(())
 }
 

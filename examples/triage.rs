@@ -6,6 +6,8 @@
 //! AGENT_DISPATCH_URL=http://127.0.0.1:8080/v1 \
 //!   cargo run --release --example triage -- --model dispatch/gemma --json
 //! cargo run --release --example triage -- --store runs.db   # record every run
+//! cargo run --release --example triage -- --store runs.db --approve lookup_order
+//! cargo run --example runs -- --store runs.db pending       # what waits for a person
 //! ```
 //!
 //! Every ticket ends typed: answered with a validated `Triage`, or one named failure.
@@ -66,6 +68,9 @@ async fn run(args: Args) -> Result<(), String> {
         .with_(|mut b| {
             if let Some(store) = &store {
                 b = b.feedback_store(store.clone()).trace_store(store.clone());
+                if !args.approve.is_empty() {
+                    b = triage::with_approvals(b, store, &args.approve);
+                }
             }
             if let Some(n) = args.max_tokens {
                 b = b.max_tokens(n);

@@ -118,6 +118,9 @@ pub struct Args {
     /// `--store PATH_OR_URL`: record every run (an SQLite file, created if missing, or a
     /// `postgres://` URL); read it back with the `runs` example.
     pub store: Option<String>,
+    /// `--approve TOOL` (repeatable): every call of these tools waits for a person's
+    /// approval (the run pauses; needs `--store`, which then keeps checkpoints).
+    pub approve: Vec<String>,
 }
 
 /// The usage text: every flag.
@@ -137,6 +140,8 @@ pub const USAGE: &str = "usage: triage [FLAGS]
                         report (default examples/data/labels.json)
   --store PATH_OR_URL   record every run in an SQLite file (created if missing) or a
                         postgres:// URL; read it back with the `runs` example
+  --approve TOOL        calls of TOOL wait for a person's approval: the run pauses
+                        (needs --store); decide with `runs pending|approve|deny|resume`
   -h, --help            this text";
 
 impl Args {
@@ -157,6 +162,7 @@ impl Args {
             output_mode: None,
             labels: Some(crate::triage::data_dir().join("labels.json")),
             store: None,
+            approve: Vec::new(),
         };
         let mut parser = lexopt::Parser::from_env();
         let text = |e: lexopt::Error| e.to_string();
@@ -190,12 +196,19 @@ impl Args {
                 Long("store") => {
                     args.store = Some(parser.value().map_err(text)?.string().map_err(text)?);
                 }
+                Long("approve") => {
+                    args.approve
+                        .push(parser.value().map_err(text)?.string().map_err(text)?);
+                }
                 Short('h') | Long("help") => return Ok(None),
                 other => return Err(other.unexpected().to_string()),
             }
         }
         if args.concurrency == 0 {
             return Err("--concurrency must be at least 1".into());
+        }
+        if !args.approve.is_empty() && args.store.is_none() {
+            return Err("--approve needs --store: a paused run is kept there".into());
         }
         Ok(Some(args))
     }

@@ -260,6 +260,22 @@ pub fn triage_config(
         .map_err(|e: ConfigError| format!("invalid config: {e}"))
 }
 
+/// Durable runs for the triage config: checkpoints in `store`, and every call of the
+/// tools named in `approve` waits for a person's approval (the run pauses; see the
+/// `runs` example's `pending`, `approve`, `deny` and `resume`).
+pub fn with_approvals(
+    builder: AgentConfigBuilder<Triage>,
+    store: &agent_store::Store,
+    approve: &[String],
+) -> AgentConfigBuilder<Triage> {
+    let builder = builder.checkpoints(store.clone());
+    if approve.is_empty() {
+        return builder;
+    }
+    let names = approve.to_vec();
+    builder.approval(move |call, _| names.iter().any(|n| *n == call.name))
+}
+
 /// One ticket: its file stem and text.
 #[derive(Debug, Clone)]
 pub struct Ticket {
