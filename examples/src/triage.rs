@@ -273,7 +273,7 @@ pub fn with_approvals(
         return builder;
     }
     let names = approve.to_vec();
-    builder.approval(move |call, _| names.iter().any(|n| *n == call.name))
+    builder.approval(move |call, _| names.contains(&call.name))
 }
 
 /// One ticket: its file stem and text.

@@ -172,12 +172,15 @@ fn problems(
             });
             continue;
         };
-        let fits = match (&call.reason, decision) {
-            (_, Decision::Deny { .. }) => true,
-            (PauseReason::Approval, Decision::Approve | Decision::Edit { .. }) => true,
-            (PauseReason::Deferred { .. }, Decision::Result { .. }) => true,
-            _ => false,
-        };
+        let fits = matches!(
+            (&call.reason, decision),
+            (_, Decision::Deny { .. })
+                | (
+                    PauseReason::Approval,
+                    Decision::Approve | Decision::Edit { .. }
+                )
+                | (PauseReason::Deferred { .. }, Decision::Result { .. })
+        );
         if !fits {
             out.push(DecisionProblem::WrongKind {
                 call_id: call_id.to_owned(),
@@ -218,6 +221,8 @@ fn missing(pending: &[PendingCall], all: &Decisions) -> Vec<DecisionProblem> {
 /// # Errors
 /// [`ResumeError::Decisions`] listing every problem, [`ResumeError::NotPaused`] for
 /// decisions on a run that is not paused; the state is then unchanged.
+// The error is the one `resume_agent_with` returns, as it is: no box on that path.
+#[allow(clippy::result_large_err)]
 pub(super) fn take_decisions(
     run_id: &str,
     snapshot: &mut Snapshot<'static>,
@@ -313,7 +318,7 @@ pub async fn paused_runs(
             })
         })
         .collect();
-    out.sort_by(|a, b| b.updated_at_ms.cmp(&a.updated_at_ms));
+    out.sort_by_key(|r| std::cmp::Reverse(r.updated_at_ms));
     out.truncate(limit);
     Ok(out)
 }

@@ -353,7 +353,7 @@ impl CheckpointStore for InMemoryCheckpoints {
             .filter(|c| !c.finished)
             .cloned()
             .collect();
-        found.sort_by(|a, b| b.updated_at_ms.cmp(&a.updated_at_ms));
+        found.sort_by_key(|c| std::cmp::Reverse(c.updated_at_ms));
         found.truncate(limit);
         Box::pin(async move { Ok(found) })
     }
