@@ -126,8 +126,8 @@ pub struct Args {
 /// The usage text: every flag.
 pub const USAGE: &str = "usage: triage [FLAGS]
 
-  --model NAME          the model, routed by prefix (claude-..., gpt-..., ollama/NAME,
-                        dispatch/NAME, test); default: AGENT_MODEL, else the first
+  --model NAME          the model, routed by prefix (claude-..., gpt-..., gemini-...,
+                        ollama/NAME, dispatch/NAME, test); default: AGENT_MODEL, else the first
                         provider key set, else the built-in test model
   --output-mode MODE    auto (default), tool, native or prompted
   --concurrency N       runs at a time (default 4)

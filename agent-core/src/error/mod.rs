@@ -202,7 +202,7 @@ pub enum AgentError {
         attempts: Vec<Attempt>,
     },
     /// `max_llm_retries` consecutive transient provider failures.
-    #[error("the provider failed {} times in a row; last: {}", .failures.len(), Last(.failures))]
+    #[error("the provider failed {}; last: {}", Times(.failures.len()), Last(.failures))]
     MaxLlmRetries {
         /// The consecutive failures, oldest first.
         failures: Vec<LlmError>,
@@ -422,6 +422,19 @@ impl fmt::Display for AttemptsSuffix<'_> {
     }
 }
 
+/// `once`, `twice in a row`, `3 times in a row`.
+struct Times(usize);
+
+impl fmt::Display for Times {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            1 => f.write_str("once"),
+            2 => f.write_str("twice in a row"),
+            n => write!(f, "{n} times in a row"),
+        }
+    }
+}
+
 struct Last<'a>(&'a [LlmError]);
 
 impl fmt::Display for Last<'_> {
@@ -490,5 +503,22 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         s.clone()
     } else {
         "a panic with a non-string payload".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AgentError;
+    use crate::llm::LlmError;
+
+    #[test]
+    fn retries_are_counted_in_words_a_person_reads() {
+        let failed = |n: usize| AgentError::MaxLlmRetries {
+            failures: (0..n).map(|_| LlmError::transient("503")).collect(),
+        };
+        let texts: Vec<String> = [1, 2, 3].map(|n| failed(n).to_string()).into();
+        assert!(texts[0].starts_with("the provider failed once; last: "));
+        assert!(texts[1].starts_with("the provider failed twice in a row; last: "));
+        assert!(texts[2].starts_with("the provider failed 3 times in a row; last: "));
     }
 }
