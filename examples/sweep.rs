@@ -40,7 +40,7 @@ const USAGE: &str = "usage: sweep [FLAGS]
   --tight-calls N       max_llm_calls of the budget variant (default 2)
   --concurrency N       runs at a time over all variants (default 4)
   --limit N             only the first N tickets
-  --max-tokens N        output-token cap per round trip
+  --max-tokens N        output-token cap per LLM call
   --seed N              the bootstrap's seed (default 24301)
   --out DIR             where comparison.json and comparison.svg go (default target/sweep)
   -h, --help            this text";
@@ -267,7 +267,7 @@ async fn run(args: Args) -> Result<(), String> {
         let t = &v.turns;
         match (t.answered_p95, t.suggested_max_llm_calls) {
             (Some(p95), Some(s)) => println!(
-                "{}: 95% of answered runs took at most {p95} round trip(s); suggested max_llm_calls {s} \
+                "{}: 95% of answered runs took at most {p95} LLM call(s); suggested max_llm_calls {s} \
                  (now {}, {} runs hit it)",
                 v.name, v.max_llm_calls, t.hit_cap
             ),

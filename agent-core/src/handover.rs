@@ -175,7 +175,7 @@ impl fmt::Display for Handover {
         }
         write!(
             f,
-            "Spent: {} of {} round trips, {} of {} tool calls, {} tokens",
+            "Spent: {} of {} LLM calls, {} of {} tool calls, {} tokens",
             self.spent.llm_calls,
             self.limits.max_llm_calls,
             self.spent.tool_calls,

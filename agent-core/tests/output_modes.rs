@@ -156,7 +156,7 @@ async fn native_wrap_up_turn_forbids_tools_and_runs_none() {
             assert!(results[0].is_error);
             assert_eq!(
                 results[0].content,
-                "Not executed: this was the last round trip, and no tool could run. Reply now \
+                "Not executed: this was the last LLM call, and no tool could run. Reply now \
                  with only your answer as a JSON object."
             );
         }

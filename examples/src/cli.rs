@@ -105,10 +105,10 @@ pub struct Args {
     pub tickets: PathBuf,
     /// `--limit N`: only the first N tickets.
     pub limit: Option<usize>,
-    /// `--max-tokens N`: the output-token cap per round trip (tokens; small local
+    /// `--max-tokens N`: the output-token cap per LLM call (tokens; small local
     /// models with a short context need a small one).
     pub max_tokens: Option<u32>,
-    /// `--max-llm-calls N`: the round-trip cap per ticket.
+    /// `--max-llm-calls N`: the LLM-call cap per ticket.
     pub max_llm_calls: Option<u32>,
     /// `--output-mode auto|tool|native|prompted` (default: the config's, `auto`).
     pub output_mode: Option<OutputMode>,
@@ -134,8 +134,8 @@ pub const USAGE: &str = "usage: triage [FLAGS]
   --json                one JSON object per ticket per line on stdout
   --tickets DIR         the tickets folder (default examples/data/tickets)
   --limit N             only the first N tickets
-  --max-tokens N        output-token cap per round trip
-  --max-llm-calls N     round-trip cap per ticket
+  --max-tokens N        output-token cap per LLM call
+  --max-llm-calls N     LLM-call cap per ticket
   --labels FILE|none    expected severity and queue per ticket, for the accuracy
                         report (default examples/data/labels.json)
   --store PATH_OR_URL   record every run in an SQLite file (created if missing) or a
@@ -301,4 +301,4 @@ pub fn answer_json(output: &str) -> Value {
 }
 
 /// The legend printed above the per-ticket lines.
-pub const LEGEND: &str = "ticket, ending, then for answers severity/queue/order, calls=<round trips>+<tool executions>, summary; for failures the error";
+pub const LEGEND: &str = "ticket, ending, then for answers severity/queue/order, calls=<LLM calls>+<tool executions>, summary; for failures the error";

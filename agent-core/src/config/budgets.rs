@@ -107,7 +107,7 @@ budgets! {
     /// The cap on LLM calls, failed ones included (default 50; at least 1).
     max_llm_calls: u32 = 50,
         set(u32) |v| v,
-        check |v| reject(v == 0, v, "a run needs at least one round trip"),
+        check |v| reject(v == 0, v, "a run needs at least one LLM call"),
         fingerprint Some("max_llm_calls"), |v| json!(v);
     /// The cap on tool executions (default 10). Calls past it are answered with a
     /// "limit reached, submit now" result and not run; it never ends a run by itself.

@@ -164,7 +164,7 @@ pub(crate) fn check(s: &StoreSettings) -> Result<(), ConfigError> {
         return Err(invalid(
             "max_thread_llm_calls",
             0,
-            "a thread needs at least one round trip",
+            "a thread needs at least one LLM call",
         ));
     }
     Ok(())

@@ -120,11 +120,11 @@ pub(crate) fn stopped(reason: &str) -> String {
 pub(crate) fn wrap_up_only(output: &OutputPlan) -> String {
     match output {
         OutputPlan::Tool => format!(
-            "Not executed: this was the last round trip, and only {SUBMIT_OUTPUT} was \
+            "Not executed: this was the last LLM call, and only {SUBMIT_OUTPUT} was \
              available. Call {SUBMIT_OUTPUT} with your answer."
         ),
         other => format!(
-            "Not executed: this was the last round trip, and no tool could run. {}",
+            "Not executed: this was the last LLM call, and no tool could run. {}",
             answer_now(other)
         ),
     }

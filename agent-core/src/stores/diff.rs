@@ -144,7 +144,7 @@ impl fmt::Display for RunDiff {
         )?;
         writeln!(
             f,
-            "round trips: {} -> {}",
+            "LLM calls: {} -> {}",
             self.llm_calls.0, self.llm_calls.1
         )?;
         if self.output.is_empty() {

@@ -208,7 +208,7 @@ impl Comparison {
                     String::new()
                 }
             })
-            .x_desc("round trips (llm_calls)")
+            .x_desc("LLM calls per run")
             .y_desc("runs")
             .draw()
             .map_err(other)?;
