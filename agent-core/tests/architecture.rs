@@ -147,9 +147,93 @@ fn crate_paths(code: &str) -> BTreeSet<String> {
     out
 }
 
+/// The names the root re-exports (`pub use module::{A, b}`), and the facade modules it
+/// declares inline (`pub mod eval { pub use crate::grader::..; }`), with the layer they
+/// come from: `crate::run_agent` is the runner's, `crate::eval::..` the evaluation's.
+fn root_names(layers: &BTreeMap<String, (u32, String)>) -> BTreeMap<String, (u32, String)> {
+    let lib = code_of(&fs::read_to_string(root().join("src/lib.rs")).unwrap());
+    let mut out = BTreeMap::new();
+    let mut rest = lib.as_str();
+    while let Some(i) = rest.find("pub use ") {
+        rest = &rest[i + "pub use ".len()..];
+        let end = rest.find(';').unwrap_or(rest.len());
+        let statement = &rest[..end];
+        let Some((module, names)) = statement.split_once("::") else {
+            continue;
+        };
+        let Some(layer) = layers.get(module.trim()) else {
+            continue;
+        };
+        let names = names.trim().trim_start_matches('{').trim_end_matches('}');
+        for name in names.split(',') {
+            // `a::B` gives `B`; `X as Y` gives `Y`; `self` is the module itself.
+            let name = name.rsplit(" as ").next().unwrap_or(name);
+            let name = name.rsplit("::").next().unwrap_or(name).trim();
+            if !name.is_empty() && name != "self" {
+                out.insert(name.to_owned(), layer.clone());
+            }
+        }
+    }
+    // Facades: each takes the highest layer it re-exports from.
+    let mut rest = lib.as_str();
+    while let Some(i) = rest.find("pub mod ") {
+        rest = &rest[i + "pub mod ".len()..];
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let after = rest[name.len()..].trim_start();
+        if !after.starts_with('{') {
+            continue;
+        }
+        let body_end = after.find("\n}").unwrap_or(after.len());
+        let body = &after[..body_end];
+        let highest = crate_paths(body)
+            .iter()
+            .filter_map(|used| layers.get(used).or_else(|| out.get(used)))
+            .max_by_key(|(n, _)| *n)
+            .cloned();
+        if let Some(layer) = highest {
+            out.insert(name, layer);
+        }
+    }
+    out
+}
+
+/// The items of the crate root a file names through `super::` chains that climb to the
+/// root (`super::super::stores::ms` in `src/runner/checkpoint.rs`).
+fn root_paths_through_super(code: &str, depth: usize) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut rest = code;
+    while let Some(i) = rest.find("super::") {
+        let before = rest[..i].chars().last();
+        rest = &rest[i..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            rest = &rest["super::".len()..];
+            continue;
+        }
+        let mut climbs = 0;
+        while let Some(next) = rest.strip_prefix("super::") {
+            climbs += 1;
+            rest = next;
+        }
+        if climbs >= depth {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                out.insert(name);
+            }
+        }
+    }
+    out
+}
+
 #[test]
 fn no_module_imports_a_layer_above_its_own() {
     let layers = layers();
+    let reexported = root_names(&layers);
     let src = root().join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
@@ -173,12 +257,23 @@ fn no_module_imports_a_layer_above_its_own() {
             continue;
         };
         let code = code_of(&fs::read_to_string(file).unwrap());
-        for used in crate_paths(&code) {
+        // How many `super::` reach the root: `runner/mod.rs` is one level down,
+        // `runner/checkpoint.rs` two.
+        let mut depth = relative.components().count();
+        if relative.file_name().is_some_and(|f| f == "mod.rs") {
+            depth -= 1;
+        }
+        let used_paths = crate_paths(&code)
+            .into_iter()
+            .chain(root_paths_through_super(&code, depth));
+        for used in used_paths {
             if used == top {
                 continue;
             }
-            // Names defined at the root itself (macros, re-exports) are not layers.
-            let Some(&(layer, ref name)) = layers.get(&used) else {
+            // A module, else a name the root re-exports from one (or a facade); names
+            // defined at the root itself (macros) are not layers.
+            let Some(&(layer, ref name)) = layers.get(&used).or_else(|| reexported.get(&used))
+            else {
                 continue;
             };
             if layer > own {
@@ -262,4 +357,22 @@ fn the_scanner_sees_upward_paths() {
         .map(str::to_owned)
         .collect();
     assert_eq!(paths, want);
+}
+
+#[test]
+fn root_re_exports_and_super_chains_resolve_to_their_layers() {
+    let layers = layers();
+    let names = root_names(&layers);
+    assert_eq!(names.get("run_agent").map(|l| l.1.as_str()), Some("runner"));
+    assert_eq!(
+        names.get("AgentConfig").map(|l| l.1.as_str()),
+        Some("config")
+    );
+    assert_eq!(names.get("eval").map(|l| l.1.as_str()), Some("evaluation"));
+    assert_eq!(names.get("prelude").map(|l| l.1.as_str()), Some("runner"));
+    let code = "use super::super::stores::ms;\nuse super::Run;\nlet a = super::super::run_agent;";
+    let at_depth_2: Vec<String> = root_paths_through_super(code, 2).into_iter().collect();
+    assert_eq!(at_depth_2, ["run_agent", "stores"]);
+    let at_depth_1: Vec<String> = root_paths_through_super(code, 1).into_iter().collect();
+    assert_eq!(at_depth_1, ["Run", "run_agent", "stores"]);
 }

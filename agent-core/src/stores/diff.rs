@@ -142,11 +142,7 @@ impl fmt::Display for RunDiff {
             cat(&self.categories.1),
             mark(self.endings.0 == self.endings.1 && self.categories.0 == self.categories.1)
         )?;
-        writeln!(
-            f,
-            "LLM calls: {} -> {}",
-            self.llm_calls.0, self.llm_calls.1
-        )?;
+        writeln!(f, "LLM calls: {} -> {}", self.llm_calls.0, self.llm_calls.1)?;
         if self.output.is_empty() {
             writeln!(f, "output: same")?;
         } else {
