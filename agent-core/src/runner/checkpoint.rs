@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
@@ -22,23 +22,23 @@ use serde_json::Value;
 
 use crate::config::Compiled;
 use crate::error::{AgentError, Attempt, panic_message};
-use crate::handover::{CallOutcome, CallRecord, Handover};
+use crate::handover::{CallRecord, Handover};
 use crate::llm::LlmError;
-use crate::message::{Message, ToolCall, ToolResult};
+use crate::message::{Message, ToolCall};
 use crate::observe::RunEvent;
 use crate::output::{AgentOutput, OutputMode};
-use crate::pause::{Decisions, PauseReason, PendingCall};
+use crate::pause::{Decisions, PendingCall};
 use crate::result::AgentResult;
 use crate::scores::Scores;
 use crate::stores::{
-    CheckpointRecord, CheckpointStore, LedgerEntry, LedgerStatus, StoreError, StoreKind, fnv1a64,
+    CheckpointRecord, CheckpointStore, LedgerEntry, SaveOutcome, StoreError, StoreKind, fnv1a64,
     now_ms,
 };
 use crate::usage::Usage;
 
 use super::Run;
 use super::guard::{GuardState, canonical_json};
-use super::tools::Executed;
+use super::ledger::Ledger;
 use super::trace::Observers;
 
 /// The version of the header and state texts this runner writes.
@@ -142,7 +142,15 @@ pub(super) struct Resumed {
     pub(super) header: Header,
     pub(super) snapshot: Snapshot<'static>,
     pub(super) ledger: Vec<LedgerEntry>,
+    /// The seq of the claim this process stored (the checkpoint it goes on from).
     pub(super) seq: u64,
+    /// This process's writer token (written with the claim).
+    pub(super) writer: String,
+}
+
+/// A new writer token: 32 hex digits, drawn once per process that runs a run.
+pub(super) fn new_writer() -> String {
+    format!("{:032x}", fastrand::u128(..))
 }
 
 /// A run's checkpointing: its store, its header, and where it got to.
@@ -152,6 +160,9 @@ pub(crate) struct Durable {
     header: String,
     fingerprint: String,
     seq: u64,
+    /// The seq this process took the run over from (0 for a fresh run): what a fenced
+    /// save checks, with the writer token.
+    taken_at: u64,
     /// Time spent toward the deadline before this process took the run over.
     elapsed_before: Duration,
     started: Instant,
@@ -169,16 +180,6 @@ impl Durable {
     pub(super) fn ledger(&self) -> &Ledger {
         &self.ledger
     }
-}
-
-/// The tool-effect ledger of one run.
-pub(crate) struct Ledger {
-    store: Arc<dyn CheckpointStore>,
-    run_id: Arc<str>,
-    timeout: Duration,
-    /// The entries found when the run was resumed, by call id.
-    prior: HashMap<String, LedgerEntry>,
-    failures: AtomicU32,
 }
 
 /// Runs one store call under the timeout and a catch boundary.
@@ -200,7 +201,12 @@ where
 }
 
 /// Reports one checkpoint-store failure: a warning and an observer event.
-fn report(observers: &Observers, trace_id: &str, operation: &'static str, error: &StoreError) {
+pub(super) fn report(
+    observers: &Observers,
+    trace_id: &str,
+    operation: &'static str,
+    error: &StoreError,
+) {
     tracing::warn!(store = "checkpoint", operation, error = %error, "checkpoint store call failed; the run goes on");
     observers.notify(&RunEvent::StoreFailed {
         trace_id,
@@ -284,6 +290,10 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             }
         }
         let history_len = self.request.messages.len().saturating_sub(1);
+        let writer: Arc<str> = match &resumed {
+            Some(resumed) => Arc::from(resumed.writer.as_str()),
+            None => Arc::from(new_writer()),
+        };
         let mut durable = Durable {
             ledger: Ledger {
                 store: Arc::clone(&store),
@@ -291,12 +301,16 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 timeout,
                 prior: HashMap::new(),
                 failures: AtomicU32::new(0),
+                writer,
+                fenced: AtomicBool::new(false),
+                fenced_at: std::sync::atomic::AtomicU64::new(0),
             },
             store,
             run_id,
             header: String::new(),
             fingerprint: cfg.fingerprint.clone(),
             seq: 0,
+            taken_at: 0,
             elapsed_before: Duration::ZERO,
             started: Instant::now(),
             timeout,
@@ -341,6 +355,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             snapshot: s,
             ledger,
             seq,
+            writer: _,
         } = resumed;
         self.request.system.clone_from(&header.system);
         self.request.messages = s.messages.into_owned();
@@ -375,6 +390,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             (a, b) => a.or(b),
         };
         durable.seq = seq;
+        durable.taken_at = seq;
         durable.elapsed_before = Duration::from_millis(s.elapsed_ms);
         durable.failures_before = s.store_failures;
         durable.ledger.prior = ledger.into_iter().map(|e| (e.call_id.clone(), e)).collect();
@@ -423,10 +439,32 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             .map(|limit| limit.saturating_sub(self.elapsed_before()))
     }
 
+    /// The error that ends a run another process took over, once a fenced write of this
+    /// one was refused.
+    pub(super) fn fenced(&self) -> Option<AgentError> {
+        let d = self.durable.as_deref()?;
+        d.ledger
+            .fenced
+            .load(Ordering::SeqCst)
+            .then(|| AgentError::Fenced {
+                run_id: d.run_id.to_string(),
+                seq: match d.ledger.fenced_at.load(Ordering::SeqCst) {
+                    0 => d.seq,
+                    at => at,
+                },
+            })
+    }
+
     /// Saves the run's state at a running boundary (nothing without a checkpoint
     /// store). Awaited; a failure is counted and the run goes on.
-    pub(super) async fn save_checkpoint(&mut self, phase: Phase) {
-        let Some(d) = &self.durable else { return };
+    ///
+    /// # Errors
+    /// [`AgentError::Fenced`] when the save was refused because another process took the
+    /// run over: the run must stop at once.
+    pub(super) async fn save_checkpoint(&mut self, phase: Phase) -> Result<(), AgentError> {
+        let Some(d) = &self.durable else {
+            return Ok(());
+        };
         let elapsed = d.elapsed_before + d.started.elapsed();
         let snapshot = Snapshot {
             format: FORMAT,
@@ -451,7 +489,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         };
         let state = serde_json::to_string(&snapshot);
         let Some(d) = self.durable.as_deref_mut() else {
-            return;
+            return Ok(());
         };
         let outcome = match state {
             Ok(state) => d.save(false, state).await,
@@ -459,16 +497,19 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 "the checkpoint does not encode: {e}"
             ))),
         };
+        // A refused save marked the run fenced (see `Durable::save`).
         if let Err(error) = outcome {
             d.failures = d.failures.saturating_add(1);
             report(&self.observers, &self.trace_id, "save", &error);
         }
+        self.fenced().map_or(Ok(()), Err)
     }
 }
 
 impl Durable {
-    /// Saves the next checkpoint.
-    async fn save(&mut self, finished: bool, state: String) -> Result<(), StoreError> {
+    /// Saves the next checkpoint, fenced: refused (and the run marked fenced) when
+    /// another process took the run over.
+    async fn save(&mut self, finished: bool, state: String) -> Result<SaveOutcome, StoreError> {
         self.seq += 1;
         let record = CheckpointRecord {
             run_id: self.run_id.to_string(),
@@ -476,11 +517,22 @@ impl Durable {
             finished,
             fingerprint: self.fingerprint.clone(),
             updated_at_ms: now_ms(),
+            writer: self.ledger.writer.to_string(),
             header: self.header.clone(),
             state,
         };
         let store = &self.store;
-        bounded(self.timeout, || store.save(&record)).await
+        let taken_at = self.taken_at;
+        let outcome = bounded(self.timeout, || store.save_fenced(&record, taken_at)).await;
+        if let Ok(SaveOutcome::Fenced) = outcome {
+            self.ledger.fence(self.seq);
+        }
+        outcome
+    }
+
+    /// Whether another process took the run over (a fenced write was refused).
+    pub(super) fn is_fenced(&self) -> bool {
+        self.ledger.fenced.load(Ordering::SeqCst)
     }
 
     /// Every failure this run counted, before and after a resume.
@@ -499,6 +551,10 @@ pub(super) async fn save_finished<T>(
     observers: &Observers,
 ) {
     let Some(mut d) = durable else { return };
+    // A run another process took over is not this one's to finish.
+    if d.is_fenced() {
+        return;
+    }
     let failures = d.all_failures();
     result.store_failures = result.store_failures.saturating_add(failures);
     let finished = Finished {
@@ -522,120 +578,12 @@ pub(super) async fn save_finished<T>(
             "the result does not encode: {e}"
         ))),
     };
-    if let Err(error) = outcome {
+    if let Ok(SaveOutcome::Fenced) = outcome {
+        // Taken over between the last boundary and the end: the other process's result
+        // is the run's; this one says so.
+        tracing::warn!(run_id = %d.run_id, "the finished checkpoint was fenced: another process took the run over");
+    } else if let Err(error) = outcome {
         result.store_failures = result.store_failures.saturating_add(1);
         report(observers, &result.trace_id, "save", &error);
-    }
-}
-
-impl Ledger {
-    /// Runs one tool execution through the ledger. A call completed before a crash is
-    /// not run again: its recorded result comes back. A call that started and never
-    /// completed runs again, unless the tool is irreversible: then its outcome is
-    /// unknown and the model is told so. Otherwise `started` is written, the tool runs,
-    /// and `completed` is written; each write awaited (a failure is counted and the
-    /// tool runs anyway).
-    pub(crate) async fn execute(
-        &self,
-        call: &ToolCall,
-        irreversible: bool,
-        (trace_id, observers): (&str, &Observers),
-        run: impl Future<Output = Executed>,
-    ) -> Executed {
-        let hash = arguments_hash(&call.arguments);
-        match self.prior.get(&call.id) {
-            Some(LedgerEntry {
-                arguments_hash,
-                status:
-                    LedgerStatus::Completed {
-                        content,
-                        is_error,
-                        fatal,
-                    },
-                ..
-            }) if *arguments_hash == hash => return recorded(call, content, *is_error, *fatal),
-            Some(LedgerEntry {
-                arguments_hash,
-                status: LedgerStatus::Deferred { note },
-                ..
-            }) if *arguments_hash == hash => {
-                let reason = PauseReason::Deferred { note: note.clone() };
-                return Executed::waiting(call, reason);
-            }
-            Some(_) if irreversible => return unknown(call),
-            _ => {}
-        }
-        let mut entry = LedgerEntry {
-            run_id: self.run_id.to_string(),
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            arguments_hash: hash,
-            status: LedgerStatus::Started,
-        };
-        self.write(&entry, (trace_id, observers), "tool_started")
-            .await;
-        let done = run.await;
-        entry.status = match &done.pause {
-            Some(PauseReason::Deferred { note }) => LedgerStatus::Deferred { note: note.clone() },
-            _ => LedgerStatus::Completed {
-                content: done.result.content.clone(),
-                is_error: done.result.is_error,
-                fatal: done.fatal,
-            },
-        };
-        self.write(&entry, (trace_id, observers), "tool_completed")
-            .await;
-        done
-    }
-
-    async fn write(
-        &self,
-        entry: &LedgerEntry,
-        (trace_id, observers): (&str, &Observers),
-        operation: &'static str,
-    ) {
-        let store = &self.store;
-        if let Err(error) = bounded(self.timeout, || store.record_tool(entry)).await {
-            self.failures.fetch_add(1, Ordering::Relaxed);
-            report(observers, trace_id, operation, &error);
-        }
-    }
-}
-
-/// A call answered from its `completed` entry.
-fn recorded(call: &ToolCall, content: &str, is_error: bool, fatal: bool) -> Executed {
-    let (result, outcome) = if is_error {
-        (
-            ToolResult::error(&call.id, &call.name, content),
-            CallOutcome::Failed(content.to_owned()),
-        )
-    } else {
-        (
-            ToolResult::ok(&call.id, &call.name, content),
-            CallOutcome::Succeeded(content.to_owned()),
-        )
-    };
-    Executed {
-        result,
-        outcome,
-        fatal,
-        pause: None,
-    }
-}
-
-/// An irreversible call that started before a crash and never completed.
-fn unknown(call: &ToolCall) -> Executed {
-    let text = format!(
-        "the outcome of this {} call is unknown: the run was interrupted after the tool \
-         started and before its result was recorded, and {} is irreversible, so it was not \
-         run again. Do not assume it took effect or not; check before calling it again, or \
-         hand the case over.",
-        call.name, call.name
-    );
-    Executed {
-        result: ToolResult::error(&call.id, &call.name, text.clone()),
-        outcome: CallOutcome::Unknown(text),
-        fatal: false,
-        pause: None,
     }
 }

@@ -110,13 +110,17 @@ impl<T: AgentOutput> Run<'_, T> {
         // ledger), and its tool executions are counted then: the checkpoint keeps the
         // count from before the turn, the paused result the count so far.
         let so_far = std::mem::replace(&mut self.usage.tool_calls, tool_calls_before);
-        self.save_checkpoint(Phase::Paused {
-            offered: offered.to_vec(),
-            pending: pending.clone(),
-            decisions: Decisions::new(),
-        })
-        .await;
+        let saved = self
+            .save_checkpoint(Phase::Paused {
+                offered: offered.to_vec(),
+                pending: pending.clone(),
+                decisions: Decisions::new(),
+            })
+            .await;
         self.usage.tool_calls = so_far;
+        if let Err(fenced) = saved {
+            return Some(fenced);
+        }
         Some(AgentError::Paused {
             run_id: self.run_id.to_string(),
             pending,
@@ -168,12 +172,15 @@ fn problems(
             });
             continue;
         };
-        let fits = match (&call.reason, decision) {
-            (_, Decision::Deny { .. }) => true,
-            (PauseReason::Approval, Decision::Approve | Decision::Edit { .. }) => true,
-            (PauseReason::Deferred { .. }, Decision::Result { .. }) => true,
-            _ => false,
-        };
+        let fits = matches!(
+            (&call.reason, decision),
+            (_, Decision::Deny { .. })
+                | (
+                    PauseReason::Approval,
+                    Decision::Approve | Decision::Edit { .. }
+                )
+                | (PauseReason::Deferred { .. }, Decision::Result { .. })
+        );
         if !fits {
             out.push(DecisionProblem::WrongKind {
                 call_id: call_id.to_owned(),
@@ -214,6 +221,8 @@ fn missing(pending: &[PendingCall], all: &Decisions) -> Vec<DecisionProblem> {
 /// # Errors
 /// [`ResumeError::Decisions`] listing every problem, [`ResumeError::NotPaused`] for
 /// decisions on a run that is not paused; the state is then unchanged.
+// `ResumeError` is the public error of `resume_agent_with`, which this feeds.
+#[allow(clippy::result_large_err)]
 pub(super) fn take_decisions(
     run_id: &str,
     snapshot: &mut Snapshot<'static>,
@@ -309,7 +318,7 @@ pub async fn paused_runs(
             })
         })
         .collect();
-    out.sort_by(|a, b| b.updated_at_ms.cmp(&a.updated_at_ms));
+    out.sort_by_key(|r| std::cmp::Reverse(r.updated_at_ms));
     out.truncate(limit);
     Ok(out)
 }
