@@ -544,7 +544,9 @@ impl Durable {
 }
 
 /// Saves a finished run's result as its last checkpoint and sets
-/// `result.store_failures` to every failure the run counted.
+/// `result.store_failures` to every failure the run counted. A refused (fenced) save
+/// makes the outcome [`AgentError::Fenced`]: another process took the run over at the
+/// end, and its result is the run's.
 pub(super) async fn save_finished<T>(
     durable: Option<Box<Durable>>,
     result: &mut AgentResult<T>,
@@ -580,8 +582,12 @@ pub(super) async fn save_finished<T>(
     };
     if let Ok(SaveOutcome::Fenced) = outcome {
         // Taken over between the last boundary and the end: the other process's result
-        // is the run's; this one says so.
+        // is the run's, so this one is not (whatever it holds).
         tracing::warn!(run_id = %d.run_id, "the finished checkpoint was fenced: another process took the run over");
+        result.outcome = Err(AgentError::Fenced {
+            run_id: d.run_id.to_string(),
+            seq: d.seq,
+        });
     } else if let Err(error) = outcome {
         result.store_failures = result.store_failures.saturating_add(1);
         report(observers, &result.trace_id, "save", &error);
