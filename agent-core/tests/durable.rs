@@ -658,6 +658,7 @@ fn email_script() -> Vec<LlmResponse> {
     ]
 }
 
+// C48: two resumes at once, one goes on.
 #[tokio::test]
 async fn two_resumes_of_one_run_at_once_one_goes_on_the_other_is_fenced() {
     let email = KeyTool::new("send_email", true);
@@ -714,6 +715,7 @@ async fn two_resumes_of_one_run_at_once_one_goes_on_the_other_is_fenced() {
     assert_eq!(stored.writer.len(), 32);
 }
 
+// C48: a stalled process whose run was taken over.
 #[tokio::test]
 async fn a_process_that_lost_its_run_stops_at_its_next_write_with_fenced() {
     // Write 3 is A's `started` of send_email: A stalls there (not dead), B takes the

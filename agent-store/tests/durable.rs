@@ -482,6 +482,7 @@ fn started(run_id: &str, call_id: &str) -> LedgerEntry {
     .unwrap()
 }
 
+// C48.
 /// The fenced writes on the real backends: the rule, 8 claims at once (exactly one
 /// wins), and a `started` entry racing a take-over 40 times (the entry is fenced, or the
 /// taker's ledger read after its claim sees it: never both missed).
@@ -658,6 +659,7 @@ impl CheckpointStore for LoadTogether {
     }
 }
 
+// C48.
 /// A child killed (SIGKILL) at its write 6 (the tools_pending of the turn that holds
 /// send_email), then two resumes at once, each on its own store: one ends the run, the
 /// other is `ResumeError::Fenced`, and send_email appended its line once.

@@ -472,6 +472,7 @@ async fn take_over(env: &Env, run_id: &str) -> (RunRecord, WorkerReport) {
     (record, report)
 }
 
+// C47.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_workers_job_resumes_and_its_tool_does_not_run_again() {
     on_both(|env| async move {
@@ -509,6 +510,7 @@ async fn a_killed_workers_job_resumes_and_its_tool_does_not_run_again() {
     .await;
 }
 
+// C47.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_irreversible_call_killed_mid_flight_is_outcome_unknown_in_the_record() {
     on_both(|env| async move {
@@ -539,6 +541,7 @@ async fn an_irreversible_call_killed_mid_flight_is_outcome_unknown_in_the_record
     .await;
 }
 
+// C48.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_worker_whose_run_was_taken_over_is_fenced_and_lets_the_job_go() {
     on_both(|env| async move {
