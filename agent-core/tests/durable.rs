@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use agent_core::store::{
     CheckpointRecord, CheckpointStore, ConfigDifference, InMemoryCheckpoints, LedgerEntry,
-    StoreFuture,
+    SaveOutcome, StoreFuture,
 };
 use agent_core::testing::ScriptedModel;
 use agent_core::{
@@ -154,6 +154,26 @@ impl CheckpointStore for CrashAt {
         self.inner.save(checkpoint)
     }
 
+    fn save_fenced<'a>(
+        &'a self,
+        checkpoint: &'a CheckpointRecord,
+        taken_at: u64,
+    ) -> StoreFuture<'a, SaveOutcome> {
+        if self.gate() {
+            return Box::pin(std::future::pending());
+        }
+        self.inner.save_fenced(checkpoint, taken_at)
+    }
+    fn record_tool_fenced<'a>(
+        &'a self,
+        entry: &'a LedgerEntry,
+        writer: &'a str,
+    ) -> StoreFuture<'a, SaveOutcome> {
+        if self.gate() {
+            return Box::pin(std::future::pending());
+        }
+        self.inner.record_tool_fenced(entry, writer)
+    }
     fn load<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Option<CheckpointRecord>> {
         self.inner.load(run_id)
     }
@@ -178,6 +198,16 @@ struct Broken;
 
 impl CheckpointStore for Broken {
     fn save<'a>(&'a self, _: &'a CheckpointRecord) -> StoreFuture<'a, ()> {
+        Box::pin(async { Err(StoreError::unavailable("down")) })
+    }
+    fn save_fenced<'a>(&'a self, _: &'a CheckpointRecord, _: u64) -> StoreFuture<'a, SaveOutcome> {
+        Box::pin(async { Err(StoreError::unavailable("down")) })
+    }
+    fn record_tool_fenced<'a>(
+        &'a self,
+        _: &'a LedgerEntry,
+        _: &'a str,
+    ) -> StoreFuture<'a, SaveOutcome> {
         Box::pin(async { Err(StoreError::unavailable("down")) })
     }
     fn load<'a>(&'a self, _: &'a str) -> StoreFuture<'a, Option<CheckpointRecord>> {
@@ -525,4 +555,217 @@ async fn a_failing_checkpoint_store_never_changes_the_outcome_and_is_counted() {
         resume_agent(&cfg, "b1").await,
         Err(ResumeError::Unreadable { .. })
     ));
+}
+
+/// A store that passes every call to `inner`, except that write number `at` (1-based)
+/// and every load wait at a gate: the write until `release` is notified (a process
+/// stalled there), each load until `loads` loads have been made (processes that read
+/// the checkpoint at the same moment).
+#[derive(Clone)]
+struct Gated {
+    inner: InMemoryCheckpoints,
+    at: u64,
+    writes: Arc<AtomicU64>,
+    reached: Arc<Notify>,
+    release: Arc<Notify>,
+    loads: Option<Arc<tokio::sync::Barrier>>,
+}
+
+impl Gated {
+    fn stall_at(inner: InMemoryCheckpoints, at: u64) -> Self {
+        Self {
+            inner,
+            at,
+            writes: Arc::new(AtomicU64::new(0)),
+            reached: Arc::new(Notify::new()),
+            release: Arc::new(Notify::new()),
+            loads: None,
+        }
+    }
+
+    fn loads_together(inner: InMemoryCheckpoints, n: usize) -> Self {
+        Self {
+            loads: Some(Arc::new(tokio::sync::Barrier::new(n))),
+            ..Self::stall_at(inner, 0)
+        }
+    }
+
+    /// Waits at the gate when this is write number `at`.
+    async fn gate(&self) {
+        let n = self.writes.fetch_add(1, Ordering::SeqCst) + 1;
+        if n == self.at {
+            self.reached.notify_one();
+            self.release.notified().await;
+        }
+    }
+}
+
+impl CheckpointStore for Gated {
+    fn save<'a>(&'a self, checkpoint: &'a CheckpointRecord) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            self.gate().await;
+            self.inner.save(checkpoint).await
+        })
+    }
+    fn save_fenced<'a>(
+        &'a self,
+        checkpoint: &'a CheckpointRecord,
+        taken_at: u64,
+    ) -> StoreFuture<'a, SaveOutcome> {
+        Box::pin(async move {
+            self.gate().await;
+            self.inner.save_fenced(checkpoint, taken_at).await
+        })
+    }
+    fn record_tool_fenced<'a>(
+        &'a self,
+        entry: &'a LedgerEntry,
+        writer: &'a str,
+    ) -> StoreFuture<'a, SaveOutcome> {
+        Box::pin(async move {
+            self.gate().await;
+            self.inner.record_tool_fenced(entry, writer).await
+        })
+    }
+    fn load<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Option<CheckpointRecord>> {
+        Box::pin(async move {
+            let found = self.inner.load(run_id).await;
+            if let Some(barrier) = &self.loads {
+                barrier.wait().await;
+            }
+            found
+        })
+    }
+    fn record_tool<'a>(&'a self, entry: &'a LedgerEntry) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            self.gate().await;
+            self.inner.record_tool(entry).await
+        })
+    }
+    fn unfinished<'a>(&'a self, limit: usize) -> StoreFuture<'a, Vec<CheckpointRecord>> {
+        self.inner.unfinished(limit)
+    }
+    fn ledger<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Vec<LedgerEntry>> {
+        self.inner.ledger(run_id)
+    }
+}
+
+/// One tool turn (an irreversible send_email), then the answer.
+fn email_script() -> Vec<LlmResponse> {
+    vec![
+        LlmResponse::tool_calls(vec![call("e1", "send_email", "ada")]),
+        LlmResponse::tool_calls(vec![ToolCall::new("s1", "submit_output", valid())]),
+    ]
+}
+
+// C48: two resumes at once, one goes on.
+#[tokio::test]
+async fn two_resumes_of_one_run_at_once_one_goes_on_the_other_is_fenced() {
+    let email = KeyTool::new("send_email", true);
+    let inner = InMemoryCheckpoints::new();
+    // The first process dies at write 3 (the `started` of send_email): the stored
+    // checkpoint is its tools_pending (seq 2), the email was not sent.
+    let crashing = CrashAt::new(inner.clone(), 3);
+    let cfg = config(ByTurn::new(email_script()), crashing.clone(), &[&email]);
+    tokio::select! {
+        _ = run_agent_with(&cfg, "mail ada", RunOptions::new().run_id("f1")) => panic!("ended"),
+        () = crashing.reached.notified() => {}
+    }
+    assert_eq!(inner.load("f1").await.unwrap().unwrap().seq, 2);
+    // Two processes resume it at the same moment: both read seq 2 before either claims.
+    let together = Gated::loads_together(inner.clone(), 2);
+    let (a, b) = (ByTurn::new(email_script()), ByTurn::new(email_script()));
+    let cfg_a = config(a.clone(), together.clone(), &[&email]);
+    let cfg_b = config(b.clone(), together.clone(), &[&email]);
+    let (ra, rb) = tokio::join!(resume_agent(&cfg_a, "f1"), resume_agent(&cfg_b, "f1"));
+    let (won, lost, winner) = match (ra, rb) {
+        (Ok(won), Err(lost)) => (won, lost, &a),
+        (Err(lost), Ok(won)) => (won, lost, &b),
+        other => panic!("exactly one resume must go on: {other:?}"),
+    };
+    assert_eq!(
+        lost,
+        ResumeError::Fenced {
+            run_id: "f1".into()
+        }
+    );
+    assert_eq!(
+        lost.to_string(),
+        "run f1 was taken over by another process while this one resumed it"
+    );
+    assert_eq!(won.outcome, Ok(Triage::from_valid()));
+    assert_eq!(
+        email.keys(),
+        vec!["f1:e1".to_owned()],
+        "the email went out once"
+    );
+    assert_eq!(
+        winner.requests(),
+        1,
+        "the winner made the one LLM call left"
+    );
+    assert_eq!(
+        a.requests() + b.requests(),
+        1,
+        "the fenced one sent nothing"
+    );
+    // The stored checkpoint is the winner's finished one.
+    let stored = inner.load("f1").await.unwrap().unwrap();
+    assert!(stored.finished);
+    assert_eq!(stored.writer.len(), 32);
+}
+
+// C48: a stalled process whose run was taken over.
+#[tokio::test]
+async fn a_process_that_lost_its_run_stops_at_its_next_write_with_fenced() {
+    // Write 3 is A's `started` of send_email: A stalls there (not dead), B takes the
+    // run over from A's tools_pending checkpoint and finishes it; then A goes on.
+    for (at, seq, what) in [(2, 2, "tools_pending save"), (3, 2, "started write")] {
+        let email = KeyTool::new("send_email", true);
+        let inner = InMemoryCheckpoints::new();
+        let stalling = Gated::stall_at(inner.clone(), at);
+        let a_model = ByTurn::new(email_script());
+        let cfg_a = config(a_model.clone(), stalling.clone(), &[&email]);
+        let run_a = tokio::spawn({
+            let cfg_a = cfg_a.clone();
+            async move { run_agent_with(&cfg_a, "mail ada", RunOptions::new().run_id("f2")).await }
+        });
+        stalling.reached.notified().await;
+        let b_model = ByTurn::new(email_script());
+        let cfg_b = config(b_model.clone(), inner.clone(), &[&email]);
+        let b = resume_agent(&cfg_b, "f2").await.unwrap();
+        assert_eq!(b.outcome, Ok(Triage::from_valid()), "{what}");
+        stalling.release.notify_one();
+        let a = run_a.await.unwrap();
+        assert_eq!(
+            a.outcome,
+            Err(agent_core::AgentError::Fenced {
+                run_id: "f2".into(),
+                seq
+            }),
+            "{what}"
+        );
+        assert_eq!(a.category(), Some("fenced"));
+        assert_eq!(a.ending(), agent_core::Ending::Failed);
+        assert_eq!(
+            a.outcome.as_ref().unwrap_err().to_string(),
+            format!(
+                "run f2 was taken over by another process; this one stopped at its write #{seq} (fenced)"
+            )
+        );
+        assert_eq!(a.store_failures, 0, "a fenced write is no store failure");
+        assert_eq!(
+            a_model.requests(),
+            1,
+            "{what}: A sent nothing after it lost the run"
+        );
+        assert_eq!(
+            email.keys(),
+            vec!["f2:e1".to_owned()],
+            "{what}: sent once, by B"
+        );
+        // A did not overwrite B's finished checkpoint: a resume returns B's result.
+        let again = resume_agent(&cfg_b, "f2").await.unwrap();
+        assert_eq!(essence(&again), essence(&b), "{what}");
+    }
 }

@@ -56,6 +56,10 @@ fn config(base_url: &str) -> AgentConfig<Triage> {
         .model("dispatch/m0")
         .output_mode(agent_core::OutputMode::Tool)
         .base_url(base_url)
+        // The counting proxy can leave a request whose connection it lost waiting (seen
+        // once under load: 18 minutes at the default 600 s, with retries); a short
+        // timeout turns that into a retried transient failure.
+        .request_timeout(std::time::Duration::from_secs(10))
         .build()
         .unwrap()
 }

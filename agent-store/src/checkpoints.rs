@@ -5,13 +5,59 @@
 //! writing pool, not through the batching writer: a checkpoint must be durable before
 //! the run goes on. On SQLite the commit survives a killed process (WAL,
 //! `synchronous=NORMAL`); on PostgreSQL it is the server's commit.
+//!
+//! The fenced writes are single statements too, so the check and the write are one
+//! step: `save_fenced` is an upsert whose update holds only `WHERE checkpoints.seq =
+//! taken_at OR checkpoints.writer = excluded.writer` (PostgreSQL re-checks it on the
+//! row's latest version under the row lock; SQLite runs one writer at a time), and
+//! `record_tool_fenced` inserts only when the run's checkpoint row is absent or its
+//! writer's, reading that row `FOR SHARE` on PostgreSQL so that a take-over (which
+//! updates the row) waits for the entry's commit, or the entry's check waits for the
+//! take-over's and then sees the new writer.
 
 use agent_core::StoreError;
-use agent_core::store::{CheckpointRecord, CheckpointStore, LedgerEntry, StoreFuture};
+use agent_core::store::{CheckpointRecord, CheckpointStore, LedgerEntry, SaveOutcome, StoreFuture};
 use sqlx::Row;
 
 use crate::Store;
-use crate::db::{check_key, column, db_error, db_ms, on_read_pool, on_write_pool};
+use crate::db::{Backend, check_key, column, db_error, db_ms, on_read_pool, on_write_pool};
+
+/// The fenced save: an upsert that updates only a row still the writer's.
+const SAVE_FENCED: &str = "INSERT INTO checkpoints \
+     (run_id, seq, finished, fingerprint, updated_at_ms, header, state, writer) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+     ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, \
+     finished = excluded.finished, fingerprint = excluded.fingerprint, \
+     updated_at_ms = excluded.updated_at_ms, header = excluded.header, \
+     state = excluded.state, writer = excluded.writer \
+     WHERE checkpoints.seq = $9 OR checkpoints.writer = excluded.writer";
+
+/// The fenced `started` entry on SQLite (one writer at a time: the check and the insert
+/// see the same row).
+const START_TOOL_SQLITE: &str = "INSERT INTO tool_ledger \
+     (run_id, call_id, tool, status, updated_at_ms, body) \
+     SELECT $1, $2, $3, $4, $5, $6 \
+     WHERE NOT EXISTS (SELECT 1 FROM checkpoints WHERE run_id = $1 AND writer <> $7) \
+     ON CONFLICT (run_id, call_id) DO UPDATE SET tool = excluded.tool, \
+     status = excluded.status, updated_at_ms = excluded.updated_at_ms, body = excluded.body";
+
+/// The fenced `started` entry on PostgreSQL: the checkpoint row is read `FOR SHARE`, so a
+/// concurrent take-over of the run waits for this commit (or this check for its).
+const START_TOOL_POSTGRES: &str = "WITH owner AS \
+     (SELECT writer FROM checkpoints WHERE run_id = $1 FOR SHARE) \
+     INSERT INTO tool_ledger (run_id, call_id, tool, status, updated_at_ms, body) \
+     SELECT $1, $2, $3, $4, $5, $6 \
+     WHERE NOT EXISTS (SELECT 1 FROM owner WHERE writer <> $7) \
+     ON CONFLICT (run_id, call_id) DO UPDATE SET tool = excluded.tool, \
+     status = excluded.status, updated_at_ms = excluded.updated_at_ms, body = excluded.body";
+
+fn outcome(rows: u64) -> SaveOutcome {
+    if rows == 0 {
+        SaveOutcome::Fenced
+    } else {
+        SaveOutcome::Saved
+    }
+}
 
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -33,12 +79,12 @@ impl CheckpointStore for Store {
             on_write_pool!(&self.shared.pools, pool, DB => {
                 sqlx::query(
                     "INSERT INTO checkpoints \
-                     (run_id, seq, finished, fingerprint, updated_at_ms, header, state) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                     (run_id, seq, finished, fingerprint, updated_at_ms, header, state, writer) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
                      ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, \
                      finished = excluded.finished, fingerprint = excluded.fingerprint, \
                      updated_at_ms = excluded.updated_at_ms, header = excluded.header, \
-                     state = excluded.state",
+                     state = excluded.state, writer = excluded.writer",
                 )
                 .bind(checkpoint.run_id.as_str())
                 .bind(seq)
@@ -47,11 +93,79 @@ impl CheckpointStore for Store {
                 .bind(db_ms(checkpoint.updated_at_ms))
                 .bind(column(&checkpoint.header))
                 .bind(column(&checkpoint.state))
+                .bind(column(&checkpoint.writer))
                 .execute(pool)
                 .await
                 .map_err(db_error)?;
             });
             self.shared.check_file()
+        })
+    }
+
+    fn save_fenced<'a>(
+        &'a self,
+        checkpoint: &'a CheckpointRecord,
+        taken_at: u64,
+    ) -> StoreFuture<'a, SaveOutcome> {
+        Box::pin(async move {
+            check_key("run id", &checkpoint.run_id)?;
+            self.shared.ready().await?;
+            self.shared.check_file()?;
+            let seq = i64::try_from(checkpoint.seq).unwrap_or(i64::MAX);
+            let taken_at = i64::try_from(taken_at).unwrap_or(i64::MAX);
+            let rows = on_write_pool!(&self.shared.pools, pool, DB => {
+                sqlx::query(SAVE_FENCED)
+                    .bind(checkpoint.run_id.as_str())
+                    .bind(seq)
+                    .bind(checkpoint.finished)
+                    .bind(column(&checkpoint.fingerprint))
+                    .bind(db_ms(checkpoint.updated_at_ms))
+                    .bind(column(&checkpoint.header))
+                    .bind(column(&checkpoint.state))
+                    .bind(column(&checkpoint.writer))
+                    .bind(taken_at)
+                    .execute(pool)
+                    .await
+                    .map_err(db_error)?
+                    .rows_affected()
+            });
+            self.shared.check_file()?;
+            Ok(outcome(rows))
+        })
+    }
+
+    fn record_tool_fenced<'a>(
+        &'a self,
+        entry: &'a LedgerEntry,
+        writer: &'a str,
+    ) -> StoreFuture<'a, SaveOutcome> {
+        Box::pin(async move {
+            check_key("run id", &entry.run_id)?;
+            check_key("call id", &entry.call_id)?;
+            let body = serde_json::to_string(entry)
+                .map_err(|e| StoreError::invalid(format!("cannot encode a ledger entry: {e}")))?;
+            self.shared.ready().await?;
+            self.shared.check_file()?;
+            let sql = match self.shared.backend {
+                Backend::Postgres => START_TOOL_POSTGRES,
+                _ => START_TOOL_SQLITE,
+            };
+            let rows = on_write_pool!(&self.shared.pools, pool, DB => {
+                sqlx::query(sql)
+                    .bind(entry.run_id.as_str())
+                    .bind(column(&entry.call_id))
+                    .bind(column(&entry.tool))
+                    .bind(entry.status.as_str())
+                    .bind(db_ms(now_ms()))
+                    .bind(body)
+                    .bind(column(writer))
+                    .execute(pool)
+                    .await
+                    .map_err(db_error)?
+                    .rows_affected()
+            });
+            self.shared.check_file()?;
+            Ok(outcome(rows))
         })
     }
 
@@ -61,7 +175,7 @@ impl CheckpointStore for Store {
             self.shared.ready().await?;
             let row = on_read_pool!(&self.shared.pools, pool, DB => {
                 sqlx::query(
-                    "SELECT seq, finished, fingerprint, updated_at_ms, header, state \
+                    "SELECT seq, finished, fingerprint, updated_at_ms, header, state, writer \
                      FROM checkpoints WHERE run_id = $1",
                 )
                 .bind(run_id)
@@ -77,6 +191,7 @@ impl CheckpointStore for Store {
                     record.updated_at_ms = to_u64(row.try_get(3)?);
                     record.header = row.try_get(4)?;
                     record.state = row.try_get(5)?;
+                    record.writer = row.try_get(6)?;
                     Ok(record)
                 })
                 .transpose()
@@ -92,8 +207,8 @@ impl CheckpointStore for Store {
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
             let rows = on_read_pool!(&self.shared.pools, pool, DB => {
                 sqlx::query(
-                    "SELECT run_id, seq, finished, fingerprint, updated_at_ms, header, state \
-                     FROM checkpoints WHERE finished = $1 \
+                    "SELECT run_id, seq, finished, fingerprint, updated_at_ms, header, state, \
+                     writer FROM checkpoints WHERE finished = $1 \
                      ORDER BY updated_at_ms DESC, run_id LIMIT $2",
                 )
                 .bind(false)
@@ -111,6 +226,7 @@ impl CheckpointStore for Store {
                     record.updated_at_ms = to_u64(row.try_get(4)?);
                     record.header = row.try_get(5)?;
                     record.state = row.try_get(6)?;
+                    record.writer = row.try_get(7)?;
                     Ok(record)
                 })
                 .collect::<Result<Vec<_>, _>>()

@@ -577,6 +577,12 @@ CREATE TABLE IF NOT EXISTS thread_claims (
 );
 ";
 
+/// Fencing of durable runs: who wrote each checkpoint (a token per process that runs
+/// the run; see `CheckpointStore::save_fenced`).
+const MIGRATION_4: &str = "
+ALTER TABLE checkpoints ADD COLUMN writer TEXT NOT NULL DEFAULT '';
+";
+
 impl<'s> MigrationSource<'s> for Migrations {
     fn resolve(
         self,
@@ -606,6 +612,13 @@ impl<'s> MigrationSource<'s> for Migrations {
                 Cow::Borrowed("thread claims: one run at a time per thread"),
                 MigrationType::Simple,
                 Cow::Borrowed(MIGRATION_3),
+                false,
+            ),
+            Migration::new(
+                4,
+                Cow::Borrowed("checkpoint writers: fencing of durable runs"),
+                MigrationType::Simple,
+                Cow::Borrowed(MIGRATION_4),
                 false,
             ),
         ];

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use agent_core::store::{
-    CheckpointRecord, CheckpointStore, LedgerEntry, LedgerStatus, StoreFuture,
+    CheckpointRecord, CheckpointStore, LedgerEntry, LedgerStatus, SaveOutcome, StoreFuture,
 };
 use agent_core::{
     AgentConfig, AgentOutput, Backoff, LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse,
@@ -177,6 +177,26 @@ impl CheckpointStore for HangAt {
             return Box::pin(std::future::pending());
         }
         self.inner.save(checkpoint)
+    }
+    fn save_fenced<'a>(
+        &'a self,
+        checkpoint: &'a CheckpointRecord,
+        taken_at: u64,
+    ) -> StoreFuture<'a, SaveOutcome> {
+        if self.gate() {
+            return Box::pin(std::future::pending());
+        }
+        self.inner.save_fenced(checkpoint, taken_at)
+    }
+    fn record_tool_fenced<'a>(
+        &'a self,
+        entry: &'a LedgerEntry,
+        writer: &'a str,
+    ) -> StoreFuture<'a, SaveOutcome> {
+        if self.gate() {
+            return Box::pin(std::future::pending());
+        }
+        self.inner.record_tool_fenced(entry, writer)
     }
     fn load<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Option<CheckpointRecord>> {
         self.inner.load(run_id)
@@ -443,8 +463,278 @@ async fn killed_at_random_points(place: &Place) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+fn checkpoint(run_id: &str, seq: u64, writer: &str) -> CheckpointRecord {
+    let mut record = CheckpointRecord::default();
+    record.run_id = run_id.into();
+    record.seq = seq;
+    record.fingerprint = "f".into();
+    record.header = "{}".into();
+    record.state = format!("{{\"by\":\"{writer}\",\"seq\":{seq}}}");
+    record.writer = writer.into();
+    record
+}
+
+fn started(run_id: &str, call_id: &str) -> LedgerEntry {
+    serde_json::from_value(json!({
+        "run_id": run_id, "call_id": call_id, "tool": "send_email", "arguments_hash": "00",
+        "status": {"status": "started"}
+    }))
+    .unwrap()
+}
+
+// C48.
+/// The fenced writes on the real backends: the rule, 8 claims at once (exactly one
+/// wins), and a `started` entry racing a take-over 40 times (the entry is fenced, or the
+/// taker's ledger read after its claim sees it: never both missed).
+async fn fenced_writes_keep_one_writer(place: &Place) {
+    use SaveOutcome::{Fenced, Saved};
+    let store = place.open().await;
+    // A fresh run: written only while nothing is stored.
+    assert_eq!(
+        store
+            .save_fenced(&checkpoint("w1", 1, "a"), 0)
+            .await
+            .unwrap(),
+        Saved
+    );
+    assert_eq!(
+        store
+            .save_fenced(&checkpoint("w1", 1, "b"), 0)
+            .await
+            .unwrap(),
+        Fenced
+    );
+    // The writer goes on; a resumer takes over from seq 2; the first writer is out.
+    assert_eq!(
+        store
+            .save_fenced(&checkpoint("w1", 2, "a"), 0)
+            .await
+            .unwrap(),
+        Saved
+    );
+    assert_eq!(
+        store
+            .save_fenced(&checkpoint("w1", 3, "b"), 2)
+            .await
+            .unwrap(),
+        Saved
+    );
+    assert_eq!(
+        store
+            .save_fenced(&checkpoint("w1", 3, "a"), 0)
+            .await
+            .unwrap(),
+        Fenced
+    );
+    assert_eq!(
+        store
+            .save_fenced(&checkpoint("w1", 4, "a"), 2)
+            .await
+            .unwrap(),
+        Fenced
+    );
+    assert_eq!(
+        store.load("w1").await.unwrap(),
+        Some(checkpoint("w1", 3, "b"))
+    );
+    // Ledger: only the stored writer (or anyone, for a run with no checkpoint).
+    assert_eq!(
+        store
+            .record_tool_fenced(&started("w1", "c1"), "a")
+            .await
+            .unwrap(),
+        Fenced
+    );
+    assert_eq!(store.ledger("w1").await.unwrap(), vec![]);
+    assert_eq!(
+        store
+            .record_tool_fenced(&started("w1", "c1"), "b")
+            .await
+            .unwrap(),
+        Saved
+    );
+    assert_eq!(store.ledger("w1").await.unwrap(), vec![started("w1", "c1")]);
+    assert_eq!(
+        store
+            .record_tool_fenced(&started("w9", "c1"), "z")
+            .await
+            .unwrap(),
+        Saved
+    );
+    // Eight processes claim from seq 3 at once, each on its own connection pool.
+    let stores: Vec<Store> = futures::future::join_all((0..8).map(|_| place.open())).await;
+    let claims: Vec<_> = (0..8)
+        .map(|i| checkpoint("w1", 4, &format!("p{i}")))
+        .collect();
+    let outcomes =
+        futures::future::join_all(stores.iter().zip(&claims).map(|(s, c)| s.save_fenced(c, 3)))
+            .await;
+    let won: Vec<usize> = (0..8).filter(|&i| outcomes[i] == Ok(Saved)).collect();
+    assert_eq!(won.len(), 1, "{outcomes:?}");
+    assert_eq!(
+        store.load("w1").await.unwrap(),
+        Some(claims[won[0]].clone())
+    );
+    // A `started` entry of the owner against a take-over, on two pools, 40 times.
+    let (owner, taker) = (&stores[0], &stores[1]);
+    let (mut fenced, mut seen) = (0, 0);
+    for round in 0..40 {
+        let run = format!("race{round}");
+        owner
+            .save_fenced(&checkpoint(&run, 1, "a"), 0)
+            .await
+            .unwrap();
+        let entry = started(&run, "c1");
+        let (start, ledger) = tokio::join!(owner.record_tool_fenced(&entry, "a"), async {
+            assert_eq!(
+                taker
+                    .save_fenced(&checkpoint(&run, 2, "b"), 1)
+                    .await
+                    .unwrap(),
+                Saved
+            );
+            taker.ledger(&run).await.unwrap()
+        });
+        match start.unwrap() {
+            Fenced => fenced += 1,
+            _ => {
+                assert_eq!(
+                    ledger,
+                    vec![entry],
+                    "round {round}: a started entry was missed"
+                );
+                seen += 1;
+            }
+        }
+    }
+    eprintln!("started against a take-over: {fenced} fenced, {seen} seen by the taker");
+    assert_eq!(fenced + seen, 40);
+    for s in stores {
+        s.close().await.unwrap();
+    }
+    store.check_integrity().await.unwrap();
+    store.close().await.unwrap();
+}
+
+/// Passes every call to the store; each load waits until `n` loads were made: that many
+/// processes read the checkpoint at the same moment.
+struct LoadTogether {
+    inner: Store,
+    barrier: std::sync::Arc<tokio::sync::Barrier>,
+}
+
+impl CheckpointStore for LoadTogether {
+    fn save<'a>(&'a self, checkpoint: &'a CheckpointRecord) -> StoreFuture<'a, ()> {
+        self.inner.save(checkpoint)
+    }
+    fn save_fenced<'a>(
+        &'a self,
+        checkpoint: &'a CheckpointRecord,
+        taken_at: u64,
+    ) -> StoreFuture<'a, SaveOutcome> {
+        self.inner.save_fenced(checkpoint, taken_at)
+    }
+    fn record_tool_fenced<'a>(
+        &'a self,
+        entry: &'a LedgerEntry,
+        writer: &'a str,
+    ) -> StoreFuture<'a, SaveOutcome> {
+        self.inner.record_tool_fenced(entry, writer)
+    }
+    fn load<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Option<CheckpointRecord>> {
+        Box::pin(async move {
+            let found = self.inner.load(run_id).await;
+            self.barrier.wait().await;
+            found
+        })
+    }
+    fn record_tool<'a>(&'a self, entry: &'a LedgerEntry) -> StoreFuture<'a, ()> {
+        self.inner.record_tool(entry)
+    }
+    fn unfinished<'a>(&'a self, limit: usize) -> StoreFuture<'a, Vec<CheckpointRecord>> {
+        self.inner.unfinished(limit)
+    }
+    fn ledger<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Vec<LedgerEntry>> {
+        self.inner.ledger(run_id)
+    }
+}
+
+// C48.
+/// A child killed (SIGKILL) at its write 6 (the tools_pending of the turn that holds
+/// send_email), then two resumes at once, each on its own store: one ends the run, the
+/// other is `ResumeError::Fenced`, and send_email appended its line once.
+async fn two_resumes_at_once_one_is_fenced(place: &Place) {
+    place.open().await.close().await.unwrap();
+    let dir = std::env::temp_dir().join(common::unique("durable_effects"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let case = Case {
+        place,
+        effects: dir.join("effects.txt"),
+        kind: "email",
+    };
+    let mut child = case.spawn("two", 6);
+    let line = Case::wait_for(&mut child, "boundary ");
+    assert_eq!(line.as_deref(), Some("boundary 6"));
+    Case::kill(&mut child);
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(2));
+    let config = |store: Store| -> AgentConfig<Answer> {
+        let tool = |name, irreversible| Effect {
+            name,
+            irreversible,
+            file: case.effects.clone(),
+        };
+        AgentConfig::builder("durable")
+            .llm(ByTurn(script("email")))
+            .backoff(Backoff::none())
+            .checkpoints(LoadTogether {
+                inner: store,
+                barrier: barrier.clone(),
+            })
+            .tool(tool("lookup", false))
+            .tool(tool("stock", false))
+            .tool(tool("send_email", true))
+            .build()
+            .unwrap()
+    };
+    let (a, b) = (config(place.open().await), config(place.open().await));
+    let (ra, rb) = tokio::join!(resume_agent(&a, "two"), resume_agent(&b, "two"));
+    let (won, lost) = match (ra, rb) {
+        (Ok(won), Err(lost)) | (Err(lost), Ok(won)) => (won, lost),
+        (ra, rb) => panic!(
+            "exactly one resume goes on: {:?} / {:?}",
+            ra.map(|r| r.outcome),
+            rb.map(|r| r.outcome)
+        ),
+    };
+    assert_eq!(
+        lost,
+        ResumeError::Fenced {
+            run_id: "two".into()
+        }
+    );
+    assert_eq!(format!("{:?}", won.outcome), "Ok(Answer { ok: true })");
+    assert_eq!(won.usage.llm_calls, 4);
+    assert_eq!(won.usage.tool_calls, 4);
+    assert_eq!(won.store_failures, 0);
+    let mut lines = effect_lines(&case.effects);
+    lines.sort();
+    // Each tool once: c1 before the kill, the rest by the resume that went on.
+    assert_eq!(
+        lines,
+        [
+            "lookup two:c1",
+            "lookup two:c2",
+            "send_email two:c3",
+            "stock two:c4"
+        ]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 both_backends!(
     checkpoints_and_the_ledger_round_trip,
     killed_at_every_boundary_then_resumed,
-    killed_at_random_points
+    killed_at_random_points,
+    fenced_writes_keep_one_writer,
+    two_resumes_at_once_one_is_fenced
 );

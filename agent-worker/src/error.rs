@@ -17,6 +17,14 @@ pub enum QueueError {
     /// The result store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Another process has the job's run (it took the run over from its checkpoint):
+    /// this one stopped and must neither store nor acknowledge a result; the other
+    /// stores it.
+    #[error("run {run_id} is being run by another process (fenced)")]
+    Fenced {
+        /// The run id.
+        run_id: String,
+    },
     /// A job, a result or an option is malformed.
     #[error("invalid: {message}")]
     Invalid {

@@ -57,7 +57,7 @@ pub use pipeline::{Pipeline, PipelineReceipt, PipelineRun, Step, StepReceipt, Ve
 pub use queue::{Queue, QueueOptions};
 pub use receipt::receipt_of;
 pub use registry::{
-    META_DELIVERY, META_MAX_LLM_CALLS, META_PARTIAL, META_STORE_FAILURES, META_TRACE_ID, Registry,
-    record_of,
+    META_DELIVERY, META_MAX_LLM_CALLS, META_OUTCOME_UNKNOWN, META_PARTIAL, META_RESUME_ERROR,
+    META_RESUMED, META_STORE_FAILURES, META_TRACE_ID, Registry, record_of,
 };
 pub use worker::{Worker, WorkerOptions, WorkerReport};

@@ -8,7 +8,10 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use agent_core::store::RunRecord;
-use agent_core::{AgentConfig, AgentOutput, AgentResult, Value, run_agent};
+use agent_core::{
+    AgentConfig, AgentError, AgentOutput, AgentResult, CallOutcome, Category, Ending, ResumeError,
+    RunOptions, Value, resume_agent_with, run_agent_with,
+};
 use serde_json::json;
 
 use crate::error::QueueError;
@@ -25,6 +28,17 @@ pub const META_STORE_FAILURES: &str = "store_failures";
 pub const META_DELIVERY: &str = "delivery";
 /// The metadata key holding the config's `max_llm_calls`.
 pub const META_MAX_LLM_CALLS: &str = "max_llm_calls";
+/// The metadata key saying whether this delivery continued the run from its checkpoint
+/// (`true`) or started it (`false`); only with a checkpoint store.
+pub const META_RESUMED: &str = "resumed";
+/// The metadata key listing the tools (comma-separated, in call order) of the calls
+/// whose outcome is unknown (an irreversible call interrupted mid-flight; see
+/// `docs/durable.md`, "The ledger"), from the run's hand-over; absent when none.
+pub const META_OUTCOME_UNKNOWN: &str = "outcome_unknown";
+/// The metadata key of a run that could not be resumed: the [`ResumeError`] kind
+/// (`corrupt`, `config_mismatch`, `not_paused`, `decisions`); the record then ends
+/// `failed` with category `invalid_run` and the error's text.
+pub const META_RESUME_ERROR: &str = "resume_error";
 
 type RecordFuture<'a> = Pin<Box<dyn Future<Output = Result<RunRecord, QueueError>> + Send + 'a>>;
 
@@ -37,10 +51,135 @@ impl<T: AgentOutput + Sync> Runnable for AgentConfig<T> {
     fn run<'a>(&'a self, job: &'a Job) -> RecordFuture<'a> {
         Box::pin(async move {
             let started_at_ms = now_ms();
-            let result = run_agent(self, job.input.as_str()).await;
-            record_of(self, job, &result, started_at_ms)
+            let (result, resumed) = match resume_or_start(self, job).await {
+                Ok(ran) => ran,
+                Err(Unresumable::Fenced) => {
+                    return Err(QueueError::Fenced {
+                        run_id: job.run_id.clone(),
+                    });
+                }
+                Err(Unresumable::Unreadable(error)) => return Err(QueueError::Store(error)),
+                Err(Unresumable::Failed(error)) => {
+                    return resume_failure(self, job, &error, started_at_ms);
+                }
+            };
+            if let Err(AgentError::Fenced { .. }) = &result.outcome {
+                return Err(QueueError::Fenced {
+                    run_id: job.run_id.clone(),
+                });
+            }
+            let mut record = record_of(self, job, &result, started_at_ms)?;
+            if let Some(resumed) = resumed {
+                record
+                    .metadata
+                    .insert(META_RESUMED.to_owned(), resumed.to_string());
+            }
+            Ok(record)
         })
     }
+}
+
+/// Why a delivery could not continue its run.
+enum Unresumable {
+    /// Another process has the run (its claim came first).
+    Fenced,
+    /// The checkpoint store could not be read (or the claim written): try later.
+    Unreadable(agent_core::StoreError),
+    /// The checkpoint cannot be continued with this config (or does not decode): a
+    /// stored failure.
+    Failed(ResumeError),
+}
+
+/// Continues the job's run from its checkpoint, or starts it (under the job's run id)
+/// when it has none or the config has no checkpoint store. Returns the result and, with
+/// a checkpoint store, whether it was resumed.
+async fn resume_or_start<T: AgentOutput + Sync>(
+    config: &AgentConfig<T>,
+    job: &Job,
+) -> Result<(AgentResult<T>, Option<bool>), Unresumable> {
+    let options = || RunOptions::new().run_id(job.run_id.clone());
+    match resume_agent_with(config, &job.run_id, options()).await {
+        Ok(result) => return Ok((result, Some(true))),
+        Err(ResumeError::NoCheckpointStore) => {
+            let result = run_agent_with(config, job.input.as_str(), options()).await;
+            return Ok((result, None));
+        }
+        Err(ResumeError::UnknownRun { .. }) => {}
+        Err(error) => return Err(unresumable(error)),
+    }
+    let result = run_agent_with(config, job.input.as_str(), options()).await;
+    // Refused before any request because the id has a checkpoint now: another delivery
+    // started the run in the meantime. Take it over like any redelivery (the loser of
+    // the two is fenced).
+    if let Err(AgentError::InvalidRun { .. }) = &result.outcome
+        && result.usage.llm_calls == 0
+    {
+        return match resume_agent_with(config, &job.run_id, options()).await {
+            Ok(result) => Ok((result, Some(true))),
+            Err(ResumeError::UnknownRun { .. }) => Ok((result, Some(false))),
+            Err(error) => Err(unresumable(error)),
+        };
+    }
+    Ok((result, Some(false)))
+}
+
+fn unresumable(error: ResumeError) -> Unresumable {
+    match error {
+        ResumeError::Fenced { .. } => Unresumable::Fenced,
+        ResumeError::Unreadable { error, .. } => Unresumable::Unreadable(error),
+        other => Unresumable::Failed(other),
+    }
+}
+
+/// The record of a run that could not be resumed: ending `failed`, category
+/// `invalid_run`, the error's text, and [`META_RESUME_ERROR`] naming its kind.
+fn resume_failure<T: AgentOutput + Sync>(
+    config: &AgentConfig<T>,
+    job: &Job,
+    error: &ResumeError,
+    started_at_ms: u64,
+) -> Result<RunRecord, QueueError> {
+    let kind = match error {
+        ResumeError::Corrupt { .. } => "corrupt",
+        ResumeError::ConfigMismatch { .. } => "config_mismatch",
+        ResumeError::NotPaused { .. } => "not_paused",
+        ResumeError::Decisions { .. } => "decisions",
+        _ => "other",
+    };
+    let metadata = BTreeMap::from([
+        (META_RESUMED.to_owned(), "false".to_owned()),
+        (META_RESUME_ERROR.to_owned(), kind.to_owned()),
+        (META_STORE_FAILURES.to_owned(), "0".to_owned()),
+        (META_PARTIAL.to_owned(), "false".to_owned()),
+        (
+            META_MAX_LLM_CALLS.to_owned(),
+            config.max_llm_calls().to_string(),
+        ),
+    ]);
+    let value = json!({
+        "trace_id": job.run_id,
+        "agent": job.agent,
+        "variant": config.variant(),
+        "fingerprint": config.fingerprint(),
+        "model": config.model(),
+        "thread": null,
+        "input": job.input,
+        "output": "",
+        "ending": Ending::Failed,
+        "category": Category::InvalidRun.as_str(),
+        "error": format!("cannot resume: {error}"),
+        "usage": agent_core::Usage::default(),
+        "scores": null,
+        "duration_ms": now_ms().saturating_sub(started_at_ms),
+        "started_at_ms": started_at_ms,
+        "metadata": metadata,
+    });
+    serde_json::from_value(value).map_err(|e| {
+        QueueError::invalid(format!(
+            "the run record of {} does not encode: {e}",
+            job.run_id
+        ))
+    })
 }
 
 /// Agent configs by name: what a worker (or an in-process pipeline) can run.
@@ -96,12 +235,26 @@ impl Registry {
         self.agents.contains_key(agent)
     }
 
-    /// Runs `job` on its agent and returns the record to store (keyed by the run id;
-    /// see [`record_of`]). The run's own failure is the record's ending, not an error.
+    /// Runs `job` on its agent under the job's run id and returns the record to store
+    /// (keyed by the run id; see [`record_of`]). The run's own failure is the record's
+    /// ending, not an error.
+    ///
+    /// With a checkpoint store in the agent's config, the job's run is first continued
+    /// from its checkpoint ([`resume_agent_with`]): a redelivered job whose worker died
+    /// mid-run does not run its finished tool calls again, and an irreversible call
+    /// interrupted mid-flight is `outcome unknown` ([`META_OUTCOME_UNKNOWN`]). Only
+    /// [`ResumeError::UnknownRun`] (no checkpoint: the run never got to its first one)
+    /// starts it. A checkpoint that does not decode or does not fit the config
+    /// (`Corrupt`, `ConfigMismatch`, ...) is a stored failure, never a silent re-run:
+    /// ending `failed`, category `invalid_run`, the error's text and
+    /// [`META_RESUME_ERROR`]. [`META_RESUMED`] says which it was.
     ///
     /// # Errors
     /// [`QueueError::Invalid`] when no agent has the job's name, or the record does not
-    /// encode.
+    /// encode; [`QueueError::Store`] when the checkpoint store cannot be read (the job
+    /// should be tried again later); [`QueueError::Fenced`] when another process has the
+    /// run (its resume claimed it first, or it took the run over from this one mid-run:
+    /// [`AgentError::Fenced`]): that process stores the record, so this one must not.
     pub async fn run(&self, job: &Job) -> Result<RunRecord, QueueError> {
         let agent = self.agents.get(&job.agent).ok_or_else(|| {
             QueueError::invalid(format!("no agent is registered as {:?}", job.agent))
@@ -113,8 +266,9 @@ impl Registry {
 /// The stored form of one run: agent-core's [`RunRecord`] with the **run id** as its
 /// key (`trace_id`), and in its metadata what a receipt needs beyond it: the run's own
 /// trace id ([`META_TRACE_ID`]), whether the answer was partial ([`META_PARTIAL`]), its
-/// failed store calls ([`META_STORE_FAILURES`]) and the config's cap
-/// ([`META_MAX_LLM_CALLS`]). `output` is the final text parsed as JSON when it is a JSON
+/// failed store calls ([`META_STORE_FAILURES`]), the config's cap
+/// ([`META_MAX_LLM_CALLS`]) and, when the hand-over lists calls whose outcome is unknown,
+/// their tools ([`META_OUTCOME_UNKNOWN`]). `output` is the final text parsed as JSON when it is a JSON
 /// object or array (a submitted value), else the text as a JSON string.
 ///
 /// # Errors
@@ -130,7 +284,7 @@ pub fn record_of<T: AgentOutput + Sync>(
         Ok(v @ (Value::Object(_) | Value::Array(_))) => v,
         _ => Value::String(result.output.clone()),
     };
-    let metadata = BTreeMap::from([
+    let mut metadata = BTreeMap::from([
         (META_TRACE_ID.to_owned(), result.trace_id.clone()),
         (META_PARTIAL.to_owned(), result.is_partial().to_string()),
         (
@@ -142,6 +296,16 @@ pub fn record_of<T: AgentOutput + Sync>(
             config.max_llm_calls().to_string(),
         ),
     ]);
+    let unknown: Vec<&str> = result
+        .handover
+        .iter()
+        .flat_map(|h| &h.calls)
+        .filter(|c| matches!(c.outcome, CallOutcome::Unknown(_)))
+        .map(|c| c.tool.as_str())
+        .collect();
+    if !unknown.is_empty() {
+        metadata.insert(META_OUTCOME_UNKNOWN.to_owned(), unknown.join(","));
+    }
     let duration_ms = u64::try_from(result.duration.as_millis()).unwrap_or(u64::MAX);
     // RunRecord is non-exhaustive: it is built through its serde form.
     let value = json!({

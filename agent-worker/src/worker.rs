@@ -65,6 +65,9 @@ pub struct WorkerReport {
     /// Jobs handed back for a later delivery (the store or NATS failed, or no agent of
     /// that name here).
     pub retried: u64,
+    /// Jobs let go because another process has their run (it took the run over from its
+    /// checkpoint, [`QueueError::Fenced`]): neither stored nor acked here.
+    pub fenced: u64,
 }
 
 #[derive(Default)]
@@ -73,6 +76,7 @@ struct Counters {
     duplicates: AtomicU64,
     dead_lettered: AtomicU64,
     retried: AtomicU64,
+    fenced: AtomicU64,
 }
 
 struct Inner {
@@ -90,7 +94,9 @@ struct Inner {
 /// in-progress ack every third of the ack wait keeps it ours), store the record (an
 /// upsert keyed by run id), publish a [`Done`] on `<ns>.results`, then ack. A worker
 /// killed at any point loses nothing: the unacked job is delivered again after the ack
-/// wait, and the store keeps one result per run id.
+/// wait, and the store keeps one result per run id. With a checkpoint store in the
+/// agent's config, a redelivered job continues its run from its checkpoint instead of
+/// running it again ([`Registry::run`]).
 ///
 /// The store must make `record` durable before it resolves (agent-store's `Store`
 /// without write-behind does), else a crash between the ack and the commit would lose
@@ -207,6 +213,7 @@ impl Worker {
             duplicates: c.duplicates.load(Ordering::Relaxed),
             dead_lettered: c.dead_lettered.load(Ordering::Relaxed),
             retried: c.retried.load(Ordering::Relaxed),
+            fenced: c.fenced.load(Ordering::Relaxed),
         }
     }
 }
@@ -279,6 +286,17 @@ async fn process(inner: &Inner, message: Message, ack_wait: Duration) {
     };
     let mut record = match record {
         Ok(r) => r,
+        // The checkpoint store could not be read: like any store read, try later.
+        Err(QueueError::Store(e)) => {
+            return retry(inner, &message, &format!("checkpoint read failed: {e}")).await;
+        }
+        // Another process has the run and stores its record; the job's current
+        // delivery is its, so this stale one is neither acked nor handed back.
+        Err(QueueError::Fenced { run_id }) => {
+            tracing::warn!(run_id, "another process took the run over; job let go");
+            inner.counters.fenced.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
         Err(e) => {
             let letter = DeadLetter {
                 job: Some(job),

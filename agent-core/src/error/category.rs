@@ -90,6 +90,8 @@ categories! {
     Internal = "internal_error" => Failed,
     /// The run waits for a decision or an outside result (not a failure).
     Paused = "paused" => Paused,
+    /// Another process took the run over (its checkpoint save was fenced).
+    Fenced = "fenced" => Failed,
 }
 
 impl Category {

@@ -299,6 +299,22 @@ pub enum AgentError {
         /// The calls waiting for a decision, in the order the model made them.
         pending: Vec<crate::pause::PendingCall>,
     },
+    /// Another process took this run over (it resumed the run from its checkpoint while
+    /// this process was still running it): this process's checkpoint save or tool start
+    /// was refused (fenced), so it stopped at once, sending no more requests and
+    /// starting no more tools. The run goes on in the other process; this result is not
+    /// the run's and is not checkpointed. Needs a checkpoint store (see
+    /// `docs/durable.md`, "One process per run").
+    #[error(
+        "run {run_id} was taken over by another process; this one stopped at its write #{seq} (fenced)"
+    )]
+    Fenced {
+        /// The run id.
+        run_id: String,
+        /// The number of the checkpoint this process tried to write (its boundary count,
+        /// [`CheckpointRecord::seq`](crate::store::CheckpointRecord::seq)).
+        seq: u64,
+    },
     /// A fault inside the runner (a bug), or a panic in a user's `LlmClient`: caught,
     /// never a panic.
     #[error("internal error: {message}")]
@@ -312,8 +328,8 @@ impl AgentError {
     /// The stable tag: `schema_validation_failed`, `ambiguous_tool_turn`,
     /// `schema_not_called`, `max_llm_retries`, `llm_permanent_error`, `max_llm_calls`,
     /// `budget_exhausted`, `deadline_exceeded`, `cancelled`, `stuck`, `escalated`,
-    /// `refused`, `tool_fatal`, `context_window_exceeded`, `invalid_run`, `paused`
-    /// or `internal_error` (the tag of [`kind`](Self::kind)).
+    /// `refused`, `tool_fatal`, `context_window_exceeded`, `invalid_run`, `paused`,
+    /// `fenced` or `internal_error` (the tag of [`kind`](Self::kind)).
     pub fn category(&self) -> &'static str {
         self.kind().as_str()
     }
@@ -337,6 +353,7 @@ impl AgentError {
             AgentError::ContextWindowExceeded { .. } => Category::ContextWindowExceeded,
             AgentError::InvalidRun { .. } => Category::InvalidRun,
             AgentError::Paused { .. } => Category::Paused,
+            AgentError::Fenced { .. } => Category::Fenced,
             AgentError::Internal { .. } => Category::Internal,
         }
     }

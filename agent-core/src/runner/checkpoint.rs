@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
@@ -31,7 +31,8 @@ use crate::pause::{Decisions, PendingCall};
 use crate::result::AgentResult;
 use crate::scores::Scores;
 use crate::stores::{
-    CheckpointRecord, CheckpointStore, LedgerEntry, StoreError, StoreKind, fnv1a64, now_ms,
+    CheckpointRecord, CheckpointStore, LedgerEntry, SaveOutcome, StoreError, StoreKind, fnv1a64,
+    now_ms,
 };
 use crate::usage::Usage;
 
@@ -141,7 +142,15 @@ pub(super) struct Resumed {
     pub(super) header: Header,
     pub(super) snapshot: Snapshot<'static>,
     pub(super) ledger: Vec<LedgerEntry>,
+    /// The seq of the claim this process stored (the checkpoint it goes on from).
     pub(super) seq: u64,
+    /// This process's writer token (written with the claim).
+    pub(super) writer: String,
+}
+
+/// A new writer token: 32 hex digits, drawn once per process that runs a run.
+pub(super) fn new_writer() -> String {
+    format!("{:032x}", fastrand::u128(..))
 }
 
 /// A run's checkpointing: its store, its header, and where it got to.
@@ -151,6 +160,9 @@ pub(crate) struct Durable {
     header: String,
     fingerprint: String,
     seq: u64,
+    /// The seq this process took the run over from (0 for a fresh run): what a fenced
+    /// save checks, with the writer token.
+    taken_at: u64,
     /// Time spent toward the deadline before this process took the run over.
     elapsed_before: Duration,
     started: Instant,
@@ -285,6 +297,10 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             }
         }
         let history_len = self.request.messages.len().saturating_sub(1);
+        let writer: Arc<str> = match &resumed {
+            Some(resumed) => Arc::from(resumed.writer.as_str()),
+            None => Arc::from(new_writer()),
+        };
         let mut durable = Durable {
             ledger: Ledger {
                 store: Arc::clone(&store),
@@ -292,12 +308,16 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 timeout,
                 prior: HashMap::new(),
                 failures: AtomicU32::new(0),
+                writer,
+                fenced: AtomicBool::new(false),
+                fenced_at: std::sync::atomic::AtomicU64::new(0),
             },
             store,
             run_id,
             header: String::new(),
             fingerprint: cfg.fingerprint.clone(),
             seq: 0,
+            taken_at: 0,
             elapsed_before: Duration::ZERO,
             started: Instant::now(),
             timeout,
@@ -342,6 +362,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             snapshot: s,
             ledger,
             seq,
+            writer: _,
         } = resumed;
         self.request.system.clone_from(&header.system);
         self.request.messages = s.messages.into_owned();
@@ -376,6 +397,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             (a, b) => a.or(b),
         };
         durable.seq = seq;
+        durable.taken_at = seq;
         durable.elapsed_before = Duration::from_millis(s.elapsed_ms);
         durable.failures_before = s.store_failures;
         durable.ledger.prior = ledger.into_iter().map(|e| (e.call_id.clone(), e)).collect();
@@ -428,10 +450,32 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             .map(|limit| limit.saturating_sub(self.elapsed_before()))
     }
 
+    /// The error that ends a run another process took over, once a fenced write of this
+    /// one was refused.
+    pub(super) fn fenced(&self) -> Option<AgentError> {
+        let d = self.durable.as_deref()?;
+        d.ledger
+            .fenced
+            .load(Ordering::SeqCst)
+            .then(|| AgentError::Fenced {
+                run_id: d.run_id.to_string(),
+                seq: match d.ledger.fenced_at.load(Ordering::SeqCst) {
+                    0 => d.seq,
+                    at => at,
+                },
+            })
+    }
+
     /// Saves the run's state at a running boundary (nothing without a checkpoint
     /// store). Awaited; a failure is counted and the run goes on.
-    pub(super) async fn save_checkpoint(&mut self, phase: Phase) {
-        let Some(d) = &self.durable else { return };
+    ///
+    /// # Errors
+    /// [`AgentError::Fenced`] when the save was refused because another process took the
+    /// run over: the run must stop at once.
+    pub(super) async fn save_checkpoint(&mut self, phase: Phase) -> Result<(), AgentError> {
+        let Some(d) = &self.durable else {
+            return Ok(());
+        };
         let elapsed = d.elapsed_before + d.started.elapsed();
         let snapshot = Snapshot {
             format: FORMAT,
@@ -456,7 +500,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         };
         let state = serde_json::to_string(&snapshot);
         let Some(d) = self.durable.as_deref_mut() else {
-            return;
+            return Ok(());
         };
         let outcome = match state {
             Ok(state) => d.save(false, state).await,
@@ -464,16 +508,19 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 "the checkpoint does not encode: {e}"
             ))),
         };
+        // A refused save marked the run fenced (see `Durable::save`).
         if let Err(error) = outcome {
             d.failures = d.failures.saturating_add(1);
             report(&self.observers, &self.trace_id, "save", &error);
         }
+        self.fenced().map_or(Ok(()), Err)
     }
 }
 
 impl Durable {
-    /// Saves the next checkpoint.
-    async fn save(&mut self, finished: bool, state: String) -> Result<(), StoreError> {
+    /// Saves the next checkpoint, fenced: refused (and the run marked fenced) when
+    /// another process took the run over.
+    async fn save(&mut self, finished: bool, state: String) -> Result<SaveOutcome, StoreError> {
         self.seq += 1;
         let record = CheckpointRecord {
             run_id: self.run_id.to_string(),
@@ -481,11 +528,22 @@ impl Durable {
             finished,
             fingerprint: self.fingerprint.clone(),
             updated_at_ms: now_ms(),
+            writer: self.ledger.writer.to_string(),
             header: self.header.clone(),
             state,
         };
         let store = &self.store;
-        bounded(self.timeout, || store.save(&record)).await
+        let taken_at = self.taken_at;
+        let outcome = bounded(self.timeout, || store.save_fenced(&record, taken_at)).await;
+        if let Ok(SaveOutcome::Fenced) = outcome {
+            self.ledger.fence(self.seq);
+        }
+        outcome
+    }
+
+    /// Whether another process took the run over (a fenced write was refused).
+    pub(super) fn is_fenced(&self) -> bool {
+        self.ledger.fenced.load(Ordering::SeqCst)
     }
 
     /// Every failure this run counted, before and after a resume.
@@ -497,13 +555,19 @@ impl Durable {
 }
 
 /// Saves a finished run's result as its last checkpoint and sets
-/// `result.store_failures` to every failure the run counted.
+/// `result.store_failures` to every failure the run counted. A refused (fenced) save
+/// makes the outcome [`AgentError::Fenced`]: another process took the run over at the
+/// end, and its result is the run's.
 pub(super) async fn save_finished<T>(
     durable: Option<Box<Durable>>,
     result: &mut AgentResult<T>,
     observers: &Observers,
 ) {
     let Some(mut d) = durable else { return };
+    // A run another process took over is not this one's to finish.
+    if d.is_fenced() {
+        return;
+    }
     let failures = d.all_failures();
     result.store_failures = result.store_failures.saturating_add(failures);
     let finished = Finished {
@@ -527,7 +591,15 @@ pub(super) async fn save_finished<T>(
             "the result does not encode: {e}"
         ))),
     };
-    if let Err(error) = outcome {
+    if let Ok(SaveOutcome::Fenced) = outcome {
+        // Taken over between the last boundary and the end: the other process's result
+        // is the run's, so this one is not (whatever it holds).
+        tracing::warn!(run_id = %d.run_id, "the finished checkpoint was fenced: another process took the run over");
+        result.outcome = Err(AgentError::Fenced {
+            run_id: d.run_id.to_string(),
+            seq: d.seq,
+        });
+    } else if let Err(error) = outcome {
         result.store_failures = result.store_failures.saturating_add(1);
         report(observers, &result.trace_id, "save", &error);
     }

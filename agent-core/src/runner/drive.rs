@@ -97,7 +97,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             return outcome;
         }
         loop {
-            self.save_checkpoint(Phase::BeforeCall).await;
+            self.save_checkpoint(Phase::BeforeCall).await?;
             self.check_before_call()?;
             let response = match self.call_model().await {
                 Ok(Ok(response)) => response,

@@ -1,17 +1,18 @@
-//! The tool-effect ledger of a checkpointed run: every tool execution recorded before
-//! it starts and after it returns, and answered from its record after a crash (see
-//! `docs/durable.md`, "The ledger").
+//! The tool-effect ledger of one run: every tool execution goes through it (`started`,
+//! the tool, `completed`), and a resumed run answers calls from it (see
+//! `docs/durable.md`, "The ledger"). `started` is a fenced write: a process that lost the
+//! run to another starts no more tools.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::handover::CallOutcome;
 use crate::message::{ToolCall, ToolResult};
 use crate::pause::PauseReason;
-use crate::stores::{CheckpointStore, LedgerEntry, LedgerStatus};
+use crate::stores::{CheckpointStore, LedgerEntry, LedgerStatus, SaveOutcome};
 
 use super::checkpoint::{arguments_hash, bounded, report};
 use super::tools::Executed;
@@ -25,6 +26,12 @@ pub(crate) struct Ledger {
     /// The entries found when the run was resumed, by call id.
     pub(super) prior: HashMap<String, LedgerEntry>,
     pub(super) failures: AtomicU32,
+    /// This process's writer token.
+    pub(super) writer: Arc<str>,
+    /// Set when a fenced write was refused: another process took the run over.
+    pub(super) fenced: AtomicBool,
+    /// The seq of the checkpoint write that was refused, if that is what was fenced.
+    pub(super) fenced_at: AtomicU64,
 }
 
 impl Ledger {
@@ -71,8 +78,9 @@ impl Ledger {
             arguments_hash: hash,
             status: LedgerStatus::Started,
         };
-        self.write(&entry, (trace_id, observers), "tool_started")
-            .await;
+        if self.start(&entry, (trace_id, observers)).await == SaveOutcome::Fenced {
+            return not_started(call);
+        }
         let done = run.await;
         entry.status = match &done.pause {
             Some(PauseReason::Deferred { note }) => LedgerStatus::Deferred { note: note.clone() },
@@ -96,6 +104,38 @@ impl Ledger {
                 ..
             })
         )
+    }
+
+    /// Marks the run fenced: another process took it over.
+    pub(super) fn fence(&self, seq: u64) {
+        self.fenced_at.store(seq, Ordering::SeqCst);
+        self.fenced.store(true, Ordering::SeqCst);
+    }
+
+    /// Writes a call's `started` entry, fenced; a store failure is counted and the tool
+    /// runs anyway ([`SaveOutcome::Saved`]). A run already fenced starts no tool.
+    async fn start(
+        &self,
+        entry: &LedgerEntry,
+        (trace_id, observers): (&str, &Observers),
+    ) -> SaveOutcome {
+        if self.fenced.load(Ordering::SeqCst) {
+            return SaveOutcome::Fenced;
+        }
+        let store = &self.store;
+        let writer = &*self.writer;
+        match bounded(self.timeout, || store.record_tool_fenced(entry, writer)).await {
+            Ok(SaveOutcome::Saved) => SaveOutcome::Saved,
+            Ok(_fenced) => {
+                self.fenced.store(true, Ordering::SeqCst);
+                SaveOutcome::Fenced
+            }
+            Err(error) => {
+                self.failures.fetch_add(1, Ordering::Relaxed);
+                report(observers, trace_id, "tool_started", &error);
+                SaveOutcome::Saved
+            }
+        }
     }
 
     async fn write(
@@ -129,6 +169,21 @@ fn recorded(call: &ToolCall, content: &str, is_error: bool, fatal: bool) -> Exec
         result,
         outcome,
         fatal,
+        pause: None,
+    }
+}
+
+/// A call not started because another process took the run over (the run stops after
+/// this turn's calls, with [`AgentError::Fenced`]).
+fn not_started(call: &ToolCall) -> Executed {
+    let text = format!(
+        "{} was not run: another process took this run over",
+        call.name
+    );
+    Executed {
+        result: ToolResult::error(&call.id, &call.name, text.clone()),
+        outcome: CallOutcome::NotRun(text),
+        fatal: false,
         pause: None,
     }
 }

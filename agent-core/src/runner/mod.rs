@@ -175,6 +175,8 @@ async fn run<T: AgentOutput>(
     };
     let duration = started.elapsed() + run.elapsed_before();
     let durable = run.durable.take();
+    // A run another process took over leaves the stores to that process.
+    let fenced = durable.as_ref().is_some_and(|d| d.is_fenced());
     let run_observers = run.observers.clone();
     let mut result = run.finish(outcome, duration);
     let ending = result.ending();
@@ -190,7 +192,7 @@ async fn run<T: AgentOutput>(
         usage: &result.usage,
         duration,
     });
-    if prepared.is_active() {
+    if prepared.is_active() && !fenced {
         stores::after_run(cfg, prepared, &mut result)
             .instrument(span.clone())
             .await;

@@ -112,13 +112,17 @@ impl<T: AgentOutput> Run<'_, T> {
         // ledger), and its tool executions are counted then: the checkpoint keeps the
         // count from before the turn, the paused result the count so far.
         let so_far = std::mem::replace(&mut self.usage.tool_calls, tool_calls_before);
-        self.save_checkpoint(Phase::Paused {
-            offered: offered.to_vec(),
-            pending: pending.clone(),
-            decisions: Decisions::new(),
-        })
-        .await;
+        let saved = self
+            .save_checkpoint(Phase::Paused {
+                offered: offered.to_vec(),
+                pending: pending.clone(),
+                decisions: Decisions::new(),
+            })
+            .await;
         self.usage.tool_calls = so_far;
+        if let Err(fenced) = saved {
+            return Some(fenced);
+        }
         Some(AgentError::Paused {
             run_id: self.run_id.to_string(),
             pending,

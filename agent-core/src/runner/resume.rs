@@ -10,10 +10,11 @@ use crate::config::{AgentConfig, Compiled, OutputPlan};
 use crate::output::{AgentOutput, Extracted, extract_json};
 use crate::result::AgentResult;
 use crate::run_options::RunOptions;
-use crate::stores::{ConfigDifference, ResumeError};
+use crate::stores::{CheckpointRecord, ConfigDifference, ResumeError, SaveOutcome, now_ms};
 
 use super::checkpoint::{
-    FORMAT, Finished, Header, Resumed, Snapshot, bounded, output_schema, tool_signatures,
+    FORMAT, Finished, Header, Resumed, Snapshot, bounded, new_writer, output_schema,
+    tool_signatures,
 };
 
 /// Continues the run `run_id` from its last checkpoint (see [`resume_agent_with`]).
@@ -57,7 +58,11 @@ pub async fn resume_agent<T: AgentOutput>(
 /// # Errors
 /// [`ResumeError::NoCheckpointStore`] without `.checkpoints(..)`;
 /// [`ResumeError::UnknownRun`] when nothing is stored under `run_id`;
-/// [`ResumeError::Unreadable`] when the checkpoint or the ledger cannot be read;
+/// [`ResumeError::Unreadable`] when the checkpoint or the ledger cannot be read, or the
+/// claim (the fenced save that makes the run this process's, before the ledger is read)
+/// cannot be written;
+/// [`ResumeError::Fenced`] when another process claimed the run between this one's read
+/// and its claim (two resumes at once: one goes on, the other gets this);
 /// [`ResumeError::Corrupt`] when they do not decode;
 /// [`ResumeError::ConfigMismatch`] when the config's output schema, output mode or tools
 /// (names and parameter schemas) differ from the run's, listing each difference;
@@ -65,7 +70,9 @@ pub async fn resume_agent<T: AgentOutput>(
 /// finished, or a resume took its decisions already); [`ResumeError::Decisions`] when
 /// they do not fit its pending calls (an unknown call id, a pending call without a
 /// decision, a decision of the wrong kind, edited arguments that do not validate),
-/// listing each problem. In each case nothing is sent and nothing is written.
+/// listing each problem. In each case nothing is sent, and nothing is written but the
+/// claim (the stored state unchanged, under this process's writer token) when the
+/// ledger read after it fails.
 pub async fn resume_agent_with<T: AgentOutput>(
     config: &AgentConfig<T>,
     run_id: &str,
@@ -141,6 +148,26 @@ pub async fn resume_agent_with<T: AgentOutput>(
             .map_err(|e| e.to_string())
     };
     super::pause::take_decisions(run_id, &mut snapshot, given, validate)?;
+    // The claim: the same checkpoint under this process's writer token, fenced on the
+    // seq just read, so that of two processes resuming at once exactly one goes on.
+    // The ledger is read after it: an entry another process wrote before it is seen.
+    let writer = new_writer();
+    let taken_at = record.seq;
+    let claim = CheckpointRecord {
+        seq: taken_at + 1,
+        writer: writer.clone(),
+        updated_at_ms: now_ms(),
+        ..record
+    };
+    match bounded(limit, || store.save_fenced(&claim, taken_at)).await {
+        Ok(SaveOutcome::Saved) => {}
+        Ok(_) => {
+            return Err(ResumeError::Fenced {
+                run_id: run_id.to_owned(),
+            });
+        }
+        Err(error) => return Err(unreadable(error)),
+    }
     let ledger = bounded(limit, || store.ledger(run_id))
         .await
         .map_err(unreadable)?;
@@ -152,7 +179,8 @@ pub async fn resume_agent_with<T: AgentOutput>(
         header,
         snapshot,
         ledger,
-        seq: record.seq,
+        seq: claim.seq,
+        writer,
     };
     Ok(super::run(config, input, options, None, Some(resumed)).await)
 }

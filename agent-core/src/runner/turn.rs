@@ -261,11 +261,15 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         }
         let offered = Arc::clone(&self.request.tools);
         let names: Vec<String> = offered.iter().map(|d| d.name.clone()).collect();
-        self.save_checkpoint(super::checkpoint::Phase::ToolsPending {
-            offered: names.clone(),
-            decisions: self.decisions.clone(),
-        })
-        .await;
+        if let Err(fenced) = self
+            .save_checkpoint(super::checkpoint::Phase::ToolsPending {
+                offered: names.clone(),
+                decisions: self.decisions.clone(),
+            })
+            .await
+        {
+            return Next::Stop(Err(fenced));
+        }
         let gates = self.gates(calls);
         let tool_calls_before = self.usage.tool_calls;
         let table = Arc::clone(&self.table);
@@ -283,6 +287,10 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 .map(super::checkpoint::Durable::ledger),
         )
         .await;
+        // Another process took the run over while the turn's tools started.
+        if let Some(fenced) = self.fenced() {
+            return Next::Stop(Err(fenced));
+        }
         if let Some(paused) = self
             .pause_if_waiting(calls, &mut executed, &names, tool_calls_before)
             .await

@@ -35,6 +35,41 @@ pub trait CheckpointStore: Send + Sync {
     /// A [`StoreError`] when it cannot be stored.
     fn save<'a>(&'a self, checkpoint: &'a CheckpointRecord) -> StoreFuture<'a, ()>;
 
+    /// Stores the run's checkpoint only if the run is still the writer's
+    /// ([`CheckpointRecord::writer`]): nothing is stored under its run id, or the stored
+    /// checkpoint's `seq` is `taken_at` (the checkpoint this writer took the run over
+    /// from; 0 for a fresh run, which no stored checkpoint has), or the stored one was
+    /// written by the same writer. Check and write are one atomic step: of two writers
+    /// that took the run over from the same checkpoint, exactly one stores its next
+    /// one, and the other is [`SaveOutcome::Fenced`] from then on (the stored writer is
+    /// no longer its own, and `seq` only grows). The runner saves through this method
+    /// (see `docs/durable.md`, "One process per run").
+    ///
+    /// # Errors
+    /// A [`StoreError`] when it cannot be stored or the condition cannot be checked
+    /// (then it may or may not have been stored). A refused save is not an error.
+    fn save_fenced<'a>(
+        &'a self,
+        checkpoint: &'a CheckpointRecord,
+        taken_at: u64,
+    ) -> StoreFuture<'a, SaveOutcome>;
+
+    /// Stores a ledger entry (as [`record_tool`](Self::record_tool)) only if no
+    /// checkpoint is stored under its run id or the stored one was written by `writer`;
+    /// atomically with respect to [`save_fenced`](Self::save_fenced): a save that takes
+    /// the run over either comes first (and this entry is [`SaveOutcome::Fenced`]) or
+    /// after it (and the ledger read that follows the take-over sees this entry). The
+    /// runner writes `started` through it, so a process that lost the run starts no
+    /// more tools.
+    ///
+    /// # Errors
+    /// A [`StoreError`] when it cannot be stored or the condition cannot be checked.
+    fn record_tool_fenced<'a>(
+        &'a self,
+        entry: &'a LedgerEntry,
+        writer: &'a str,
+    ) -> StoreFuture<'a, SaveOutcome>;
+
     /// The latest checkpoint of the run, if any.
     ///
     /// # Errors
@@ -83,10 +118,28 @@ pub struct CheckpointRecord {
     pub fingerprint: String,
     /// When this checkpoint was saved (ms since the Unix epoch).
     pub updated_at_ms: u64,
+    /// Who wrote it: a random token (32 hex digits) that each process running the run
+    /// draws when it starts or resumes it; what [`CheckpointStore::save_fenced`] checks.
+    /// Empty for checkpoints written without one (before fencing, or by
+    /// [`record_decisions`](crate::record_decisions), which keeps the stored writer).
+    #[serde(default)]
+    pub writer: String,
     /// What does not change during the run (JSON; the runner's own format, versioned).
     pub header: String,
     /// The run's state at this boundary (JSON; the runner's own format, versioned).
     pub state: String,
+}
+
+/// What a fenced write did ([`CheckpointStore::save_fenced`],
+/// [`CheckpointStore::record_tool_fenced`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SaveOutcome {
+    /// Stored: the run is still this writer's.
+    Saved,
+    /// Not stored: another writer took the run over (it stored a checkpoint of its own
+    /// since this writer's last one).
+    Fenced,
 }
 
 /// One tool execution in the ledger.
@@ -148,6 +201,14 @@ impl LedgerStatus {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ResumeError {
+    /// Another process took the run over between this resume's read of the checkpoint
+    /// and its claim (the first fenced save, which makes the run this process's): the
+    /// run goes on there; this resume ran nothing.
+    #[error("run {run_id} was taken over by another process while this one resumed it")]
+    Fenced {
+        /// The run id.
+        run_id: String,
+    },
     /// The config has no checkpoint store (`.checkpoints(..)` on the builder).
     #[error("the config has no checkpoint store; set one with .checkpoints(..)")]
     NoCheckpointStore,
@@ -157,7 +218,8 @@ pub enum ResumeError {
         /// The run id asked for.
         run_id: String,
     },
-    /// The checkpoint or the ledger could not be read (the store failed or timed out).
+    /// The checkpoint or the ledger could not be read, or the claim that takes the run
+    /// over could not be written (the store failed or timed out).
     #[error("the checkpoint of run {run_id} cannot be read: {error}")]
     Unreadable {
         /// The run id.
@@ -330,6 +392,48 @@ impl CheckpointStore for InMemoryCheckpoints {
         c.checkpoints
             .insert(checkpoint.run_id.clone(), checkpoint.clone());
         Box::pin(async { Ok(()) })
+    }
+
+    fn save_fenced<'a>(
+        &'a self,
+        checkpoint: &'a CheckpointRecord,
+        taken_at: u64,
+    ) -> StoreFuture<'a, SaveOutcome> {
+        let mut c = self.lock();
+        c.saves += 1;
+        let ours = c
+            .checkpoints
+            .get(&checkpoint.run_id)
+            .is_none_or(|stored| stored.seq == taken_at || (stored.writer == checkpoint.writer));
+        let outcome = if ours {
+            c.checkpoints
+                .insert(checkpoint.run_id.clone(), checkpoint.clone());
+            SaveOutcome::Saved
+        } else {
+            SaveOutcome::Fenced
+        };
+        Box::pin(async move { Ok(outcome) })
+    }
+
+    fn record_tool_fenced<'a>(
+        &'a self,
+        entry: &'a LedgerEntry,
+        writer: &'a str,
+    ) -> StoreFuture<'a, SaveOutcome> {
+        let mut c = self.lock();
+        c.saves += 1;
+        let ours = c
+            .checkpoints
+            .get(&entry.run_id)
+            .is_none_or(|stored| stored.writer == writer);
+        let outcome = if ours {
+            c.ledger
+                .insert((entry.run_id.clone(), entry.call_id.clone()), entry.clone());
+            SaveOutcome::Saved
+        } else {
+            SaveOutcome::Fenced
+        };
+        Box::pin(async move { Ok(outcome) })
     }
 
     fn load<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Option<CheckpointRecord>> {

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 pub use checkpoint::{
     CheckpointRecord, CheckpointStore, ConfigDifference, InMemoryCheckpoints, LedgerEntry,
-    LedgerStatus, ResumeError,
+    LedgerStatus, ResumeError, SaveOutcome,
 };
 pub use diff::{FieldDiff, RunDiff};
 pub use feedback::{
