@@ -128,12 +128,13 @@ pub use backoff::Backoff;
 pub use batch::{Batch, Receipt, run_batch};
 pub use config::{AgentConfig, AgentConfigBuilder, OutputValidator};
 pub use error::{
-    AgentError, Attempt, AttemptKind, Budget, Category, ConfigError, Ending, StuckReason,
+    AgentError, Attempt, AttemptKind, Budget, Category, ConfigError, Ending, ModelFailures,
+    StuckReason,
 };
 pub use handover::{CallOutcome, CallRecord, Handover, Limits, RunState};
 pub use llm::{
-    LlmClient, LlmError, LlmErrorKind, LlmFuture, LlmRequest, LlmResponse, OutputCapabilities,
-    StopReason, TokenUsage, ToolChoice,
+    LlmClient, LlmError, LlmErrorCause, LlmErrorKind, LlmFuture, LlmRequest, LlmResponse,
+    OutputCapabilities, StopReason, TokenUsage, ToolChoice,
 };
 pub use message::{Message, ToolCall, ToolResult};
 pub use observe::{Observer, RunEvent};
@@ -168,7 +169,7 @@ pub use tool::{
     State, StateMap, StateRequirement, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,
 };
 pub use turns::TurnStats;
-pub use usage::Usage;
+pub use usage::{ModelUsage, Usage};
 pub use validate::{SchemaValidator, ValidationErrors, whole_numbers_as_integers};
 
 pub mod eval {

@@ -49,6 +49,21 @@ pub enum RunEvent<'a> {
         /// The failure.
         error: &'a LlmError,
     },
+    /// The model failed in a way another provider can serve (`max_llm_retries`
+    /// transient failures in a row, or a model-not-found, quota or access failure) and
+    /// the same turn goes to the next fallback model, at once.
+    ModelSwitched {
+        /// The run's trace id.
+        trace_id: &'a str,
+        /// The failed LLM call (1-based).
+        llm_call: u32,
+        /// The model left (as configured, with its routing prefix).
+        from: &'a str,
+        /// The model the turn goes to.
+        to: &'a str,
+        /// The failure that made the run leave `from`.
+        error: &'a LlmError,
+    },
     /// A store call failed, timed out or panicked (see [`crate::store`]). The run's
     /// outcome is unchanged; the failure is counted in `AgentResult::store_failures`.
     /// Failures of the recording after the run come after `RunEnded`. `run_batch`'s

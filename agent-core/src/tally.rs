@@ -67,7 +67,7 @@ impl RunTally {
 
 impl<T> From<&AgentResult<T>> for RunTally {
     fn from(result: &AgentResult<T>) -> Self {
-        RunTally::new(result.ending(), result.usage, result.duration)
+        RunTally::new(result.ending(), result.usage.clone(), result.duration)
             .with_category(result.outcome.as_ref().err().map(|e| e.kind()))
             .with_partial(result.is_partial())
             .with_store_failures(u64::from(result.store_failures))

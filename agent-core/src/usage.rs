@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::llm::TokenUsage;
 
 /// What a run spent: LLM calls, tool executions, tokens and cost.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Usage {
     /// LLM calls to the model, failed ones included.
@@ -33,12 +33,75 @@ pub struct Usage {
     /// (bytes / 4), so the token and cost caps still bind. Zero when every count is
     /// the provider's.
     pub estimated_llm_calls: u32,
+    /// What each model spent, for a config with fallback models (the builder's
+    /// `fallback_models`): one entry per model that was called, in the order first
+    /// called; the totals above are their sums. Empty for a config with one model
+    /// (the totals are that model's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_model: Vec<ModelUsage>,
+}
+
+/// What one model spent in a run (see [`Usage::by_model`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ModelUsage {
+    /// The model as configured, with its routing prefix (`gpt-5-mini`, `azure/prod`).
+    pub model: String,
+    /// LLM calls sent to this model, failed ones included.
+    pub llm_calls: u32,
+    /// Input tokens of its LLM calls (tokens; the rule of [`Usage::input_tokens`]).
+    pub input_tokens: u64,
+    /// Output tokens of its LLM calls (tokens).
+    pub output_tokens: u64,
+    /// Input tokens read from its prompt cache (tokens; part of `input_tokens`).
+    pub cache_read_tokens: u64,
+    /// Input tokens written to its prompt cache (tokens; part of `input_tokens`).
+    pub cache_write_tokens: u64,
+    /// Its cost (USD) at its own price, when the pricing table has one.
+    pub cost_usd: Option<f64>,
+    /// Its LLM calls counted from an estimate (see [`Usage::estimated_llm_calls`]).
+    pub estimated_llm_calls: u32,
+}
+
+impl ModelUsage {
+    pub(crate) fn new(model: &str) -> Self {
+        Self {
+            model: model.to_owned(),
+            ..Self::default()
+        }
+    }
+
+    /// Input plus output tokens (tokens).
+    pub fn total_tokens(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+
+    pub(crate) fn add_tokens(&mut self, tokens: &TokenUsage, cost: Option<f64>) {
+        self.input_tokens = self.input_tokens.saturating_add(tokens.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(tokens.output_tokens);
+        self.cache_read_tokens = self
+            .cache_read_tokens
+            .saturating_add(tokens.cache_read_tokens);
+        self.cache_write_tokens = self
+            .cache_write_tokens
+            .saturating_add(tokens.cache_write_tokens);
+        if let Some(cost) = cost {
+            self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + cost);
+        }
+    }
 }
 
 impl Usage {
     /// Input plus output tokens (tokens).
     pub fn total_tokens(&self) -> u64 {
         self.input_tokens.saturating_add(self.output_tokens)
+    }
+
+    /// What `model` (as configured) spent, for a config with fallback models; `None`
+    /// when it was never called or the config has one model (see
+    /// [`by_model`](Self::by_model)).
+    pub fn of_model(&self, model: &str) -> Option<&ModelUsage> {
+        self.by_model.iter().find(|m| m.model == model)
     }
 
     /// Whether any token count (and so any cost) is an estimate (see

@@ -342,7 +342,7 @@ async fn a_judge_maps_each_criterion_and_reports_its_own_cost() {
     );
     let judge = judge_with(&model);
     let result = answered(answer()).await;
-    let run_usage = result.usage;
+    let run_usage = result.usage.clone();
     let expected = json!({"queue": "billing"});
     let grade = judge
         .grade_run(&Case::new("I was charged twice", &result).expected(&expected))

@@ -24,10 +24,14 @@ pub fn receipt_of(records: &[RunRecord]) -> Receipt {
     let tallies: Vec<RunTally> = records
         .iter()
         .map(|r| {
-            RunTally::new(r.ending, r.usage, Duration::from_millis(r.duration_ms))
-                .with_category(r.category.as_deref().and_then(Category::from_tag))
-                .with_partial(r.metadata.get(META_PARTIAL).map(String::as_str) == Some("true"))
-                .with_store_failures(meta_u64(r, META_STORE_FAILURES))
+            RunTally::new(
+                r.ending,
+                r.usage.clone(),
+                Duration::from_millis(r.duration_ms),
+            )
+            .with_category(r.category.as_deref().and_then(Category::from_tag))
+            .with_partial(r.metadata.get(META_PARTIAL).map(String::as_str) == Some("true"))
+            .with_store_failures(meta_u64(r, META_STORE_FAILURES))
         })
         .collect();
     let caps: Vec<u64> = records

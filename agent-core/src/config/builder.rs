@@ -45,6 +45,7 @@ pub(super) type CustomerMessageFn<T> = Arc<dyn Fn(&AgentResult<T>) -> Option<Str
 pub(crate) struct Settings<T> {
     pub(crate) name: String,
     pub(crate) model: Option<String>,
+    pub(crate) fallbacks: Vec<super::fallback::FallbackSetting>,
     pub(crate) llm: Option<Arc<dyn LlmClient>>,
     pub(crate) system_prompt: Option<String>,
     pub(crate) tools: ToolRegistry,
@@ -69,6 +70,7 @@ impl<T> Clone for Settings<T> {
         Self {
             name: self.name.clone(),
             model: self.model.clone(),
+            fallbacks: self.fallbacks.clone(),
             llm: self.llm.clone(),
             system_prompt: self.system_prompt.clone(),
             tools: self.tools.clone(),
@@ -95,6 +97,7 @@ impl<T> Settings<T> {
         Self {
             name,
             model: None,
+            fallbacks: Vec::new(),
             llm: None,
             system_prompt: None,
             tools: ToolRegistry::new(),
@@ -173,6 +176,53 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     #[must_use]
     pub fn model(mut self, name: impl Into<String>) -> Self {
         self.settings.model = Some(name.into());
+        self
+    }
+
+    /// Models to send a turn to, in order, when the model before them fails in a way
+    /// another provider can serve; each name is routed by prefix like
+    /// [`model`](Self::model), and an unknown name, a missing key or an output mode a
+    /// fallback cannot take is a [`ConfigError`] at `build()`. Replaces any earlier
+    /// list. Each fallback reads its provider's environment variables: the builder's
+    /// [`api_key`](Self::api_key), [`base_url`](Self::base_url) and
+    /// [`bearer_token`](Self::bearer_token) belong to the primary model (give a
+    /// fallback its own with [`fallback_model_with`](Self::fallback_model_with)); the
+    /// timeouts and the connection pool are shared.
+    ///
+    /// A turn falls back when its model spent `max_llm_retries` transient failures in
+    /// a row (429, 5xx, 529, timeouts), or at once on a permanent failure of the
+    /// model, provider or account (404 model not found, quota or credit exhausted,
+    /// 401/402/403; [`LlmError::falls_back`](crate::LlmError::falls_back)); never on a
+    /// 400 or 422 about the request, a 413, a refusal, a content filter or a full
+    /// context window, which the next model would answer the same way. The run goes on
+    /// with the next model from then on (`docs/providers.md`, "Fallback models").
+    #[must_use]
+    pub fn fallback_models<I, S>(mut self, models: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.settings.fallbacks = models
+            .into_iter()
+            .map(|m| super::fallback::FallbackSetting::new(m.into(), None))
+            .collect();
+        self
+    }
+
+    /// Appends one fallback model (see [`fallback_models`](Self::fallback_models)) with
+    /// its own provider settings: key, base URL, bearer token, API version, timeouts.
+    #[must_use]
+    pub fn fallback_model_with(
+        mut self,
+        model: impl Into<String>,
+        options: ProviderOptions,
+    ) -> Self {
+        self.settings
+            .fallbacks
+            .push(super::fallback::FallbackSetting::new(
+                model.into(),
+                Some(options),
+            ));
         self
     }
 
@@ -280,6 +330,22 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     #[must_use]
     pub fn base_url(mut self, url: impl Into<String>) -> Self {
         self.settings.provider.base_url = Some(url.into());
+        self
+    }
+
+    /// A bearer token instead of the key, for `azure/` (a Microsoft Entra ID token, sent
+    /// as `Authorization: Bearer TOKEN`); see [`ProviderOptions::bearer_token`].
+    #[must_use]
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        self.settings.provider.bearer_token = Some(ApiKey::new(token));
+        self
+    }
+
+    /// The Azure OpenAI `api-version` (default `AZURE_OPENAI_API_VERSION`, else
+    /// `2024-10-21`); see [`ProviderOptions::api_version`].
+    #[must_use]
+    pub fn api_version(mut self, version: impl Into<String>) -> Self {
+        self.settings.provider.api_version = Some(version.into());
         self
     }
 

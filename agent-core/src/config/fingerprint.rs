@@ -26,6 +26,11 @@ pub(crate) fn of<T>(
         json!(s.model.as_deref().unwrap_or(wire_model)),
     );
     canonical.insert("wire_model".to_owned(), json!(wire_model));
+    // Only with fallbacks, so that the fingerprints of configs without any stay as they were.
+    if !s.fallbacks.is_empty() {
+        let models: Vec<&str> = s.fallbacks.iter().map(|f| f.model.as_str()).collect();
+        canonical.insert("fallback_models".to_owned(), json!(models));
+    }
     canonical.insert("provider".to_owned(), json!(provider));
     canonical.insert("system_prompt".to_owned(), json!(s.system_prompt));
     canonical.insert("tools".to_owned(), json!(tools));

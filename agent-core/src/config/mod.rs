@@ -3,12 +3,14 @@
 mod budgets;
 mod builder;
 mod checks;
+mod fallback;
 mod fingerprint;
 mod stores;
 mod table;
 
 pub(crate) use checks::is_legal_tool_name;
 use checks::{check_output_tool, check_settings, compile_tools, invalid};
+pub(crate) use fallback::Fallback;
 pub(crate) use table::ToolTable;
 
 use std::fmt;
@@ -62,6 +64,11 @@ pub(crate) struct Compiled<T> {
     pub(crate) state: Arc<StateMap>,
     pub(crate) client: Arc<dyn LlmClient>,
     pub(crate) wire_model: String,
+    /// The primary model's name as configured (with its routing prefix), else the
+    /// wire model: the key of its price and usage entry.
+    pub(crate) model_name: String,
+    /// The fallback models, in order (empty without any).
+    pub(crate) fallbacks: Vec<Fallback>,
     /// The user tools as `build()` froze them (a source's tools as they were then), and
     /// every tool offered in an ordinary turn.
     pub(crate) table: Arc<ToolTable>,
@@ -294,22 +301,10 @@ impl<T: AgentOutput> AgentConfig<T> {
         }
         // Prompted mode, and native mode where the server constrains decoding without
         // showing the schema to the model, tell the model the schema in the prompt.
-        let schema_unseen = !client
-            .as_ref()
-            .output_capabilities(&wire_model)
-            .native_schema_seen;
-        let system_prompt = match &output {
-            OutputPlan::Json(spec)
-                if spec.mode == OutputMode::Prompted
-                    || (spec.mode == OutputMode::Native && schema_unseen) =>
-            {
-                Some(crate::output::prompted_system(
-                    settings.system_prompt.as_deref(),
-                    spec,
-                ))
-            }
-            _ => settings.system_prompt.clone(),
-        };
+        let system_prompt =
+            fallback::system_prompt_for(&settings, &output, client.as_ref(), &wire_model);
+        let fallbacks = fallback::compile(&settings, price_key, &output)?;
+        let model_name = price_key.to_owned();
         let escalation_validator = if settings.budgets.escalation {
             let def = escalation_tool();
             let validator = SchemaValidator::new(&def.parameters).map_err(|message| {
@@ -347,6 +342,8 @@ impl<T: AgentOutput> AgentConfig<T> {
         Ok(Self {
             inner: Arc::new(Compiled {
                 fingerprint,
+                model_name,
+                fallbacks,
                 state: Arc::new(settings.state.clone()),
                 settings,
                 client,

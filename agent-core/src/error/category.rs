@@ -66,6 +66,8 @@ categories! {
     MaxLlmRetries = "max_llm_retries" => Failed,
     /// A permanent provider failure.
     LlmPermanent = "llm_permanent_error" => Failed,
+    /// Every model of a fallback chain that was tried failed.
+    ModelsFailed = "models_failed" => Failed,
     /// LLM calls reached `max_llm_calls`.
     MaxLlmCalls = "max_llm_calls" => Exhausted,
     /// A token or cost cap would be passed.

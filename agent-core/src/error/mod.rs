@@ -120,6 +120,30 @@ impl Attempt {
     }
 }
 
+/// The failed LLM calls of one model of a fallback chain (see
+/// [`AgentError::ModelsFailed`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ModelFailures {
+    /// The model as configured, with its routing prefix (`gpt-5-mini`, `azure/prod`).
+    pub model: String,
+    /// Its provider (`gen_ai.provider.name`: `openai`, `gemini`, ...).
+    pub provider: String,
+    /// Its failed LLM calls in a row, oldest first; the last one made the run leave
+    /// the model (or end).
+    pub failures: Vec<LlmError>,
+}
+
+impl ModelFailures {
+    pub(crate) fn new(model: &str, provider: &str, failures: Vec<LlmError>) -> Self {
+        Self {
+            model: model.to_owned(),
+            provider: provider.to_owned(),
+            failures,
+        }
+    }
+}
+
 /// Which token or cost budget ran out.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -212,6 +236,18 @@ pub enum AgentError {
     LlmPermanent {
         /// The failure.
         error: LlmError,
+    },
+    /// The run had fallback models (the builder's `fallback_models`), switched at
+    /// least once, and ended on a provider failure: every model that was tried, in
+    /// order, with its failed LLM calls. The last failure of the last entry ended the
+    /// run: no model was left, or it was one no other model can serve (a 400, see
+    /// [`LlmError::falls_back`]). A run that never switched ends with
+    /// [`MaxLlmRetries`](Self::MaxLlmRetries) or [`LlmPermanent`](Self::LlmPermanent)
+    /// as without fallbacks.
+    #[error("every model failed: {}", Models(.models))]
+    ModelsFailed {
+        /// Each model tried, in the order tried, with its failures.
+        models: Vec<ModelFailures>,
     },
     /// The round-trip cap was reached before the run answered.
     #[error("reached max_llm_calls ({limit}) without an answer{}", AttemptsSuffix(.attempts))]
@@ -326,7 +362,8 @@ pub enum AgentError {
 
 impl AgentError {
     /// The stable tag: `schema_validation_failed`, `ambiguous_tool_turn`,
-    /// `schema_not_called`, `max_llm_retries`, `llm_permanent_error`, `max_llm_calls`,
+    /// `schema_not_called`, `max_llm_retries`, `llm_permanent_error`, `models_failed`,
+    /// `max_llm_calls`,
     /// `budget_exhausted`, `deadline_exceeded`, `cancelled`, `stuck`, `escalated`,
     /// `refused`, `tool_fatal`, `context_window_exceeded`, `invalid_run`, `paused`,
     /// `fenced` or `internal_error` (the tag of [`kind`](Self::kind)).
@@ -342,6 +379,7 @@ impl AgentError {
             AgentError::SchemaNotCalled { .. } => Category::SchemaNotCalled,
             AgentError::MaxLlmRetries { .. } => Category::MaxLlmRetries,
             AgentError::LlmPermanent { .. } => Category::LlmPermanent,
+            AgentError::ModelsFailed { .. } => Category::ModelsFailed,
             AgentError::MaxLlmCalls { .. } => Category::MaxLlmCalls,
             AgentError::BudgetExhausted { .. } => Category::BudgetExhausted,
             AgentError::DeadlineExceeded { .. } => Category::DeadlineExceeded,
@@ -460,6 +498,27 @@ impl fmt::Display for Last<'_> {
             Some(e) => write!(f, "{e}"),
             None => f.write_str("none"),
         }
+    }
+}
+
+struct Models<'a>(&'a [ModelFailures]);
+
+impl fmt::Display for Models<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, m) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(
+                f,
+                "{} ({}): {} failed calls, last: {}",
+                m.model,
+                m.provider,
+                m.failures.len(),
+                Last(&m.failures)
+            )?;
+        }
+        Ok(())
     }
 }
 

@@ -220,7 +220,7 @@ impl GradeError {
     /// What grading spent before it failed (a judge's LLM calls; zero otherwise).
     pub fn usage(&self) -> Usage {
         match self {
-            GradeError::Judge { usage, .. } | GradeError::Part { usage, .. } => *usage,
+            GradeError::Judge { usage, .. } | GradeError::Part { usage, .. } => usage.clone(),
             _ => Usage::default(),
         }
     }

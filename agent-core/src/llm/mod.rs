@@ -1,19 +1,19 @@
 //! The provider boundary: [`LlmClient`] and the request/response types an adapter fills.
 
-use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+mod error;
 mod sink;
 
 use crate::message::{Message, ToolCall};
 use crate::output::OutputMode;
 pub(crate) use crate::output::OutputSpec;
 use crate::tool::ToolDefinition;
+pub use error::{LlmError, LlmErrorCause, LlmErrorKind};
 pub(crate) use sink::replay;
 pub use sink::{StreamDelta, StreamSink};
 
@@ -494,116 +494,3 @@ impl LlmResponse {
         self
     }
 }
-
-/// Whether a provider failure may go away if the same request is sent again.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LlmErrorKind {
-    /// Retry after backoff: connect errors, timeouts, 408, 409, 429 (rate limit), 5xx,
-    /// 529, a 200 whose body does not decode.
-    Transient,
-    /// Do not retry: 400, 401, 403, 404, 413, 422, 429 with exhausted quota or credit.
-    Permanent,
-}
-
-/// A failed LLM call.
-///
-/// Never contains an API key: adapters build messages from status, error type and the
-/// provider's message only.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct LlmError {
-    /// Transient or permanent.
-    pub kind: LlmErrorKind,
-    /// A human-readable description (status, the provider's error type and message).
-    pub message: String,
-    /// The HTTP status, when there was a response.
-    pub status: Option<u16>,
-    /// The delay the server asked for (`retry-after-ms` / `retry-after`), when it did.
-    pub retry_after: Option<Duration>,
-    /// The provider's request id, when sent.
-    pub request_id: Option<String>,
-    /// The tokens the failed call cost, when the provider reported them (a 200 whose
-    /// body says the generation failed, with its `usage`); the runner counts them, or an
-    /// estimate where a failed call was accepted and none came (see
-    /// [`Usage::estimated_llm_calls`](crate::Usage::estimated_llm_calls)).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<TokenUsage>,
-}
-
-impl LlmError {
-    /// A transient failure.
-    pub fn transient(message: impl Into<String>) -> Self {
-        Self::new(LlmErrorKind::Transient, message)
-    }
-
-    /// A permanent failure.
-    pub fn permanent(message: impl Into<String>) -> Self {
-        Self::new(LlmErrorKind::Permanent, message)
-    }
-
-    /// A failure of the given kind.
-    pub fn new(kind: LlmErrorKind, message: impl Into<String>) -> Self {
-        Self {
-            kind,
-            message: message.into(),
-            status: None,
-            retry_after: None,
-            request_id: None,
-            usage: None,
-        }
-    }
-
-    /// Sets the HTTP status.
-    #[must_use]
-    pub fn with_status(mut self, status: u16) -> Self {
-        self.status = Some(status);
-        self
-    }
-
-    /// Sets the server-requested delay.
-    #[must_use]
-    pub fn with_retry_after(mut self, delay: Duration) -> Self {
-        self.retry_after = Some(delay);
-        self
-    }
-
-    /// Sets the provider request id.
-    #[must_use]
-    pub fn with_request_id(mut self, id: impl Into<String>) -> Self {
-        self.request_id = Some(id.into());
-        self
-    }
-
-    /// Sets the tokens the failed call cost (see [`usage`](Self::usage)).
-    #[must_use]
-    pub fn with_usage(mut self, usage: TokenUsage) -> Self {
-        self.usage = Some(usage);
-        self
-    }
-
-    /// Whether the same request may succeed if sent again.
-    pub fn is_transient(&self) -> bool {
-        self.kind == LlmErrorKind::Transient
-    }
-}
-
-impl fmt::Display for LlmError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = match self.kind {
-            LlmErrorKind::Transient => "transient",
-            LlmErrorKind::Permanent => "permanent",
-        };
-        write!(f, "{kind} provider error")?;
-        if let Some(status) = self.status {
-            write!(f, " (HTTP {status})")?;
-        }
-        write!(f, ": {}", self.message)?;
-        if let Some(id) = &self.request_id {
-            write!(f, " [request id {id}]")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for LlmError {}

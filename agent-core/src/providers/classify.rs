@@ -8,7 +8,7 @@ use reqwest::header::HeaderMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::llm::{LlmError, LlmErrorKind};
+use crate::llm::{LlmError, LlmErrorCause, LlmErrorKind};
 use crate::providers::ApiKey;
 
 /// Error `type` / `code` values that mean the account cannot pay: retrying cannot help.
@@ -140,7 +140,11 @@ impl ErrorBody {
                 ..Self::default()
             }),
             Value::Object(map) => {
-                let status = text(map.get("status"));
+                // Google's `status` is a string (`NOT_FOUND`); Azure sends a numeric one.
+                let status = match map.get("status") {
+                    Some(Value::String(s)) => Some(s.clone()),
+                    _ => None,
+                };
                 Some(Self {
                     google: status
                         .is_some()
@@ -190,6 +194,25 @@ impl ErrorBody {
 /// 408, 409, 429 and every 5xx (529 included).
 pub(crate) fn is_transient_status(status: u16) -> bool {
     matches!(status, 408 | 409 | 429) || status >= 500
+}
+
+/// What an error says about its cause (`docs/providers.md`, "Fallback models"): the
+/// quota or credit spent; Azure's `content_filter` code; a model that does not exist
+/// (404); the key or account refused (401, 402, 403). `status` is the response's, or
+/// for an error inside a 2xx body the status its type or code stands for.
+fn cause_of(status: Option<u16>, error: Option<&ErrorBody>) -> Option<LlmErrorCause> {
+    let filtered = |e: &ErrorBody| e.code.as_deref() == Some("content_filter");
+    if error.is_some_and(ErrorBody::is_exhausted) {
+        Some(LlmErrorCause::QuotaExhausted)
+    } else if error.is_some_and(filtered) {
+        Some(LlmErrorCause::ContentFilter)
+    } else {
+        match status? {
+            404 => Some(LlmErrorCause::ModelNotFound),
+            401..=403 => Some(LlmErrorCause::AccessDenied),
+            _ => None,
+        }
+    }
 }
 
 /// The `x-should-retry` header, when it is `true` or `false`.
@@ -300,6 +323,7 @@ pub(crate) fn status_error(
         message.push_str(" (quota or credit exhausted; not retried)");
     }
     let mut error = LlmError::new(kind, redact(message, key)).with_status(status);
+    error.cause = cause_of(Some(status), parsed.as_ref());
     let google_delay = parsed
         .as_ref()
         .and_then(|p| p.google.as_ref())
@@ -383,6 +407,7 @@ pub(crate) fn embedded_error(
         error.describe()
     );
     let mut out = LlmError::new(kind, redact(message, key)).with_status(status);
+    out.cause = cause_of(code, Some(&error));
     if let Some(id) = request_id(headers) {
         out = out.with_request_id(id);
     }

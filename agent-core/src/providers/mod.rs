@@ -7,10 +7,11 @@
 //! | `gemini-` | Google Gemini API ([`GeminiClient`]) | `GEMINI_API_KEY`, `GEMINI_BASE_URL` optional |
 //! | `ollama/NAME` | OpenAI-compatible ([`OpenAiClient::compatible`]) | `OLLAMA_HOST`, default `http://127.0.0.1:11434` |
 //! | `dispatch/NAME` | OpenAI-compatible fleet (vLLM, llama.cpp, TGI behind a load balancer) | `AGENT_DISPATCH_URL` (ends in `/v1`), `AGENT_DISPATCH_API_KEY` optional |
+//! | `azure/DEPLOYMENT` | Azure OpenAI Chat Completions ([`OpenAiClient::azure`]) | `AZURE_OPENAI_ENDPOINT`, `AZURE_OPENAI_API_KEY` (the `api-key` header) or a bearer token, `AZURE_OPENAI_API_VERSION` optional (default `2024-10-21`) |
 //! | `test` | the built-in [`TestModel`](crate::testing::TestModel) (no network) | |
 //!
 //! `o1`, `o3` and `o4` match the bare name or the name followed by `-` (`o3`, `o4-mini`).
-//! For `ollama/` and `dispatch/`, `NAME` is sent as the request's `model`; the other
+//! For `ollama/`, `dispatch/` and `azure/`, `NAME` is sent as the request's `model`; the other
 //! names are sent whole. The builder's `api_key` and `base_url` replace the environment
 //! variables; a base URL has the variable's meaning (`OLLAMA_HOST` is a host, the other
 //! URLs are API roots: `https://api.anthropic.com`, `https://api.openai.com/v1`,
@@ -93,8 +94,20 @@ impl fmt::Display for ApiKey {
 pub struct ProviderOptions {
     /// An explicit API key (else the provider's environment variable).
     pub api_key: Option<ApiKey>,
-    /// An explicit base URL (else the provider's environment variable or default).
+    /// An explicit base URL (else the provider's environment variable or default). For
+    /// `azure/` it is the resource endpoint, `https://RESOURCE.openai.azure.com`
+    /// (else `AZURE_OPENAI_ENDPOINT`).
     pub base_url: Option<String>,
+    /// A bearer token sent as `Authorization: Bearer TOKEN` instead of the key: for
+    /// Azure OpenAI, a Microsoft Entra ID token (scope
+    /// `https://cognitiveservices.azure.com/.default`; source:
+    /// <https://learn.microsoft.com/en-us/azure/ai-services/openai/reference#authentication>).
+    /// Only the `azure/` route reads it; `None` by default.
+    pub bearer_token: Option<ApiKey>,
+    /// The Azure OpenAI `api-version` query parameter (else `AZURE_OPENAI_API_VERSION`,
+    /// else [`OpenAiClient::AZURE_API_VERSION`], `2024-10-21`). Only the `azure/` route
+    /// reads it.
+    pub api_version: Option<String>,
     /// The whole-request timeout, connect to last body byte (default 600 s, as the
     /// official SDKs).
     pub request_timeout: Duration,
@@ -113,6 +126,8 @@ impl Default for ProviderOptions {
         Self {
             api_key: None,
             base_url: None,
+            bearer_token: None,
+            api_version: None,
             request_timeout: Duration::from_secs(600),
             connect_timeout: Duration::from_secs(5),
             max_response_bytes: 32 * 1024 * 1024,
@@ -133,6 +148,20 @@ impl ProviderOptions {
     #[must_use]
     pub fn with_base_url(mut self, url: impl Into<String>) -> Self {
         self.base_url = Some(url.into());
+        self
+    }
+
+    /// Sets the bearer token (see [`bearer_token`](Self::bearer_token)).
+    #[must_use]
+    pub fn with_bearer_token(mut self, token: impl Into<String>) -> Self {
+        self.bearer_token = Some(ApiKey::new(token));
+        self
+    }
+
+    /// Sets the Azure OpenAI `api-version` (see [`api_version`](Self::api_version)).
+    #[must_use]
+    pub fn with_api_version(mut self, version: impl Into<String>) -> Self {
+        self.api_version = Some(version.into());
         self
     }
 

@@ -9,7 +9,8 @@ use crate::providers::{AnthropicClient, ApiKey, GeminiClient, OpenAiClient, Prov
 use crate::testing::TestModel;
 
 /// The routable prefixes, for error messages.
-pub const PREFIXES: &str = "claude-, gpt-, o1, o3, o4, chatgpt-, gemini-, ollama/, dispatch/, test";
+pub const PREFIXES: &str =
+    "claude-, gpt-, o1, o3, o4, chatgpt-, gemini-, ollama/, dispatch/, azure/, test";
 
 /// The host Ollama listens on when `OLLAMA_HOST` is not set.
 const OLLAMA_DEFAULT_HOST: &str = "http://127.0.0.1:11434";
@@ -45,6 +46,7 @@ enum Target<'m> {
     Gemini,
     Ollama(&'m str),
     Dispatch(&'m str),
+    Azure(&'m str),
 }
 
 fn target(model: &str) -> Option<Target<'_>> {
@@ -56,6 +58,9 @@ fn target(model: &str) -> Option<Target<'_>> {
     }
     if let Some(name) = model.strip_prefix("dispatch/") {
         return Some(Target::Dispatch(name));
+    }
+    if let Some(name) = model.strip_prefix("azure/") {
+        return Some(Target::Azure(name));
     }
     if model.starts_with("claude-") {
         return Some(Target::Anthropic);
@@ -139,6 +144,22 @@ pub(crate) fn route_with(
             resolved.base_url = Some(base);
             resolved.api_key = key;
             let client = OpenAiClient::build_compatible("dispatch", &resolved).map_err(invalid)?;
+            (Arc::new(client), name)
+        }
+        Target::Azure(name) => {
+            let name = non_empty_name(name, "azure/").map_err(invalid)?;
+            resolved.base_url = Some(
+                url_or_env("AZURE_OPENAI_ENDPOINT")
+                    .ok_or_else(|| settings.missing("AZURE_OPENAI_ENDPOINT"))?,
+            );
+            if resolved.bearer_token.is_none() {
+                resolved.api_key = Some(settings.required_key("AZURE_OPENAI_API_KEY")?);
+            }
+            resolved.api_version = options
+                .api_version
+                .clone()
+                .or_else(|| env("AZURE_OPENAI_API_VERSION"));
+            let client = OpenAiClient::build_azure(name, &resolved).map_err(invalid)?;
             (Arc::new(client), name)
         }
     };
@@ -260,6 +281,8 @@ mod tests {
             ("OPENAI_API_KEY", "sk-xxxxxxxx"),
             ("GEMINI_API_KEY", "AIza-xxxxxxxx"),
             ("AGENT_DISPATCH_URL", "http://10.0.0.1:8000/v1"),
+            ("AZURE_OPENAI_ENDPOINT", "https://res.openai.azure.com"),
+            ("AZURE_OPENAI_API_KEY", "azure-key-xxxxxxxx"),
         ];
         let cases = [
             ("claude-sonnet-4-5", "anthropic", "claude-sonnet-4-5"),
@@ -272,6 +295,7 @@ mod tests {
             ("gemini-3-pro-preview", "gemini", "gemini-3-pro-preview"),
             ("ollama/llama3.2", "ollama", "llama3.2"),
             ("dispatch/gemma", "dispatch", "gemma"),
+            ("azure/prod-gpt-4o", "azure.ai.openai", "prod-gpt-4o"),
             ("test", "test", "test"),
         ];
         for (model, provider, wire) in cases {
@@ -308,6 +332,15 @@ mod tests {
         assert_eq!(var("gpt-5"), "OPENAI_API_KEY");
         assert_eq!(var("gemini-2.5-flash"), "GEMINI_API_KEY");
         assert_eq!(var("dispatch/gemma"), "AGENT_DISPATCH_URL");
+        assert_eq!(var("azure/d"), "AZURE_OPENAI_ENDPOINT");
+        let endpoint = [("AZURE_OPENAI_ENDPOINT", "https://res.openai.azure.com")];
+        match routed("azure/d", &endpoint) {
+            Err(ConfigError::MissingEnv { var, .. }) => assert_eq!(var, "AZURE_OPENAI_API_KEY"),
+            other => panic!("{:?}", other.map(|r| r.wire_model)),
+        }
+        // A bearer token stands in for the key.
+        let options = ProviderOptions::default().with_bearer_token("entra-token-xxxx");
+        assert!(route_with("azure/d", &options, &env_of(&endpoint)).is_ok());
         // Ollama needs nothing: it has a default host.
         assert!(routed("ollama/qwen3", &[]).is_ok());
     }

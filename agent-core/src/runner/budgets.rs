@@ -77,7 +77,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     pub(super) fn add_usage(&mut self, response: &LlmResponse) {
         let reported = response.usage;
         let usage = if reported.input_tokens == 0 && reported.output_tokens == 0 {
-            self.usage.estimated_llm_calls = self.usage.estimated_llm_calls.saturating_add(1);
+            self.count_estimated();
             TokenUsage::new(
                 self.request.estimated_input_tokens(),
                 response.estimated_output_tokens(),
@@ -127,21 +127,32 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             estimated = true;
         }
         if estimated {
-            self.usage.estimated_llm_calls = self.usage.estimated_llm_calls.saturating_add(1);
+            self.count_estimated();
         }
         self.count_tokens(usage);
     }
 
-    /// The tokens and cost of one LLM call, added to the run's and kept as the last
-    /// call's.
+    /// An LLM call counted from an estimate, in the run's and its model's usage.
+    fn count_estimated(&mut self) {
+        self.usage.estimated_llm_calls = self.usage.estimated_llm_calls.saturating_add(1);
+        if let Some(model) = self.model_usage() {
+            model.estimated_llm_calls = model.estimated_llm_calls.saturating_add(1);
+        }
+    }
+
+    /// The tokens and cost of one LLM call, at the price of the model that made it,
+    /// added to the run's (and its model's) and kept as the last call's.
     fn count_tokens(&mut self, usage: TokenUsage) {
         self.usage.add_tokens(&usage);
         self.last_call_tokens = usage.input_tokens.saturating_add(usage.output_tokens);
-        if let Some(price) = &self.cfg.price {
-            let cost = price.cost(&usage);
+        let cost = self.price().map(|price| price.cost(&usage));
+        if let Some(cost) = cost {
             self.cost_usd += cost;
             self.last_call_cost = cost;
             self.usage.cost_usd = Some(self.cost_usd);
+        }
+        if let Some(model) = self.model_usage() {
+            model.add_tokens(&usage, cost);
         }
     }
 }

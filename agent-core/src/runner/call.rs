@@ -9,7 +9,7 @@ use tracing::Instrument;
 
 use crate::config::OutputPlan;
 use crate::error::AgentError;
-use crate::llm::{LlmError, LlmResponse, ToolChoice};
+use crate::llm::{LlmError, LlmErrorCause, LlmResponse, StopReason, ToolChoice};
 use crate::observe::RunEvent;
 use crate::output::{AgentOutput, SUBMIT_OUTPUT};
 use crate::stream::{PartialKind, StreamEvent, StreamSink, TurnSink};
@@ -50,13 +50,17 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         self.request.tools = tools;
         self.request.tool_choice = choice;
         self.usage.llm_calls = self.usage.llm_calls.saturating_add(1);
+        if let Some(model) = self.model_usage() {
+            model.llm_calls = model.llm_calls.saturating_add(1);
+        }
         let llm_call = self.usage.llm_calls;
         self.notify(&RunEvent::TurnStarted {
             trace_id: &self.trace_id,
             llm_call,
         });
+        let client = Arc::clone(self.client());
         let span = spans::chat(
-            cfg.client.provider(),
+            client.provider(),
             &self.request,
             llm_call,
             wrap_up,
@@ -74,7 +78,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         self.meter.reset();
         self.in_flight = true;
         let request = &self.request;
-        let client = &cfg.client;
+        let client = &client;
         let limit = cfg.settings.budgets.llm_timeout;
         // The timer sits inside the catch boundary: outside a runtime its creation panics.
         let guarded = AssertUnwindSafe(async move {
@@ -121,11 +125,27 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         Ok(outcome)
     }
 
-    /// A failed LLM call: retry a transient failure after backoff (the request is
-    /// unchanged), or end the run.
+    /// A failed LLM call: a content filter ends the run `refused`; a permanent
+    /// failure another provider can serve goes to the next fallback model at once,
+    /// any other ends the run; a transient one is retried after backoff (the request
+    /// unchanged) until `max_llm_retries` in a row, then the turn goes to the next
+    /// fallback model, or the run ends.
     pub(super) async fn on_provider_failure(&mut self, error: LlmError) -> Result<(), AgentError> {
+        if error.cause == Some(LlmErrorCause::ContentFilter) {
+            return Err(AgentError::Refused {
+                stop_reason: StopReason::ContentFilter,
+                message: error.message,
+            });
+        }
         if !error.is_transient() {
-            return Err(AgentError::LlmPermanent { error });
+            let mut failures = std::mem::take(&mut self.failures);
+            if error.falls_back() && self.has_next_model() {
+                failures.push(error);
+                self.switch_model(failures);
+                return Ok(());
+            }
+            failures.push(error.clone());
+            return Err(self.provider_failed(AgentError::LlmPermanent { error }, failures));
         }
         let retry = u32::try_from(self.failures.len()).unwrap_or(u32::MAX);
         let delay = self
@@ -136,9 +156,15 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             .delay(retry, error.retry_after);
         self.failures.push(error);
         if self.failures.len() >= self.cfg.settings.budgets.max_llm_retries as usize {
-            return Err(AgentError::MaxLlmRetries {
-                failures: std::mem::take(&mut self.failures),
-            });
+            let failures = std::mem::take(&mut self.failures);
+            if self.has_next_model() {
+                self.switch_model(failures);
+                return Ok(());
+            }
+            let alone = AgentError::MaxLlmRetries {
+                failures: failures.clone(),
+            };
+            return Err(self.provider_failed(alone, failures));
         }
         if let Some(last) = self.failures.last() {
             self.notify(&RunEvent::RetryScheduled {

@@ -68,7 +68,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             reason: error.to_string(),
             calls: self.calls.clone(),
             last_feedback: self.last_correction.clone(),
-            spent: self.usage,
+            spent: self.usage.clone(),
             limits: Limits {
                 max_llm_calls: s.budgets.max_llm_calls,
                 max_tool_calls: s.budgets.max_tool_calls,

@@ -11,6 +11,7 @@ mod content;
 mod correction;
 mod customer;
 mod drive;
+mod fallback;
 mod finish;
 mod guard;
 mod ledger;
@@ -232,6 +233,10 @@ struct Run<'c, T> {
     last_call_cost: f64,
     attempts: Vec<Attempt>,
     failures: Vec<LlmError>,
+    /// Which model the run is on: 0 the primary, `i` the config's fallback `i - 1`.
+    route: usize,
+    /// The models the run left, with their failures (empty until a switch).
+    tried: Vec<crate::error::ModelFailures>,
     force_answer: bool,
     last_text: String,
     output: String,

@@ -88,6 +88,8 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             last_call_cost: 0.0,
             attempts: Vec::new(),
             failures: Vec::new(),
+            route: 0,
+            tried: Vec::new(),
             force_answer: false,
             last_text: String::new(),
             output: String::new(),

@@ -372,7 +372,7 @@ pub(crate) async fn after_run<T>(cfg: &Compiled<T>, mut p: Prepared, result: &mu
         ending,
         category: category.clone(),
         error: error.clone(),
-        usage: result.usage,
+        usage: result.usage.clone(),
         scores: result.scores.clone(),
         duration_ms: ms(result.duration),
         started_at_ms: p.started_at_ms,
@@ -396,7 +396,7 @@ pub(crate) async fn after_run<T>(cfg: &Compiled<T>, mut p: Prepared, result: &mu
         category,
         error,
         output,
-        usage: result.usage,
+        usage: result.usage.clone(),
         duration_ms: ms(result.duration),
     });
 

@@ -107,6 +107,19 @@ pub enum StreamEvent<T> {
         /// The failure, as text.
         error: String,
     },
+    /// The model failed in a way another provider can serve, and the turn goes to the
+    /// next fallback model (the builder's `fallback_models`) at once: what the failed
+    /// LLM call streamed is void, as after [`Retrying`](Self::Retrying).
+    ModelSwitched {
+        /// The failed LLM call.
+        llm_call: u32,
+        /// The model left (as configured, with its routing prefix).
+        from: String,
+        /// The model the turn goes to.
+        to: String,
+        /// The failure that made the run leave `from`, as text.
+        error: String,
+    },
     /// The run ended: always the last event. Boxed: the result is large, and every
     /// other event is small.
     Finished(Box<AgentResult<T>>),

@@ -1,5 +1,6 @@
-//! [`OpenAiClient`]: OpenAI Chat Completions (`POST /chat/completions`) and the servers
-//! that copy it (Ollama, llama.cpp's llama-server, vLLM, TGI, routers).
+//! [`OpenAiClient`]: OpenAI Chat Completions (`POST /chat/completions`), Azure OpenAI
+//! deployments (the same wire; [`OpenAiClient::azure`]) and the servers that copy it
+//! (Ollama, llama.cpp's llama-server, vLLM, TGI, routers).
 //!
 //! Wire format from the Chat Completions reference
 //! (<https://platform.openai.com/docs/api-reference/chat>) and openai-python; the quirks of
@@ -19,9 +20,13 @@ use crate::llm::{
 use crate::providers::ProviderOptions;
 use crate::providers::encoded::WireCache;
 use crate::providers::glue::{self, Streams, Wire};
-use crate::providers::http::{Reply, Transport};
+use crate::providers::http::{Reply, Transport, parse_url};
 use stream::ChunkAssembler;
 use wire::{WireResponse, accepts_temperature};
+
+/// The `gen_ai.provider.name` of Azure OpenAI, as the OpenTelemetry GenAI conventions
+/// spell it (<https://opentelemetry.io/docs/specs/semconv/registry/attributes/gen-ai/>).
+pub(crate) const AZURE_PROVIDER: &str = "azure.ai.openai";
 
 /// Which server the client talks to; the quirks differ.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +35,8 @@ enum Flavor {
     OpenAi,
     /// An OpenAI-compatible server.
     Compatible,
+    /// Azure OpenAI: OpenAI's wire, a deployment in the URL, the `api-key` header.
+    Azure,
 }
 
 /// A client of OpenAI Chat Completions, or of an OpenAI-compatible server.
@@ -53,6 +60,10 @@ enum Flavor {
 /// - tool calls written as `<tool_call>{..}</tool_call>` text with an empty `tool_calls`
 ///   list are recovered into calls (see `normalize::recover_tool_calls`); JSON text
 ///   without those tags stays text (case C5).
+///
+/// [`azure`](Self::azure) deployments get OpenAI's body, with the deployment and
+/// `api-version` in the URL and the key as the `api-key` header (see
+/// `docs/providers.md`, "Azure OpenAI").
 ///
 /// Responses: `choices[0]`; the turn is classified by its content, never by
 /// `finish_reason` (case C5); `arguments` as a string, an object, `""`, `null` or cut-off
@@ -104,6 +115,76 @@ impl OpenAiClient {
     ) -> Result<Self, ConfigError> {
         let provider = provider.into();
         glue::built(&provider, Self::build_compatible(&provider, options))
+    }
+
+    /// The Azure OpenAI `api-version` sent when none is set: `2024-10-21`, the latest
+    /// generally available (non-preview) version of the data-plane inference API
+    /// (source: "Azure OpenAI REST API reference", API specs table,
+    /// <https://learn.microsoft.com/en-us/azure/ai-services/openai/reference>).
+    pub const AZURE_API_VERSION: &'static str = "2024-10-21";
+
+    /// A client of an Azure OpenAI deployment, from explicit options; reads no
+    /// environment variable. `options.base_url` is the resource endpoint
+    /// (`https://RESOURCE.openai.azure.com`); requests go to
+    /// `{endpoint}/openai/deployments/{deployment}/chat/completions?api-version={v}`,
+    /// `v` from `options.api_version` (default [`AZURE_API_VERSION`](Self::AZURE_API_VERSION)).
+    /// Authentication: `options.bearer_token` as `Authorization: Bearer TOKEN` when set,
+    /// else `options.api_key` as the `api-key` header (source:
+    /// <https://learn.microsoft.com/en-us/azure/ai-services/openai/reference#authentication>).
+    /// The body is OpenAI's Chat Completions (the deployment decides the model).
+    ///
+    /// # Errors
+    /// [`ConfigError::InvalidProvider`] (with `model` set to `"azure.ai.openai"`) when
+    /// the endpoint is missing or invalid, the deployment is empty, neither a key nor a
+    /// token is set, or either is unusable in a header.
+    pub fn azure(deployment: &str, options: &ProviderOptions) -> Result<Self, ConfigError> {
+        glue::built(AZURE_PROVIDER, Self::build_azure(deployment, options))
+    }
+
+    pub(crate) fn build_azure(deployment: &str, options: &ProviderOptions) -> Result<Self, String> {
+        if deployment.trim().is_empty() {
+            return Err("the Azure deployment name is empty (write azure/DEPLOYMENT)".to_owned());
+        }
+        let endpoint = options
+            .base_url
+            .as_deref()
+            .ok_or("an endpoint is required for Azure OpenAI (AZURE_OPENAI_ENDPOINT)")?;
+        let endpoint = endpoint.trim().trim_end_matches('/');
+        let endpoint = endpoint.strip_suffix("/openai").unwrap_or(endpoint);
+        let mut url = parse_url(endpoint)?;
+        url.path_segments_mut()
+            .map_err(|()| format!("invalid URL {endpoint:?}: it cannot take a path"))?
+            .pop_if_empty()
+            .extend(["openai", "deployments", deployment, "chat", "completions"]);
+        let version = options
+            .api_version
+            .as_deref()
+            .unwrap_or(Self::AZURE_API_VERSION);
+        url.query_pairs_mut().append_pair("api-version", version);
+        let mut headers = HeaderMap::new();
+        let key = match (&options.bearer_token, &options.api_key) {
+            (Some(token), _) => {
+                let bearer = Transport::secret_header(&format!("Bearer {}", token.expose()))?;
+                headers.insert(AUTHORIZATION, bearer);
+                token.clone()
+            }
+            (None, Some(key)) => {
+                let value = Transport::secret_header(key.expose())?;
+                Transport::insert_header(&mut headers, "api-key", value);
+                key.clone()
+            }
+            (None, None) => {
+                return Err(
+                    "an API key (AZURE_OPENAI_API_KEY) or a bearer token is required".to_owned(),
+                );
+            }
+        };
+        let transport = Transport::new(AZURE_PROVIDER, url.as_str(), headers, Some(key), options)?;
+        Ok(Self {
+            transport,
+            flavor: Flavor::Azure,
+            cache: WireCache::default(),
+        })
     }
 
     pub(crate) fn build_openai(options: &ProviderOptions) -> Result<Self, String> {
@@ -240,7 +321,7 @@ impl LlmClient for OpenAiClient {
     /// it in the system prompt there.
     fn output_capabilities(&self, model: &str) -> OutputCapabilities {
         match self.flavor {
-            Flavor::OpenAi => {
+            Flavor::OpenAi | Flavor::Azure => {
                 let old = model.starts_with("gpt-3.5")
                     || model == "gpt-4"
                     || model.starts_with("gpt-4-")
