@@ -660,7 +660,7 @@ fn email_script() -> Vec<LlmResponse> {
 
 // C48: two resumes at once, one goes on.
 #[tokio::test]
-async fn two_resumes_of_one_run_at_once_one_goes_on_the_other_is_fenced() {
+async fn c48_two_resumes_of_one_run_at_once_one_goes_on_the_other_is_fenced() {
     let email = KeyTool::new("send_email", true);
     let inner = InMemoryCheckpoints::new();
     // The first process dies at write 3 (the `started` of send_email): the stored
@@ -717,7 +717,7 @@ async fn two_resumes_of_one_run_at_once_one_goes_on_the_other_is_fenced() {
 
 // C48: a stalled process whose run was taken over.
 #[tokio::test]
-async fn a_process_that_lost_its_run_stops_at_its_next_write_with_fenced() {
+async fn c48_a_process_that_lost_its_run_stops_at_its_next_write_with_fenced() {
     // Write 3 is A's `started` of send_email: A stalls there (not dead), B takes the
     // run over from A's tools_pending checkpoint and finishes it; then A goes on.
     for (at, seq, what) in [(2, 2, "tools_pending save"), (3, 2, "started write")] {

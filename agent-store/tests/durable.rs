@@ -486,7 +486,7 @@ fn started(run_id: &str, call_id: &str) -> LedgerEntry {
 /// The fenced writes on the real backends: the rule, 8 claims at once (exactly one
 /// wins), and a `started` entry racing a take-over 40 times (the entry is fenced, or the
 /// taker's ledger read after its claim sees it: never both missed).
-async fn fenced_writes_keep_one_writer(place: &Place) {
+async fn c48_fenced_writes_keep_one_writer(place: &Place) {
     use SaveOutcome::{Fenced, Saved};
     let store = place.open().await;
     // A fresh run: written only while nothing is stored.
@@ -663,7 +663,7 @@ impl CheckpointStore for LoadTogether {
 /// A child killed (SIGKILL) at its write 6 (the tools_pending of the turn that holds
 /// send_email), then two resumes at once, each on its own store: one ends the run, the
 /// other is `ResumeError::Fenced`, and send_email appended its line once.
-async fn two_resumes_at_once_one_is_fenced(place: &Place) {
+async fn c48_two_resumes_at_once_one_is_fenced(place: &Place) {
     place.open().await.close().await.unwrap();
     let dir = std::env::temp_dir().join(common::unique("durable_effects"));
     std::fs::create_dir_all(&dir).unwrap();
@@ -735,6 +735,6 @@ both_backends!(
     checkpoints_and_the_ledger_round_trip,
     killed_at_every_boundary_then_resumed,
     killed_at_random_points,
-    fenced_writes_keep_one_writer,
-    two_resumes_at_once_one_is_fenced
+    c48_fenced_writes_keep_one_writer,
+    c48_two_resumes_at_once_one_is_fenced
 );

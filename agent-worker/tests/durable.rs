@@ -5,15 +5,15 @@
 //! each test on both. Without NATS or PostgreSQL the cases that need them are skipped
 //! with a message, except under `CI=true`.
 //!
-//! - `a_killed_workers_job_resumes_and_its_tool_does_not_run_again`: the worker is
+//! - `c47_a_killed_workers_job_resumes_and_its_tool_does_not_run_again`: the worker is
 //!   killed after `append` (a tool that appends a line to a file) completed; the next
 //!   delivery resumes, the file keeps one line, the record says `answered`, delivery 2,
 //!   resumed, no store failure.
-//! - `an_irreversible_call_killed_mid_flight_is_outcome_unknown_in_the_record`: killed
+//! - `c47_an_irreversible_call_killed_mid_flight_is_outcome_unknown_in_the_record`: killed
 //!   inside `send_email` (irreversible) after it appended its line; the next delivery
 //!   does not send again, the model hands over, the record lists `send_email` as
 //!   `outcome_unknown`.
-//! - `a_stalled_worker_whose_run_was_taken_over_is_fenced_and_lets_the_job_go`: the
+//! - `c48_a_stalled_worker_whose_run_was_taken_over_is_fenced_and_lets_the_job_go`: the
 //!   worker is stopped mid-run; after the ack wait another worker takes the job and
 //!   finishes the run; the stalled one, continued, is fenced at its next write, stores
 //!   nothing and lets the job go.
@@ -474,7 +474,7 @@ async fn take_over(env: &Env, run_id: &str) -> (RunRecord, WorkerReport) {
 
 // C47.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_killed_workers_job_resumes_and_its_tool_does_not_run_again() {
+async fn c47_a_killed_workers_job_resumes_and_its_tool_does_not_run_again() {
     on_both(|env| async move {
         let (mut child, mut out) = env.child("after_tool");
         wait_for(&mut out, "ready");
@@ -512,7 +512,7 @@ async fn a_killed_workers_job_resumes_and_its_tool_does_not_run_again() {
 
 // C47.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_irreversible_call_killed_mid_flight_is_outcome_unknown_in_the_record() {
+async fn c47_an_irreversible_call_killed_mid_flight_is_outcome_unknown_in_the_record() {
     on_both(|env| async move {
         let (mut child, mut out) = env.child("mid_tool");
         wait_for(&mut out, "ready");
@@ -543,7 +543,7 @@ async fn an_irreversible_call_killed_mid_flight_is_outcome_unknown_in_the_record
 
 // C48.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stalled_worker_whose_run_was_taken_over_is_fenced_and_lets_the_job_go() {
+async fn c48_a_stalled_worker_whose_run_was_taken_over_is_fenced_and_lets_the_job_go() {
     on_both(|env| async move {
         let (child, mut out) = env.child("slow");
         wait_for(&mut out, "ready");
