@@ -69,6 +69,27 @@ fn to_u64(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
 }
 
+/// A `checkpoints` row selected as `run_id, seq, finished, fingerprint, updated_at_ms,
+/// header, state, writer`.
+fn record_of_row<R: Row>(row: &R) -> Result<CheckpointRecord, sqlx::Error>
+where
+    usize: sqlx::ColumnIndex<R>,
+    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> bool: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    let mut record = CheckpointRecord::default();
+    record.run_id = row.try_get(0)?;
+    record.seq = to_u64(row.try_get(1)?);
+    record.finished = row.try_get(2)?;
+    record.fingerprint = row.try_get(3)?;
+    record.updated_at_ms = to_u64(row.try_get(4)?);
+    record.header = row.try_get(5)?;
+    record.state = row.try_get(6)?;
+    record.writer = row.try_get(7)?;
+    Ok(record)
+}
+
 impl CheckpointStore for Store {
     fn save<'a>(&'a self, checkpoint: &'a CheckpointRecord) -> StoreFuture<'a, ()> {
         Box::pin(async move {
@@ -175,25 +196,14 @@ impl CheckpointStore for Store {
             self.shared.ready().await?;
             let row = on_read_pool!(&self.shared.pools, pool, DB => {
                 sqlx::query(
-                    "SELECT seq, finished, fingerprint, updated_at_ms, header, state, writer \
-                     FROM checkpoints WHERE run_id = $1",
+                    "SELECT run_id, seq, finished, fingerprint, updated_at_ms, header, state, \
+                     writer FROM checkpoints WHERE run_id = $1",
                 )
                 .bind(run_id)
                 .fetch_optional(pool)
                 .await
                 .map_err(db_error)?
-                .map(|row| -> Result<CheckpointRecord, sqlx::Error> {
-                    let mut record = CheckpointRecord::default();
-                    record.run_id = run_id.to_owned();
-                    record.seq = to_u64(row.try_get(0)?);
-                    record.finished = row.try_get(1)?;
-                    record.fingerprint = row.try_get(2)?;
-                    record.updated_at_ms = to_u64(row.try_get(3)?);
-                    record.header = row.try_get(4)?;
-                    record.state = row.try_get(5)?;
-                    record.writer = row.try_get(6)?;
-                    Ok(record)
-                })
+                .map(|row| record_of_row(&row))
                 .transpose()
                 .map_err(db_error)?
             });
@@ -217,18 +227,7 @@ impl CheckpointStore for Store {
                 .await
                 .map_err(db_error)?
                 .iter()
-                .map(|row| -> Result<CheckpointRecord, sqlx::Error> {
-                    let mut record = CheckpointRecord::default();
-                    record.run_id = row.try_get(0)?;
-                    record.seq = to_u64(row.try_get(1)?);
-                    record.finished = row.try_get(2)?;
-                    record.fingerprint = row.try_get(3)?;
-                    record.updated_at_ms = to_u64(row.try_get(4)?);
-                    record.header = row.try_get(5)?;
-                    record.state = row.try_get(6)?;
-                    record.writer = row.try_get(7)?;
-                    Ok(record)
-                })
+                .map(record_of_row)
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(db_error)?
             });
