@@ -408,13 +408,12 @@ pub async fn record_decisions(
         .collect();
     let state = serde_json::to_string(&snapshot)
         .map_err(|e| corrupt(format!("the state does not encode: {e}")))?;
-    let mut next = CheckpointRecord {
+    let next = CheckpointRecord {
         state,
         seq: record.seq + 1,
         updated_at_ms: now_ms(),
         ..record
     };
-    next.finished = false;
     store.save(&next).await.map_err(unreadable)?;
     Ok(left)
 }

@@ -244,7 +244,7 @@ pub enum ResumeError {
     },
     /// The decisions do not fit the paused run's pending calls; nothing ran and nothing
     /// was stored.
-    #[error("the decisions for run {run_id} cannot be applied: {}", Problems(.problems))]
+    #[error("the decisions for run {run_id} cannot be applied: {}", Joined(.problems))]
     Decisions {
         /// The run id.
         run_id: String,
@@ -254,7 +254,7 @@ pub enum ResumeError {
     },
     /// The config differs from the one that ran the run in its output contract or its
     /// tools, so the stored transcript cannot be continued with it.
-    #[error("run {run_id} cannot be resumed with this config: {}", Differences(.differences))]
+    #[error("run {run_id} cannot be resumed with this config: {}", Joined(.differences))]
     ConfigMismatch {
         /// The run id.
         run_id: String,
@@ -317,29 +317,16 @@ impl fmt::Display for ConfigDifference {
     }
 }
 
-struct Problems<'a>(&'a [crate::pause::DecisionProblem]);
+/// Items shown one after the other, separated by `; `.
+struct Joined<'a, T>(&'a [T]);
 
-impl fmt::Display for Problems<'_> {
+impl<T: fmt::Display> fmt::Display for Joined<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, p) in self.0.iter().enumerate() {
+        for (i, item) in self.0.iter().enumerate() {
             if i > 0 {
                 f.write_str("; ")?;
             }
-            write!(f, "{p}")?;
-        }
-        Ok(())
-    }
-}
-
-struct Differences<'a>(&'a [ConfigDifference]);
-
-impl fmt::Display for Differences<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, d) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str("; ")?;
-            }
-            write!(f, "{d}")?;
+            write!(f, "{item}")?;
         }
         Ok(())
     }
