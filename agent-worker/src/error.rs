@@ -25,6 +25,17 @@ pub enum QueueError {
         /// The run id.
         run_id: String,
     },
+    /// The job's run is paused and a pending call of it has no decision yet: the
+    /// delivery came too early (see [`Queue::resume`](crate::Queue::resume)). Nothing
+    /// ran and nothing was stored; the worker acks the job and keeps the stored
+    /// `paused` record.
+    #[error("run {run_id} is paused and waits for decisions on: {}", .waiting_on.join(", "))]
+    Waiting {
+        /// The run id.
+        run_id: String,
+        /// The call ids that have no decision.
+        waiting_on: Vec<String>,
+    },
     /// A job, a result or an option is malformed.
     #[error("invalid: {message}")]
     Invalid {

@@ -1,6 +1,6 @@
 //! [`Queue`]: the JetStream streams and the consumer the workers share.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_nats::jetstream::{self, consumer, stream};
 
@@ -186,6 +186,29 @@ impl Queue {
         self.submit_many(std::slice::from_ref(job)).await
     }
 
+    /// Puts the job of a paused run back on the queue once its decisions are recorded
+    /// (`agent_core::record_decisions`), so that a worker continues the run from its
+    /// checkpoint. Unlike [`submit`](Self::submit) it is never dropped as a duplicate:
+    /// its message id is the run id with a `:resume:` suffix unique to this call. A
+    /// resume sent twice, or for a run that is not paused, is harmless: the worker
+    /// finds the stored result and only acks; one sent before every pending call has
+    /// a decision is acked without running ([`WorkerReport::waiting`](crate::WorkerReport::waiting)).
+    ///
+    /// The job must name the agent that ran it; its input is not used (the
+    /// checkpoint's is). A paused record holds both: `Job::new(record.agent,
+    /// record.input, record.trace_id)`.
+    ///
+    /// # Errors
+    /// As [`submit`](Self::submit).
+    pub async fn resume(&self, job: &Job) -> Result<(), QueueError> {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let id = format!("{}:resume:{nanos:x}:{:x}", job.run_id, fastrand::u32(..));
+        let mut outcomes = self.publish(&[(job, Some(id))]).await;
+        outcomes.pop().map_or(Ok(()), |o| o.map(drop))
+    }
+
     /// Puts many jobs on the queue (pipelined: up to 256 awaiting their store
     /// acknowledgement at once) and waits until every one is stored.
     ///
@@ -204,12 +227,19 @@ impl Queue {
     /// outcome per job, in order: whether JetStream dropped it as a duplicate of a
     /// message id it had seen within its window, or why it failed.
     pub(crate) async fn publish_jobs(&self, jobs: &[&Job]) -> Vec<Result<bool, QueueError>> {
+        let with_ids: Vec<(&Job, Option<String>)> = jobs.iter().map(|job| (*job, None)).collect();
+        self.publish(&with_ids).await
+    }
+
+    /// As [`publish_jobs`](Self::publish_jobs), each job under its message id (the
+    /// run id when `None`).
+    async fn publish(&self, jobs: &[(&Job, Option<String>)]) -> Vec<Result<bool, QueueError>> {
         use futures::StreamExt;
         let subject = self.subject("jobs");
         // Futures made up front (see `run_jobs_queued`).
         let publishes: Vec<_> = jobs
             .iter()
-            .map(|job| {
+            .map(|(job, id)| {
                 let subject = subject.clone();
                 async move {
                     if job.run_id.is_empty() || job.run_id.contains('\0') {
@@ -220,7 +250,7 @@ impl Queue {
                     let payload = serde_json::to_vec(job)
                         .map_err(|e| QueueError::invalid(format!("job does not encode: {e}")))?;
                     let mut headers = async_nats::HeaderMap::new();
-                    headers.insert("Nats-Msg-Id", job.run_id.as_str());
+                    headers.insert("Nats-Msg-Id", id.as_deref().unwrap_or(&job.run_id));
                     let ack = self
                         .js
                         .publish_with_headers(subject, headers, payload.into())

@@ -59,6 +59,12 @@ impl<T: AgentOutput + Sync> Runnable for AgentConfig<T> {
                     });
                 }
                 Err(Unresumable::Unreadable(error)) => return Err(QueueError::Store(error)),
+                Err(Unresumable::Waiting(waiting_on)) => {
+                    return Err(QueueError::Waiting {
+                        run_id: job.run_id.clone(),
+                        waiting_on,
+                    });
+                }
                 Err(Unresumable::Failed(error)) => {
                     return resume_failure(self, job, &error, started_at_ms);
                 }
@@ -85,6 +91,9 @@ enum Unresumable {
     Fenced,
     /// The checkpoint store could not be read (or the claim written): try later.
     Unreadable(agent_core::StoreError),
+    /// The run is paused and these pending calls (their ids) have no decision yet:
+    /// nothing to do until they do.
+    Waiting(Vec<String>),
     /// The checkpoint cannot be continued with this config (or does not decode): a
     /// stored failure.
     Failed(ResumeError),
@@ -124,7 +133,25 @@ async fn resume_or_start<T: AgentOutput + Sync>(
 }
 
 fn unresumable(error: ResumeError) -> Unresumable {
+    use agent_core::DecisionProblem;
     match error {
+        // Only missing decisions: not a bad decision, a delivery before the reviewer.
+        ResumeError::Decisions { problems, .. }
+            if !problems.is_empty()
+                && problems
+                    .iter()
+                    .all(|p| matches!(p, DecisionProblem::Missing { .. })) =>
+        {
+            Unresumable::Waiting(
+                problems
+                    .into_iter()
+                    .filter_map(|p| match p {
+                        DecisionProblem::Missing { call_id, .. } => Some(call_id),
+                        _ => None,
+                    })
+                    .collect(),
+            )
+        }
         ResumeError::Fenced { .. } => Unresumable::Fenced,
         ResumeError::Unreadable { error, .. } => Unresumable::Unreadable(error),
         other => Unresumable::Failed(other),

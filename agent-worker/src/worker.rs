@@ -68,6 +68,9 @@ pub struct WorkerReport {
     /// Jobs let go because another process has their run (it took the run over from its
     /// checkpoint, [`QueueError::Fenced`]): neither stored nor acked here.
     pub fenced: u64,
+    /// Jobs of paused runs delivered before every pending call had a decision
+    /// ([`QueueError::Waiting`]): acked, nothing run, the `paused` record kept.
+    pub waiting: u64,
 }
 
 #[derive(Default)]
@@ -77,6 +80,7 @@ struct Counters {
     dead_lettered: AtomicU64,
     retried: AtomicU64,
     fenced: AtomicU64,
+    waiting: AtomicU64,
 }
 
 struct Inner {
@@ -90,13 +94,21 @@ struct Inner {
 /// results go to. Run as many as you like, in as many processes as you like.
 ///
 /// Per job: decode it; past the queue's `max_deliveries` dead-letter it; if its run id
-/// already has a stored result, publish that and ack (a redelivery); else run it (an
+/// already has a stored result other than `paused`, publish that and ack (a
+/// redelivery); else run it (an
 /// in-progress ack every third of the ack wait keeps it ours), store the record (an
 /// upsert keyed by run id), publish a [`Done`] on `<ns>.results`, then ack. A worker
 /// killed at any point loses nothing: the unacked job is delivered again after the ack
 /// wait, and the store keeps one result per run id. With a checkpoint store in the
 /// agent's config, a redelivered job continues its run from its checkpoint instead of
 /// running it again ([`Registry::run`]).
+///
+/// A run that pauses (a call waits for approval or an outside result) is stored with
+/// ending `paused` and its job acked, so it holds no slot while it waits. After the
+/// decisions are recorded (`agent_core::record_decisions`), [`Queue::resume`] puts the
+/// job back; the worker that gets it continues the run from its checkpoint. A job of a
+/// paused run delivered before every pending call has a decision is acked without
+/// running anything ([`WorkerReport::waiting`]).
 ///
 /// The store must make `record` durable before it resolves (agent-store's `Store`
 /// without write-behind does), else a crash between the ack and the commit would lose
@@ -214,6 +226,7 @@ impl Worker {
             dead_lettered: c.dead_lettered.load(Ordering::Relaxed),
             retried: c.retried.load(Ordering::Relaxed),
             fenced: c.fenced.load(Ordering::Relaxed),
+            waiting: c.waiting.load(Ordering::Relaxed),
         }
     }
 }
@@ -261,6 +274,8 @@ async fn process(inner: &Inner, message: Message, ack_wait: Duration) {
         return;
     }
     match inner.store.run(&job.run_id).await {
+        // A paused run's job is back (`Queue::resume`): continue it below.
+        Ok(Some(stored)) if stored.ending == agent_core::Ending::Paused => {}
         Ok(Some(stored)) => {
             inner.counters.duplicates.fetch_add(1, Ordering::Relaxed);
             finish(inner, &message, &stored).await;
@@ -292,6 +307,13 @@ async fn process(inner: &Inner, message: Message, ack_wait: Duration) {
         }
         // Another process has the run and stores its record; the job's current
         // delivery is its, so this stale one is neither acked nor handed back.
+        // Paused and not yet decided: the job comes back with `Queue::resume`.
+        Err(QueueError::Waiting { run_id, waiting_on }) => {
+            tracing::info!(run_id, ?waiting_on, "paused run not decided yet; job acked");
+            inner.counters.waiting.fetch_add(1, Ordering::Relaxed);
+            ack(&message, AckKind::Ack).await;
+            return;
+        }
         Err(QueueError::Fenced { run_id }) => {
             tracing::warn!(run_id, "another process took the run over; job let go");
             inner.counters.fenced.fetch_add(1, Ordering::Relaxed);

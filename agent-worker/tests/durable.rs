@@ -95,11 +95,30 @@ impl LlmClient for ByTurn {
             .iter()
             .filter(|m| matches!(m, Message::Assistant { .. }))
             .count();
-        let email = request
-            .messages
-            .iter()
-            .any(|m| matches!(m, Message::User { content } if content == "email"));
+        let input = |text: &str| {
+            request
+                .messages
+                .iter()
+                .any(|m| matches!(m, Message::User { content } if content == text))
+        };
+        let email = input("email");
+        let refund = input("refund");
         Box::pin(async move {
+            if refund {
+                return match turn {
+                    0 => Ok(LlmResponse::tool_calls(vec![ToolCall::new(
+                        "c1",
+                        "refund",
+                        json!({"line": "refund"}),
+                    )])),
+                    1 => Ok(LlmResponse::tool_calls(vec![ToolCall::new(
+                        "c2",
+                        "submit_output",
+                        json!({"ok": true}),
+                    )])),
+                    _ => Err(LlmError::permanent("script used up")),
+                };
+            }
             match (turn, email) {
                 (0, false) => Ok(LlmResponse::tool_calls(vec![ToolCall::new(
                     "c1",
@@ -149,6 +168,7 @@ impl LlmClient for ByTurn {
 struct Effect {
     name: &'static str,
     irreversible: bool,
+    approval: bool,
     file: PathBuf,
     mode: String,
 }
@@ -183,6 +203,10 @@ impl Tool for Effect {
     fn irreversible(&self) -> bool {
         self.irreversible
     }
+
+    fn requires_approval(&self) -> bool {
+        self.approval
+    }
 }
 
 /// The run's answer.
@@ -197,6 +221,7 @@ fn registry(store: &Store, effects: &Path, mode: &str) -> Registry {
     let tool = |name, irreversible| Effect {
         name,
         irreversible,
+        approval: name == "refund",
         file: effects.to_owned(),
         mode: mode.to_owned(),
     };
@@ -208,6 +233,7 @@ fn registry(store: &Store, effects: &Path, mode: &str) -> Registry {
         .checkpoints(store.clone())
         .tool(tool("append", false))
         .tool(tool("send_email", true))
+        .tool(tool("refund", false))
         .build()
         .unwrap();
     Registry::new().with(config)
@@ -577,6 +603,92 @@ async fn c48_a_stalled_worker_whose_run_was_taken_over_is_fenced_and_lets_the_jo
         let again = env.store.run("job-3").await.unwrap().unwrap();
         assert_eq!(again, record, "the stored record is the taker's");
         assert_eq!(env.queue.pending().await.unwrap(), 0);
+        env
+    })
+    .await;
+}
+
+// Paused jobs on the queue.
+
+/// Runs an in-process worker until `done` holds of the run's record (up to 30 s) and
+/// the queue has nothing pending; returns the record and the worker's report.
+async fn serve_until(
+    env: &Env,
+    run_id: &str,
+    done: impl Fn(&RunRecord) -> bool,
+) -> (RunRecord, WorkerReport) {
+    let worker = env.worker();
+    let shutdown = CancellationToken::new();
+    let running = tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move { worker.run(shutdown).await }
+    });
+    let start = Instant::now();
+    let record = loop {
+        let stored = env.store.run(run_id).await.unwrap();
+        if let Some(record) = stored.filter(|r| done(r))
+            && env.queue.pending().await.unwrap() == 0
+        {
+            break record;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the worker did not get {run_id} there"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    shutdown.cancel();
+    let report = running.await.unwrap().unwrap();
+    (record, report)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_job_frees_its_slot_and_resume_puts_it_back() {
+    on_both(|env| async move {
+        let job = Job::new("effects", "refund", "job-p");
+        env.queue.submit(&job).await.unwrap();
+        let (paused, report) = serve_until(&env, "job-p", |r| r.ending == Ending::Paused).await;
+        assert_eq!(paused.agent, "effects");
+        assert_eq!(paused.input, "refund");
+        assert!(env.lines().is_empty(), "refund waits for approval");
+        assert_eq!((report.runs, report.waiting), (1, 0));
+        assert_eq!(env.queue.pending().await.unwrap(), 0, "the job was acked");
+
+        // Too early: no decision yet. Acked, nothing run, the record kept.
+        let back = Job::new(
+            paused.agent.clone(),
+            paused.input.clone(),
+            paused.trace_id.clone(),
+        );
+        env.queue.resume(&back).await.unwrap();
+        let (still, report) = serve_until(&env, "job-p", |r| r.ending == Ending::Paused).await;
+        assert_eq!((report.runs, report.waiting), (0, 1));
+        assert_eq!(still, paused);
+        assert!(env.lines().is_empty());
+
+        let left = agent_core::record_decisions(
+            &env.store,
+            "job-p",
+            agent_core::Decisions::new().approve("c1"),
+        )
+        .await
+        .unwrap();
+        assert!(left.is_empty());
+        env.queue.resume(&back).await.unwrap();
+        let (record, report) = serve_until(&env, "job-p", |r| r.ending == Ending::Answered).await;
+        assert_eq!((report.runs, report.waiting), (1, 0));
+        assert_eq!(env.lines(), ["refund job-p:c1"], "refund ran once");
+        assert_eq!(record.output, json!({"ok": true}));
+        assert_eq!(meta(&record, META_RESUMED), Some("true"));
+        assert_eq!(record.usage.llm_calls, 2);
+        assert_eq!(record.usage.tool_calls, 1);
+
+        // A resume of a finished run only acks.
+        env.queue.resume(&back).await.unwrap();
+        let (again, report) = serve_until(&env, "job-p", |r| r.ending == Ending::Answered).await;
+        assert_eq!(again, record);
+        assert_eq!((report.runs, report.duplicates), (0, 1));
+        assert_eq!(env.lines(), ["refund job-p:c1"]);
         env
     })
     .await;

@@ -10,7 +10,14 @@
 //! agent-worker --store URL [--schema NAME] [--nats URL] [--namespace NS]
 //!              [--max-in-flight N] [--ack-wait-ms MS] [--max-deliveries N]
 //!              [--crash-on MARKER] [--mock-url URL]
+//! agent-worker --store URL [--schema NAME] [--nats URL] [--namespace NS] --resume RUN_ID
 //! ```
+//!
+//! `--resume RUN_ID` serves nothing: it puts the job of a paused run back on the queue
+//! (`Queue::resume`, the job made from the run's stored `paused` record) once its
+//! decisions are recorded (the `runs` example's `approve` / `deny` / `edit` / `result`,
+//! or `agent_core::record_decisions`), prints `{"resumed":"RUN_ID"}` and exits. It fails
+//! when the store has no record of the run or the record is not `paused`.
 //!
 //! `--crash-on MARKER` adds the agent `crash`, which answers like `echo` but aborts the
 //! whole process (no unwinding, no ack) when its input contains MARKER: a stand-in for a
@@ -34,6 +41,7 @@ struct Args {
     worker: WorkerOptions,
     crash_on: Option<String>,
     mock_url: Option<String>,
+    resume: Option<String>,
 }
 
 fn parse() -> Result<Args, lexopt::Error> {
@@ -45,6 +53,7 @@ fn parse() -> Result<Args, lexopt::Error> {
     let mut worker = WorkerOptions::new();
     let mut crash_on = None;
     let mut mock_url = None;
+    let mut resume = None;
     while let Some(arg) = parser.next()? {
         match arg {
             Long("store") => store = Some(parser.value()?.string()?),
@@ -58,6 +67,7 @@ fn parse() -> Result<Args, lexopt::Error> {
             Long("max-deliveries") => queue = queue.max_deliveries(parser.value()?.parse()?),
             Long("crash-on") => crash_on = Some(parser.value()?.string()?),
             Long("mock-url") => mock_url = Some(parser.value()?.string()?),
+            Long("resume") => resume = Some(parser.value()?.string()?),
             _ => return Err(arg.unexpected()),
         }
     }
@@ -69,6 +79,7 @@ fn parse() -> Result<Args, lexopt::Error> {
         worker,
         crash_on,
         mock_url,
+        resume,
     })
 }
 
@@ -138,6 +149,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let store = open_store(&args.store, options).await?;
     let queue = Queue::connect(args.queue).await?;
+    if let Some(run_id) = &args.resume {
+        use agent_core::FeedbackStore;
+        let record = store
+            .run(run_id)
+            .await?
+            .ok_or_else(|| format!("the store has no record of run {run_id}"))?;
+        if record.ending != agent_core::Ending::Paused {
+            return Err(format!("run {run_id} is {}, not paused", record.ending.as_str()).into());
+        }
+        let job = agent_worker::Job::new(record.agent, record.input, record.trace_id);
+        queue.resume(&job).await?;
+        store.close().await?;
+        println!("{}", serde_json::json!({ "resumed": run_id }));
+        return Ok(());
+    }
     let worker = Worker::new(
         queue,
         Arc::new(store.clone()),
@@ -166,8 +192,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let report = worker.run(shutdown).await?;
     store.close().await?;
     println!(
-        "{{\"runs\":{},\"duplicates\":{},\"dead_lettered\":{},\"retried\":{}}}",
-        report.runs, report.duplicates, report.dead_lettered, report.retried
+        "{{\"runs\":{},\"duplicates\":{},\"dead_lettered\":{},\"retried\":{},\"waiting\":{}}}",
+        report.runs, report.duplicates, report.dead_lettered, report.retried, report.waiting
     );
     Ok(())
 }
