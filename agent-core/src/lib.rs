@@ -147,8 +147,8 @@ pub use registry::{ToolRegistry, ToolSnapshot, ToolSource};
 pub use result::AgentResult;
 pub use run_options::RunOptions;
 pub use runner::{
-    PausedRun, paused_runs, record_decisions, resume_agent, resume_agent_with, run_agent,
-    run_agent_with,
+    AgentTool, META_PARENT_CALL_ID, META_PARENT_TRACE_ID, PausedRun, paused_runs, record_decisions,
+    resume_agent, resume_agent_with, run_agent, run_agent_with,
 };
 pub use scores::{FnGrader, GradeFuture, Grader, Scores};
 /// serde_json, re-exported: tool arguments and scripted turns are `serde_json::Value`s, so
@@ -169,7 +169,7 @@ pub use tool::{
     State, StateMap, StateRequirement, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,
 };
 pub use turns::TurnStats;
-pub use usage::{ModelUsage, Usage};
+pub use usage::{ChildUsage, ModelUsage, Usage};
 pub use validate::{SchemaValidator, ValidationErrors, whole_numbers_as_integers};
 
 pub mod eval {

@@ -54,6 +54,9 @@ pub struct RunOptions {
     pub(crate) thread: Option<String>,
     pub(crate) run_id: Option<String>,
     pub(crate) decisions: Decisions,
+    /// The tool call of a parent run that starts this run (an agent used as a tool):
+    /// the runner's link, opaque at this layer.
+    pub(crate) parent: Option<crate::tool::Opaque>,
 }
 
 impl RunOptions {

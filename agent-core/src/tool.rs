@@ -98,6 +98,8 @@ pub struct ToolError {
     message: String,
     fatal: bool,
     deferred: bool,
+    /// The summary of an escalation (see [`ToolError::escalate`]).
+    escalation: Option<String>,
 }
 
 impl ToolError {
@@ -107,7 +109,28 @@ impl ToolError {
             message: message.into(),
             fatal: false,
             deferred: false,
+            escalation: None,
         }
+    }
+
+    /// Not a failure of the tool: a person must take over. The run ends escalated after
+    /// this turn's other calls are answered, as if the model had called
+    /// `escalate_to_human` with `reason` and `summary` (ending `escalated`,
+    /// [`AgentError::Escalated`](crate::AgentError::Escalated)); the model sees
+    /// `reason` as the call's error result. An agent used as a tool with
+    /// `escalates_parent(true)` returns this when its run escalates.
+    pub fn escalate(reason: impl Into<String>, summary: impl Into<String>) -> Self {
+        Self {
+            message: reason.into(),
+            fatal: false,
+            deferred: false,
+            escalation: Some(summary.into()),
+        }
+    }
+
+    /// The summary, when the tool escalated (see [`ToolError::escalate`]).
+    pub fn escalation(&self) -> Option<&str> {
+        self.escalation.as_deref()
     }
 
     /// A tool error that ends the run after this turn: the tool cannot safely continue
@@ -118,6 +141,7 @@ impl ToolError {
             message: message.into(),
             fatal: true,
             deferred: false,
+            escalation: None,
         }
     }
 
@@ -133,6 +157,7 @@ impl ToolError {
             message: note.into(),
             fatal: false,
             deferred: true,
+            escalation: None,
         }
     }
 
@@ -267,6 +292,19 @@ pub struct ToolContext {
     run_id: Option<Arc<str>>,
     deadline: Option<tokio::time::Instant>,
     state: Arc<StateMap>,
+    link: Option<Opaque>,
+}
+
+/// A value of a layer above this one, carried through without being looked at: the
+/// runner's link from a tool call to the run that made it (so that an agent used as a
+/// tool shares its parent's budgets).
+#[derive(Clone)]
+pub(crate) struct Opaque(pub(crate) Arc<dyn Any + Send + Sync>);
+
+impl fmt::Debug for Opaque {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Opaque")
+    }
 }
 
 impl ToolContext {
@@ -284,7 +322,20 @@ impl ToolContext {
             run_id: None,
             deadline: None,
             state,
+            link: None,
         }
+    }
+
+    /// The same context linked to the run that made the call (set by the runner).
+    #[must_use]
+    pub(crate) fn with_link(mut self, link: Arc<dyn Any + Send + Sync>) -> Self {
+        self.link = Some(Opaque(link));
+        self
+    }
+
+    /// The runner's link to the run that made the call, if any.
+    pub(crate) fn link(&self) -> Option<&Arc<dyn Any + Send + Sync>> {
+        self.link.as_ref().map(|o| &o.0)
     }
 
     /// The same context for a call of a run that must end by `deadline` (the runner sets

@@ -39,6 +39,34 @@ pub struct Usage {
     /// (the totals are that model's).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by_model: Vec<ModelUsage>,
+    /// The child runs of this run: agents its tool calls ran (`AgentConfig::as_tool`),
+    /// in the order they ended, each with its own usage (which lists its children in
+    /// turn). Their tokens and cost are included in the totals above (so the run's
+    /// token and cost caps bind the whole tree); their LLM calls and tool executions
+    /// are not (`llm_calls` and `tool_calls` are this run's own loop counters).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<ChildUsage>,
+}
+
+/// What one child run spent (see [`Usage::children`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ChildUsage {
+    /// The tool the parent called (the agent's tool name).
+    pub tool: String,
+    /// The parent's tool call id.
+    pub call_id: String,
+    /// The child agent's name.
+    pub agent: String,
+    /// The child run's trace id (its trace record's key).
+    pub trace_id: String,
+    /// How the child run ended (`answered`, `escalated`, `exhausted`, `stuck`,
+    /// `failed`, `paused`).
+    pub ending: String,
+    /// The child's category when it did not answer (`budget_exhausted`, ...).
+    pub category: Option<String>,
+    /// What the child run spent, its own children included.
+    pub usage: Usage,
 }
 
 /// What one model spent in a run (see [`Usage::by_model`]).

@@ -154,12 +154,12 @@ impl<T: Sync + 'static> RunGrader<T> for Composite<T> {
                 let grade = g.map_err(|error| GradeError::Part {
                     part: part.name.clone(),
                     error: Box::new(error),
-                    usage: usage.clone(),
+                    usage: Box::new(usage.clone()),
                 })?;
                 grade.check().map_err(|error| GradeError::Part {
                     part: part.name.clone(),
                     error: Box::new(error),
-                    usage: usage.clone(),
+                    usage: Box::new(usage.clone()),
                 })?;
                 sum += part.weight * grade.score;
                 total += part.weight;

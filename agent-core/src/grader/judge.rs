@@ -289,7 +289,7 @@ impl LlmJudge {
             Err(error) => {
                 return Err(GradeError::Judge {
                     error: Box::new(error),
-                    usage: run.usage,
+                    usage: Box::new(run.usage),
                 });
             }
         };

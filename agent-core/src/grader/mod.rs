@@ -161,7 +161,7 @@ pub enum GradeError {
         /// How the judge's run ended.
         error: Box<AgentError>,
         /// What the judge's run spent.
-        usage: Usage,
+        usage: Box<Usage>,
     },
     /// A score was outside `0.0..=1.0` or not finite.
     #[error("score {name:?} is {value}, outside 0..=1")]
@@ -191,7 +191,7 @@ pub enum GradeError {
         /// Its error.
         error: Box<GradeError>,
         /// What all the parts spent.
-        usage: Usage,
+        usage: Box<Usage>,
     },
     /// A grader's own failure (a custom comparator, a user's grader).
     #[error("{message}")]
@@ -220,7 +220,7 @@ impl GradeError {
     /// What grading spent before it failed (a judge's LLM calls; zero otherwise).
     pub fn usage(&self) -> Usage {
         match self {
-            GradeError::Judge { usage, .. } | GradeError::Part { usage, .. } => usage.clone(),
+            GradeError::Judge { usage, .. } | GradeError::Part { usage, .. } => (**usage).clone(),
             _ => Usage::default(),
         }
     }

@@ -43,7 +43,8 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 });
             }
         }
-        Ok(())
+        // A child run: the caps of the runs above it, over the whole tree.
+        self.check_tree_budgets()
     }
 
     /// Whether this LLM call is the last one the budgets allow.
@@ -146,6 +147,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         self.usage.add_tokens(&usage);
         self.last_call_tokens = usage.input_tokens.saturating_add(usage.output_tokens);
         let cost = self.price().map(|price| price.cost(&usage));
+        self.count_in_tree(self.last_call_tokens, cost.unwrap_or(0.0));
         if let Some(cost) = cost {
             self.cost_usd += cost;
             self.last_call_cost = cost;

@@ -170,6 +170,8 @@ fn recorded(call: &ToolCall, content: &str, is_error: bool, fatal: bool) -> Exec
         outcome,
         fatal,
         pause: None,
+        escalation: None,
+        children: Vec::new(),
     }
 }
 
@@ -185,6 +187,8 @@ fn not_started(call: &ToolCall) -> Executed {
         outcome: CallOutcome::NotRun(text),
         fatal: false,
         pause: None,
+        escalation: None,
+        children: Vec::new(),
     }
 }
 
@@ -202,5 +206,7 @@ fn unknown(call: &ToolCall) -> Executed {
         outcome: CallOutcome::Unknown(text),
         fatal: false,
         pause: None,
+        escalation: None,
+        children: Vec::new(),
     }
 }

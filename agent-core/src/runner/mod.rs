@@ -4,9 +4,11 @@
 //! transition table); every run ends in an [`AgentResult`] holding a validated value or one
 //! [`AgentError`].
 
+mod agent_tool;
 mod budgets;
 mod call;
 mod checkpoint;
+mod child;
 mod content;
 mod correction;
 mod customer;
@@ -27,6 +29,7 @@ mod tools;
 mod trace;
 mod turn;
 
+pub use agent_tool::{AgentTool, META_PARENT_CALL_ID, META_PARENT_TRACE_ID};
 pub use pause::{PausedRun, paused_runs, record_decisions};
 pub use replay::replay;
 pub use resume::{resume_agent, resume_agent_with};
@@ -175,6 +178,7 @@ async fn run<T: AgentOutput>(
         None => run.drive_bounded().instrument(span.clone()).await,
     };
     let duration = started.elapsed() + run.elapsed_before();
+    run.release_reservation();
     let durable = run.durable.take();
     // A run another process took over leaves the stores to that process.
     let fenced = durable.as_ref().is_some_and(|d| d.is_fenced());
@@ -268,4 +272,11 @@ struct Run<'c, T> {
     /// What a streamed call received so far (the bytes of its turn, the usage the
     /// provider reported mid-stream), kept by its sink: what a cut call is counted from.
     meter: Arc<crate::stream::Meter>,
+    /// Tokens and cost of this run and its children, against its caps, linked to its
+    /// parent's when it is an agent used as a tool (see `child.rs`).
+    pool: Arc<child::Pool>,
+    /// What this run's tool calls pass to child runs (made at the first tool turn).
+    link: Option<Arc<child::RunLink>>,
+    /// The estimate of the LLM call under way, reserved in the pools above this run.
+    reserved: child::Reserved,
 }

@@ -32,6 +32,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         events: Option<EventSender<T>>,
     ) -> Self {
         let s = &cfg.settings;
+        let parent = super::child::parent_of(&options);
         let RunOptions {
             state: run_state,
             cancellation,
@@ -42,6 +43,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             thread: _,
             run_id: _,
             decisions: _,
+            parent: _,
         } = options;
         let mut request = LlmRequest::new(cfg.wire_model.clone());
         request.system = cfg.system_prompt.clone();
@@ -61,7 +63,16 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             merged.extend(run_state);
             Arc::new(merged)
         };
-        let tokens = s.cancellation.iter().cloned().chain(cancellation).collect();
+        let mut tokens: Vec<CancellationToken> =
+            s.cancellation.iter().cloned().chain(cancellation).collect();
+        if let Some(parent) = &parent {
+            tokens.extend(parent.run.tokens.iter().cloned());
+        }
+        let pool = super::child::Pool::new(
+            s.budgets.max_total_tokens,
+            s.budgets.max_cost_usd,
+            parent.map(|p| Arc::clone(&p.run.pool)),
+        );
         let deadline = match (s.budgets.deadline, deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -105,6 +116,9 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             events,
             in_flight: false,
             meter: Arc::default(),
+            pool,
+            link: None,
+            reserved: super::child::Reserved::default(),
         }
     }
 

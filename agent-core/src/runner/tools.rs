@@ -14,11 +14,13 @@ use crate::handover::CallOutcome;
 use crate::message::{ToolCall, ToolResult};
 use crate::observe::RunEvent;
 use crate::pause::PauseReason;
+use crate::runner::child::{CallLink, RunLink};
 use crate::runner::correction;
 use crate::runner::ledger::Ledger;
 use crate::runner::trace::Observers;
 use crate::tool::ToolDefinition;
 use crate::tool::{StateMap, ToolContext};
+use crate::usage::ChildUsage;
 
 /// What to do with one call.
 enum Plan<'c> {
@@ -55,6 +57,10 @@ pub(crate) struct Executed {
     pub(crate) fatal: bool,
     /// Why the call waits, when it does: held for approval, or deferred by the tool.
     pub(crate) pause: Option<PauseReason>,
+    /// The tool's escalation (reason, summary), when it said a person must take over.
+    pub(crate) escalation: Option<(String, String)>,
+    /// The child runs the call started (an agent used as a tool), with their usage.
+    pub(crate) children: Vec<ChildUsage>,
 }
 
 impl Executed {
@@ -65,6 +71,8 @@ impl Executed {
             outcome,
             fatal: false,
             pause: None,
+            escalation: None,
+            children: Vec::new(),
         }
     }
 
@@ -79,6 +87,8 @@ impl Executed {
             outcome: CallOutcome::NotRun(text),
             fatal: false,
             pause: Some(reason),
+            escalation: None,
+            children: Vec::new(),
         }
     }
 }
@@ -101,6 +111,7 @@ pub(crate) async fn run_tool_calls<T>(
     observers: &Observers,
     executed: &mut u32,
     ledger: Option<&Ledger>,
+    link: &Arc<RunLink>,
 ) -> Vec<Executed> {
     let limit = cfg.settings.budgets.max_tool_calls;
     gates.resize_with(calls.len(), || Gate::Run);
@@ -148,7 +159,14 @@ pub(crate) async fn run_tool_calls<T>(
             Plan::Hold => Executed::waiting(call, PauseReason::Approval),
             Plan::Run(tool) => {
                 let ids = (trace_id, run_id, deadline);
-                let run = execute(tool, call, ids, state, (timeout, max_bytes), capture);
+                let run = execute(
+                    tool,
+                    call,
+                    ids,
+                    (state, link),
+                    (timeout, max_bytes),
+                    capture,
+                );
                 match ledger {
                     Some(ledger) => {
                         ledger
@@ -220,7 +238,7 @@ async fn execute(
     tool: &CompiledTool,
     call: &ToolCall,
     (trace_id, run_id, deadline): (&Arc<str>, &Arc<str>, Option<tokio::time::Instant>),
-    state: &Arc<StateMap>,
+    (state, link): (&Arc<StateMap>, &Arc<RunLink>),
     (timeout, max_bytes): (Duration, usize),
     capture: bool,
 ) -> Executed {
@@ -246,6 +264,8 @@ async fn execute(
         Arc::clone(state),
     )
     .with_run_id(Arc::clone(run_id));
+    let call_link = CallLink::new(Arc::clone(link));
+    context = context.with_link(Arc::clone(&call_link) as _);
     if let Some(deadline) = deadline {
         context = context.with_deadline(deadline);
     }
@@ -257,12 +277,22 @@ async fn execute(
     })
     .catch_unwind();
     let outcome = guarded.instrument(span.clone()).await;
+    let children = call_link.take();
     let mut fatal = false;
+    let mut escalation = None;
     let (content, error_type) = match outcome {
         Ok(Ok(Ok(content))) => (Ok(content), None),
         Ok(Ok(Err(e))) if e.is_deferred() => {
             let note = truncate(e.message().to_owned(), max_bytes);
             return Executed::waiting(call, PauseReason::Deferred { note });
+        }
+        Ok(Ok(Err(e))) if e.escalation().is_some() => {
+            let summary = e.escalation().unwrap_or_default().to_owned();
+            escalation = Some((e.message().to_owned(), summary));
+            (
+                Err(format!("{} escalated: {e}", call.name)),
+                Some("tool_escalated"),
+            )
         }
         Ok(Ok(Err(e))) => {
             fatal = e.is_fatal();
@@ -300,6 +330,8 @@ async fn execute(
                 result: ToolResult::ok(&call.id, &call.name, text),
                 fatal,
                 pause: None,
+                escalation,
+                children,
             }
         }
         Err(text) => {
@@ -309,6 +341,8 @@ async fn execute(
                 result: ToolResult::error(&call.id, &call.name, text),
                 fatal,
                 pause: None,
+                escalation,
+                children,
             }
         }
     };

@@ -273,6 +273,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         let gates = self.gates(calls);
         let tool_calls_before = self.usage.tool_calls;
         let table = Arc::clone(&self.table);
+        let link = self.run_link();
         let mut executed = tools::run_tool_calls(
             self.cfg,
             (&table, &offered),
@@ -285,11 +286,18 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             self.durable
                 .as_deref()
                 .map(super::checkpoint::Durable::ledger),
+            &link,
         )
         .await;
         // Another process took the run over while the turn's tools started.
         if let Some(fenced) = self.fenced() {
             return Next::Stop(Err(fenced));
+        }
+        // What the turn's child runs spent counts before anything else happens.
+        for done in &mut executed {
+            for child in std::mem::take(&mut done.children) {
+                self.add_child(child);
+            }
         }
         if let Some(paused) = self
             .pause_if_waiting(calls, &mut executed, &names, tool_calls_before)
@@ -298,7 +306,11 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             return Next::Stop(Err(paused));
         }
         let mut results = Vec::with_capacity(executed.len());
-        for (call, done) in calls.iter().zip(executed) {
+        let mut escalation = None;
+        for (call, mut done) in calls.iter().zip(executed) {
+            if escalation.is_none() {
+                escalation = done.escalation.take();
+            }
             if done.fatal && self.fatal.is_none() {
                 let message = match &done.outcome {
                     CallOutcome::Failed(text) => text.clone(),
@@ -317,6 +329,11 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         // answered.
         if let Some((tool, message)) = self.fatal.clone() {
             return Next::Stop(Err(AgentError::ToolFatal { tool, message }));
+        }
+        // A tool that said a person must take over, likewise.
+        if let Some((reason, summary)) = escalation {
+            self.model_summary = Some(summary.clone());
+            return Next::Stop(Err(AgentError::Escalated { reason, summary }));
         }
         match stuck {
             Some(reason) => Next::Stop(Err(AgentError::Stuck { reason })),
