@@ -93,6 +93,7 @@ mod batch;
 mod config;
 mod error;
 mod grader;
+mod guardrail;
 mod handover;
 mod llm;
 // Hidden support for the macros' expansions (types used only at compile time).
@@ -130,6 +131,9 @@ pub use config::{AgentConfig, AgentConfigBuilder, OutputValidator};
 pub use error::{
     AgentError, Attempt, AttemptKind, Budget, Category, ConfigError, Ending, ModelFailures,
     StuckReason,
+};
+pub use guardrail::{
+    InputGuardrail, OutputGuardrail, ToolGuardrail, ToolVerdict, Verdict, VerdictFuture,
 };
 pub use handover::{CallOutcome, CallRecord, Handover, Limits, RunState};
 pub use llm::{

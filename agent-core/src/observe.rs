@@ -49,6 +49,20 @@ pub enum RunEvent<'a> {
         /// The failure.
         error: &'a LlmError,
     },
+    /// A guardrail did not pass (see `agent_core::guardrail`): it rejected an answer,
+    /// denied or changed a tool call, redacted a result, or tripped.
+    Guardrail {
+        /// The run's trace id.
+        trace_id: &'a str,
+        /// The guardrail's name.
+        guardrail: &'a str,
+        /// Where it ran: `input`, `output`, `tool_before` or `tool_after`.
+        stage: &'a str,
+        /// What it decided: `reject`, `deny`, `replace`, `redact` or `trip`.
+        verdict: &'a str,
+        /// The tool call's id, for a tool guardrail.
+        call_id: Option<&'a str>,
+    },
     /// The model failed in a way another provider can serve (`max_llm_retries`
     /// transient failures in a row, or a model-not-found, quota or access failure) and
     /// the same turn goes to the next fallback model, at once.

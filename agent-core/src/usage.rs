@@ -46,6 +46,10 @@ pub struct Usage {
     /// are not (`llm_calls` and `tool_calls` are this run's own loop counters).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<ChildUsage>,
+    /// Guardrail verdicts other than a pass (see `agent_core::guardrail`): output
+    /// rejections, tool denials, replaced arguments, redacted results and trips.
+    #[serde(default)]
+    pub guardrail_interventions: u32,
 }
 
 /// What one child run spent (see [`Usage::children`]).

@@ -63,6 +63,7 @@ pub(crate) struct Settings<T> {
     pub(crate) output_validator: Option<OutputValidator<T>>,
     pub(crate) observer: Option<Arc<dyn Observer>>,
     pub(crate) stores: StoreSettings,
+    pub(crate) guardrails: super::guardrails::Guardrails<T>,
 }
 
 impl<T> Clone for Settings<T> {
@@ -88,6 +89,7 @@ impl<T> Clone for Settings<T> {
             output_validator: self.output_validator.clone(),
             observer: self.observer.clone(),
             stores: self.stores.clone(),
+            guardrails: self.guardrails.clone(),
         }
     }
 }
@@ -115,6 +117,7 @@ impl<T> Settings<T> {
             output_validator: None,
             observer: None,
             stores: StoreSettings::default(),
+            guardrails: super::guardrails::Guardrails::default(),
         }
     }
 }

@@ -39,6 +39,10 @@ pub(crate) fn of<T>(
         "output_validator".to_owned(),
         json!(s.output_validator.is_some()),
     );
+    // Only with guardrails, so that the fingerprints of configs without any stay as they were.
+    if !s.guardrails.is_empty() {
+        canonical.insert("guardrails".to_owned(), json!(s.guardrails.names()));
+    }
     canonical.insert(
         "memory_window".to_owned(),
         json!([s.stores.window.max_messages, s.stores.window.max_tokens]),

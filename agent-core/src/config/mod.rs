@@ -5,6 +5,7 @@ mod builder;
 mod checks;
 mod fallback;
 mod fingerprint;
+mod guardrails;
 mod stores;
 mod table;
 

@@ -84,6 +84,8 @@ categories! {
     Refused = "refused" => Failed,
     /// A tool said the run cannot safely continue.
     ToolFatal = "tool_fatal" => Failed,
+    /// A guardrail (input, output or tool) tripped.
+    GuardrailTripped = "guardrail_tripped" => Failed,
     /// The conversation filled the model's context window.
     ContextWindowExceeded = "context_window_exceeded" => Exhausted,
     /// The run could not start as asked (missing state).

@@ -351,6 +351,16 @@ pub enum AgentError {
         /// [`CheckpointRecord::seq`](crate::store::CheckpointRecord::seq)).
         seq: u64,
     },
+    /// A guardrail tripped (see [`Verdict`](crate::Verdict)): an input guardrail before any
+    /// tool ran, an output guardrail on an answer, or a tool guardrail before a call
+    /// (after the turn's other calls were answered). Its ending is [`Ending::Failed`].
+    #[error("the guardrail {guardrail} tripped: {reason}")]
+    GuardrailTripped {
+        /// The guardrail's name.
+        guardrail: String,
+        /// Why it tripped.
+        reason: String,
+    },
     /// A fault inside the runner (a bug), or a panic in a user's `LlmClient`: caught,
     /// never a panic.
     #[error("internal error: {message}")]
@@ -365,8 +375,9 @@ impl AgentError {
     /// `schema_not_called`, `max_llm_retries`, `llm_permanent_error`, `models_failed`,
     /// `max_llm_calls`,
     /// `budget_exhausted`, `deadline_exceeded`, `cancelled`, `stuck`, `escalated`,
-    /// `refused`, `tool_fatal`, `context_window_exceeded`, `invalid_run`, `paused`,
-    /// `fenced` or `internal_error` (the tag of [`kind`](Self::kind)).
+    /// `refused`, `tool_fatal`, `guardrail_tripped`, `context_window_exceeded`,
+    /// `invalid_run`, `paused`, `fenced` or `internal_error` (the tag of
+    /// [`kind`](Self::kind)).
     pub fn category(&self) -> &'static str {
         self.kind().as_str()
     }
@@ -392,6 +403,7 @@ impl AgentError {
             AgentError::InvalidRun { .. } => Category::InvalidRun,
             AgentError::Paused { .. } => Category::Paused,
             AgentError::Fenced { .. } => Category::Fenced,
+            AgentError::GuardrailTripped { .. } => Category::GuardrailTripped,
             AgentError::Internal { .. } => Category::Internal,
         }
     }

@@ -96,10 +96,47 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         {
             return outcome;
         }
+        let (before, mut concurrent) = self.input_guardrails();
+        if let Some(check) = before
+            && let Some(trip) = check.await
+        {
+            return Err(self.tripped(trip, "input"));
+        }
         loop {
             self.save_checkpoint(Phase::BeforeCall).await?;
             self.check_before_call()?;
-            let response = match self.call_model().await {
+            let (called, trip) = match concurrent.take() {
+                None => (Some(self.call_model().await), None),
+                Some(check) => {
+                    // The first call and the concurrent input guardrails together: a
+                    // trip drops the call; a call that returns first waits for them.
+                    let check = Box::pin(check);
+                    let call = Box::pin(self.call_model());
+                    match futures::future::select(check, call).await {
+                        futures::future::Either::Left((Some(trip), call)) => {
+                            drop(call);
+                            (None, Some(trip))
+                        }
+                        futures::future::Either::Left((None, call)) => (Some(call.await), None),
+                        futures::future::Either::Right((called, check)) => {
+                            (Some(called), check.await)
+                        }
+                    }
+                }
+            };
+            if let Some(trip) = trip {
+                // A call that returned still cost its tokens; nothing of its turn runs.
+                if let Some(Ok(Ok(response))) = &called {
+                    self.add_usage(response);
+                }
+                return Err(self.tripped(trip, "input"));
+            }
+            let Some(called) = called else {
+                return Err(AgentError::Internal {
+                    message: "no LLM call and no guardrail trip".to_owned(),
+                });
+            };
+            let response = match called {
                 Ok(Ok(response)) => response,
                 Ok(Err(error)) => {
                     self.on_provider_failure(error).await?;
@@ -113,6 +150,10 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             let next = self.on_turn(response).await;
             if self.events.is_some() {
                 self.send_results(before);
+            }
+            // An output guardrail that tripped on an answer of this turn.
+            if let Some(tripped) = self.trip.take() {
+                return Err(tripped);
             }
             match next {
                 Next::Continue => {}

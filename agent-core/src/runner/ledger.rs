@@ -172,6 +172,8 @@ fn recorded(call: &ToolCall, content: &str, is_error: bool, fatal: bool) -> Exec
         pause: None,
         escalation: None,
         children: Vec::new(),
+        interventions: Vec::new(),
+        trip: None,
     }
 }
 
@@ -189,6 +191,8 @@ fn not_started(call: &ToolCall) -> Executed {
         pause: None,
         escalation: None,
         children: Vec::new(),
+        interventions: Vec::new(),
+        trip: None,
     }
 }
 
@@ -208,5 +212,7 @@ fn unknown(call: &ToolCall) -> Executed {
         pause: None,
         escalation: None,
         children: Vec::new(),
+        interventions: Vec::new(),
+        trip: None,
     }
 }

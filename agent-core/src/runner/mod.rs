@@ -16,6 +16,7 @@ mod drive;
 mod fallback;
 mod finish;
 mod guard;
+mod guardrails;
 mod ledger;
 mod pause;
 mod replay;
@@ -279,4 +280,6 @@ struct Run<'c, T> {
     link: Option<Arc<child::RunLink>>,
     /// The estimate of the LLM call under way, reserved in the pools above this run.
     reserved: child::Reserved,
+    /// A guardrail that tripped during the turn: the run ends with it after the turn.
+    trip: Option<AgentError>,
 }

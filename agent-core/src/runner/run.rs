@@ -119,6 +119,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             pool,
             link: None,
             reserved: super::child::Reserved::default(),
+            trip: None,
         }
     }
 

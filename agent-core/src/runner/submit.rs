@@ -19,7 +19,7 @@ use crate::error::panic_message;
 impl<'c, T: AgentOutput> Run<'c, T> {
     /// [`accept`](Self::accept) after reading whole-number floats as integers (see
     /// [`crate::validate::whole_numbers_as_integers`]).
-    pub(super) fn accept_lenient(&self, value: &mut Value) -> Result<T, ValidationErrors> {
+    pub(super) fn accept_lenient(&mut self, value: &mut Value) -> Result<T, ValidationErrors> {
         crate::validate::whole_numbers_as_integers(value);
         self.accept(value)
     }
@@ -27,7 +27,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     /// Turns an answer's JSON into a value: schema validation, deserialization and any
     /// `validate` fn (behind a catch boundary: it may panic), then the config's output
     /// validator.
-    pub(super) fn accept(&self, value: &Value) -> Result<T, ValidationErrors> {
+    pub(super) fn accept(&mut self, value: &Value) -> Result<T, ValidationErrors> {
         match std::panic::catch_unwind(AssertUnwindSafe(|| T::from_arguments(value))) {
             Ok(Ok(answer)) => self.check_output(&answer).map(|()| answer),
             Ok(Err(errors)) => Err(errors),
@@ -59,12 +59,13 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     }
 
     /// Runs the config's output validator, behind a catch boundary.
-    pub(super) fn check_output(&self, value: &T) -> Result<(), ValidationErrors> {
+    /// Then the output guardrails.
+    pub(super) fn check_output(&mut self, value: &T) -> Result<(), ValidationErrors> {
         let Some(check) = &self.cfg.settings.output_validator else {
-            return Ok(());
+            return self.check_output_guardrails(value);
         };
         match std::panic::catch_unwind(AssertUnwindSafe(|| check(value))) {
-            Ok(Ok(())) => Ok(()),
+            Ok(Ok(())) => self.check_output_guardrails(value),
             Ok(Err(message)) => Err(ValidationErrors::one(format!("/: {message}"))),
             Err(payload) => Err(ValidationErrors::one(format!(
                 "/: the output validator panicked: {}",

@@ -10,12 +10,14 @@ use tracing::Instrument;
 
 use crate::config::{Compiled, CompiledTool, ToolTable};
 use crate::error::panic_message;
+use crate::guardrail::ToolGuardrail;
 use crate::handover::CallOutcome;
 use crate::message::{ToolCall, ToolResult};
 use crate::observe::RunEvent;
 use crate::pause::PauseReason;
 use crate::runner::child::{CallLink, RunLink};
 use crate::runner::correction;
+use crate::runner::guardrails::{self, Before};
 use crate::runner::ledger::Ledger;
 use crate::runner::trace::Observers;
 use crate::tool::ToolDefinition;
@@ -33,6 +35,10 @@ enum Plan<'c> {
     Hold,
     /// Run this tool.
     Run(&'c CompiledTool),
+    /// Run this tool with the arguments a tool guardrail (named) put in.
+    RunWith(&'c CompiledTool, ToolCall, String),
+    /// Answer without running: a tool guardrail (named) denied it (`trip`: tripped).
+    Guarded(ToolResult, String, Option<String>),
 }
 
 /// What the run decided for one call of a known, offered tool with valid arguments,
@@ -61,6 +67,11 @@ pub(crate) struct Executed {
     pub(crate) escalation: Option<(String, String)>,
     /// The child runs the call started (an agent used as a tool), with their usage.
     pub(crate) children: Vec<ChildUsage>,
+    /// The tool guardrails that did not pass it: (name, verdict: `deny`, `replace`,
+    /// `redact`).
+    pub(crate) interventions: Vec<(String, &'static str)>,
+    /// A tool guardrail that tripped on it: (name, reason).
+    pub(crate) trip: Option<(String, String)>,
 }
 
 impl Executed {
@@ -73,6 +84,8 @@ impl Executed {
             pause: None,
             escalation: None,
             children: Vec::new(),
+            interventions: Vec::new(),
+            trip: None,
         }
     }
 
@@ -89,6 +102,8 @@ impl Executed {
             pause: Some(reason),
             escalation: None,
             children: Vec::new(),
+            interventions: Vec::new(),
+            trip: None,
         }
     }
 }
@@ -133,8 +148,11 @@ pub(crate) async fn run_tool_calls<T>(
                     correction::tool_limit(limit, &cfg.output),
                 )),
                 Plan::Run(tool) => {
-                    *executed += 1;
-                    Plan::Run(tool)
+                    let plan = guard_call(&cfg.settings.guardrails.tool, tool, call);
+                    if matches!(plan, Plan::Run(_) | Plan::RunWith(..)) {
+                        *executed += 1;
+                    }
+                    plan
                 }
                 // A deferred call ran before the pause: it counts once, as it would
                 // have without the pause.
@@ -149,6 +167,7 @@ pub(crate) async fn run_tool_calls<T>(
     let timeout = cfg.settings.budgets.tool_timeout;
     let max_bytes = cfg.settings.budgets.max_tool_result_bytes;
     let capture = cfg.settings.budgets.capture_content;
+    let guardrails = cfg.settings.guardrails.tool.as_slice();
     let jobs = calls.iter().zip(plans).map(|(call, plan)| async move {
         let started = Instant::now();
         let executed = match plan {
@@ -157,16 +176,20 @@ pub(crate) async fn run_tool_calls<T>(
             }
             Plan::Decided(result, outcome, _) => Executed::answered(result, outcome),
             Plan::Hold => Executed::waiting(call, PauseReason::Approval),
+            Plan::Guarded(result, name, trip) => {
+                let verdict = if trip.is_some() { "trip" } else { "deny" };
+                let mut done =
+                    Executed::answered(result.clone(), CallOutcome::NotRun(result.content));
+                match trip {
+                    Some(reason) => done.trip = Some((name, reason)),
+                    None => done.interventions.push((name, verdict)),
+                }
+                done
+            }
             Plan::Run(tool) => {
                 let ids = (trace_id, run_id, deadline);
-                let run = execute(
-                    tool,
-                    call,
-                    ids,
-                    (state, link),
-                    (timeout, max_bytes),
-                    capture,
-                );
+                let context = (state, link, guardrails);
+                let run = execute(tool, call, ids, context, (timeout, max_bytes), capture);
                 match ledger {
                     Some(ledger) => {
                         ledger
@@ -175,6 +198,21 @@ pub(crate) async fn run_tool_calls<T>(
                     }
                     None => run.await,
                 }
+            }
+            Plan::RunWith(tool, replaced, name) => {
+                let ids = (trace_id, run_id, deadline);
+                let context = (state, link, guardrails);
+                let run = execute(tool, &replaced, ids, context, (timeout, max_bytes), capture);
+                let mut done = match ledger {
+                    Some(ledger) => {
+                        ledger
+                            .execute(&replaced, tool.irreversible, (trace_id, observers), run)
+                            .await
+                    }
+                    None => run.await,
+                };
+                done.interventions.insert(0, (name, "replace"));
+                done
             }
         };
         observers.notify(&RunEvent::ToolFinished {
@@ -238,7 +276,7 @@ async fn execute(
     tool: &CompiledTool,
     call: &ToolCall,
     (trace_id, run_id, deadline): (&Arc<str>, &Arc<str>, Option<tokio::time::Instant>),
-    (state, link): (&Arc<StateMap>, &Arc<RunLink>),
+    (state, link, guardrails): (&Arc<StateMap>, &Arc<RunLink>, &[ToolGuardrail]),
     (timeout, max_bytes): (Duration, usize),
     capture: bool,
 ) -> Executed {
@@ -322,8 +360,16 @@ async fn execute(
         span.record("error.type", kind);
         span.record("otel.status_code", "error");
     }
+    let mut redacted = Vec::new();
     let executed = match content {
         Ok(text) => {
+            let text = if guardrails.is_empty() {
+                text
+            } else {
+                let (text, by) = guardrails::after_tool(guardrails, call, text);
+                redacted = by;
+                text
+            };
             let text = truncate(text, max_bytes);
             Executed {
                 outcome: CallOutcome::Succeeded(text.clone()),
@@ -332,6 +378,8 @@ async fn execute(
                 pause: None,
                 escalation,
                 children,
+                interventions: Vec::new(),
+                trip: None,
             }
         }
         Err(text) => {
@@ -343,6 +391,8 @@ async fn execute(
                 pause: None,
                 escalation,
                 children,
+                interventions: Vec::new(),
+                trip: None,
             }
         }
     };
@@ -350,7 +400,54 @@ async fn execute(
         // What the model is shown, after truncation.
         span.record("gen_ai.tool.call.result", executed.result.content.as_str());
     }
+    let mut executed = executed;
     executed
+        .interventions
+        .extend(redacted.into_iter().map(|name| (name, "redact")));
+    executed
+}
+
+/// The plan of a call the tool guardrails may deny, change or trip on.
+fn guard_call<'c>(
+    guardrails: &[ToolGuardrail],
+    tool: &'c CompiledTool,
+    call: &ToolCall,
+) -> Plan<'c> {
+    if guardrails.is_empty() {
+        return Plan::Run(tool);
+    }
+    match guardrails::before_tool(guardrails, call) {
+        Before::Run => Plan::Run(tool),
+        Before::Replaced(arguments, name) => match tool.validator.validate(&arguments) {
+            Ok(()) => {
+                let replaced = ToolCall {
+                    arguments,
+                    ..call.clone()
+                };
+                Plan::RunWith(tool, replaced, name)
+            }
+            Err(errors) => {
+                let text = format!(
+                    "{} was not run: the guardrail {name} replaced its arguments with ones \
+                     that do not validate: {errors}",
+                    call.name
+                );
+                Plan::Guarded(ToolResult::error(&call.id, &call.name, text), name, None)
+            }
+        },
+        Before::Deny(name, message) => {
+            let text = format!("{} was not run: {message}", call.name);
+            Plan::Guarded(ToolResult::error(&call.id, &call.name, text), name, None)
+        }
+        Before::Trip(name, reason) => {
+            let text = format!("{} was not run: the guardrail {name} tripped", call.name);
+            Plan::Guarded(
+                ToolResult::error(&call.id, &call.name, text),
+                name,
+                Some(reason),
+            )
+        }
+    }
 }
 
 /// `text` cut to at most `max_bytes` bytes (at a character boundary) plus a note saying

@@ -308,6 +308,18 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         let mut results = Vec::with_capacity(executed.len());
         let mut escalation = None;
         for (call, mut done) in calls.iter().zip(executed) {
+            for (name, verdict) in std::mem::take(&mut done.interventions) {
+                self.guardrail_intervened(&name, stage_of(verdict), verdict, Some(&call.id));
+            }
+            if let Some(trip) = done.trip.take()
+                && self.trip.is_none()
+            {
+                self.guardrail_intervened(&trip.0, "tool_before", "trip", Some(&call.id));
+                self.trip = Some(AgentError::GuardrailTripped {
+                    guardrail: trip.0,
+                    reason: trip.1,
+                });
+            }
             if escalation.is_none() {
                 escalation = done.escalation.take();
             }
@@ -329,6 +341,10 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         // answered.
         if let Some((tool, message)) = self.fatal.clone() {
             return Next::Stop(Err(AgentError::ToolFatal { tool, message }));
+        }
+        // A tool guardrail that tripped, likewise.
+        if let Some(tripped) = self.trip.take() {
+            return Next::Stop(Err(tripped));
         }
         // A tool that said a person must take over, likewise.
         if let Some((reason, summary)) = escalation {
@@ -356,5 +372,14 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     pub(super) fn remember_correction(&mut self, text: String) -> String {
         self.last_correction = Some(text.clone());
         text
+    }
+}
+
+/// Where a tool guardrail's verdict came from.
+fn stage_of(verdict: &str) -> &'static str {
+    if verdict == "redact" {
+        "tool_after"
+    } else {
+        "tool_before"
     }
 }
