@@ -127,7 +127,7 @@ mod validate;
 pub use agent_macros::{agent_output, agent_type, tool};
 pub use backoff::Backoff;
 pub use batch::{Batch, Receipt, run_batch};
-pub use config::{AgentConfig, AgentConfigBuilder, OutputValidator};
+pub use config::{AgentConfig, AgentConfigBuilder, Handoff, HistoryFilter, OutputValidator};
 pub use error::{
     AgentError, Attempt, AttemptKind, Budget, Category, ConfigError, Ending, ModelFailures,
     StuckReason,

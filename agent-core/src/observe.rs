@@ -49,6 +49,15 @@ pub enum RunEvent<'a> {
         /// The failure.
         error: &'a LlmError,
     },
+    /// The conversation went to another agent (the builder's `handoff`).
+    Handoff {
+        /// The run's trace id.
+        trace_id: &'a str,
+        /// The agent that handed over.
+        from: &'a str,
+        /// The agent that has the conversation now.
+        to: &'a str,
+    },
     /// A guardrail did not pass (see `agent_core::guardrail`): it rejected an answer,
     /// denied or changed a tool call, redacted a result, or tripped.
     Guardrail {

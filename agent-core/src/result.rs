@@ -13,6 +13,10 @@ use crate::usage::Usage;
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct AgentResult<T> {
+    /// The agent that had the conversation at the end (the one that answered, on
+    /// success): the config's name, or the last agent handed off to (the builder's
+    /// `handoff`).
+    pub agent: String,
     /// The validated value, or the one error the run ended with.
     pub outcome: Result<T, AgentError>,
     /// The raw final text: the submitted arguments as JSON on success, the last

@@ -127,6 +127,12 @@ budgets! {
         set(u32) |v| v,
         check |_| None,
         fingerprint Some("max_parse_retries"), |v| json!(v);
+    /// Transfers of the conversation to another agent per run (default 4; see the
+    /// builder's `handoff`): one more ends the run `stuck` (`StuckReason::Handoffs`).
+    max_handoffs: u32 = 4,
+        set(u32) |v| v,
+        check |_| None,
+        fingerprint None, |_| Value::Null;
     /// The output-token cap per LLM call (tokens, default 4096; at least 1).
     max_tokens: u32 = 4096,
         set(u32) |v| v,

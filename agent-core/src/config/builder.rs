@@ -64,6 +64,7 @@ pub(crate) struct Settings<T> {
     pub(crate) observer: Option<Arc<dyn Observer>>,
     pub(crate) stores: StoreSettings,
     pub(crate) guardrails: super::guardrails::Guardrails<T>,
+    pub(crate) handoffs: Vec<super::handoff::Handoff<T>>,
 }
 
 impl<T> Clone for Settings<T> {
@@ -90,6 +91,7 @@ impl<T> Clone for Settings<T> {
             observer: self.observer.clone(),
             stores: self.stores.clone(),
             guardrails: self.guardrails.clone(),
+            handoffs: self.handoffs.clone(),
         }
     }
 }
@@ -118,6 +120,7 @@ impl<T> Settings<T> {
             observer: None,
             stores: StoreSettings::default(),
             guardrails: super::guardrails::Guardrails::default(),
+            handoffs: Vec::new(),
         }
     }
 }

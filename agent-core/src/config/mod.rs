@@ -6,6 +6,8 @@ mod checks;
 mod fallback;
 mod fingerprint;
 mod guardrails;
+mod handoff;
+pub use handoff::{Handoff, HistoryFilter};
 mod stores;
 mod table;
 
@@ -180,7 +182,8 @@ impl<T: AgentOutput> AgentConfig<T> {
     }
 
     /// The tools offered in an ordinary turn (user tools, `submit_output` in tool
-    /// mode, and `escalate_to_human` when enabled), as `build()` froze them: a
+    /// mode, `escalate_to_human` when enabled, and a `transfer_to_{name}` per
+    /// handoff), as `build()` froze them: a
     /// [`ToolSource`](crate::ToolSource)'s tools as they were then (runs follow its
     /// later changes).
     pub fn tool_definitions(&self) -> &[ToolDefinition] {
@@ -323,6 +326,7 @@ impl<T: AgentOutput> AgentConfig<T> {
         } else {
             None
         };
+        offered.extend(handoff::definitions(&settings.handoffs, &offered)?);
         let wrap_up_offered = (!wrap_up.is_empty()).then(|| Arc::from(wrap_up));
         let prompt_cache = match settings.budgets.prompt_caching {
             PromptCaching::On => true,

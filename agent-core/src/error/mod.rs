@@ -195,6 +195,12 @@ pub enum StuckReason {
         /// The number of turns.
         turns: u32,
     },
+    /// The agents transferred the conversation more than `max_handoffs` times (a
+    /// ping-pong between two agents).
+    Handoffs {
+        /// The limit (`max_handoffs`).
+        limit: u32,
+    },
 }
 
 /// The one typed failure a run can end with.
@@ -568,6 +574,12 @@ impl fmt::Display for StuckText<'_> {
             ),
             StuckReason::NoProgress { turns } => {
                 write!(f, "{turns} turns in a row brought no new tool results")
+            }
+            StuckReason::Handoffs { limit } => {
+                write!(
+                    f,
+                    "the agents handed the conversation over more than {limit} times"
+                )
             }
         }
     }

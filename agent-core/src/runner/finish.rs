@@ -41,7 +41,9 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         );
         let mut transcript = self.request.messages;
         answer_last_turn(&mut transcript, &outcome);
+        let agent = self.agents.last().cloned().unwrap_or_default();
         let mut result = AgentResult {
+            agent,
             outcome,
             output,
             trace_id: self.trace_id.to_string(),

@@ -17,6 +17,7 @@ mod fallback;
 mod finish;
 mod guard;
 mod guardrails;
+mod handoff;
 mod ledger;
 mod pause;
 mod replay;
@@ -282,4 +283,9 @@ struct Run<'c, T> {
     reserved: child::Reserved,
     /// A guardrail that tripped during the turn: the run ends with it after the turn.
     trip: Option<AgentError>,
+    /// The agents that had the conversation, in order: the config's, then each one
+    /// handed off to (see `handoff.rs`).
+    agents: Vec<String>,
+    /// The first agent's `max_handoffs`: the bound of the whole run.
+    max_handoffs: u32,
 }

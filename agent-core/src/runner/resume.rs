@@ -255,6 +255,7 @@ fn rebuild<T: AgentOutput>(
             .ok_or("a failed run without its error")?)
     };
     Ok(AgentResult {
+        agent: cfg.settings.name.clone(),
         outcome,
         output: f.output.into_owned(),
         trace_id: f.trace_id.into_owned(),

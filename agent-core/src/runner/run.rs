@@ -120,6 +120,8 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             link: None,
             reserved: super::child::Reserved::default(),
             trip: None,
+            agents: vec![s.name.clone()],
+            max_handoffs: s.budgets.max_handoffs,
         }
     }
 

@@ -245,7 +245,9 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         )
     }
 
-    pub(super) async fn on_tool_calls(&mut self, calls: &[ToolCall]) -> Next<T> {
+    /// The turn's calls of user tools (transfers are taken out before, in
+    /// `handoff.rs`).
+    pub(super) async fn on_user_tool_calls(&mut self, calls: &[ToolCall]) -> Next<T> {
         if self.wrap_up_turn {
             // Only submit_output (and escalate_to_human) was offered: nothing else runs
             // in the last LLM call.
