@@ -1,62 +1,45 @@
 //! [`CheckpointStore`] for [`Store`]: one row per run in `checkpoints`, replaced in
 //! place at every boundary, and one row per tool execution in `tool_ledger`.
 //!
-//! Each write is one statement in its own commit (an upsert), written directly on the
-//! writing pool, not through the batching writer: a checkpoint must be durable before
-//! the run goes on. On SQLite the commit survives a killed process (WAL,
-//! `synchronous=NORMAL`); on PostgreSQL it is the server's commit.
+//! `save` (used by `record_decisions`) is one statement in its own commit on the writing
+//! pool. The runner's writes (`save_fenced`, `record_tool_fenced`, `record_tool`) go
+//! through the store's checkpoint writer (`checkpoint_writer.rs`): group commit, each
+//! caller waiting for the commit that holds its write and getting its own outcome, so a
+//! write is durable before the call resolves. On SQLite the commit survives a killed
+//! process (WAL, `synchronous=NORMAL`); on PostgreSQL it is the server's commit.
 //!
-//! The fenced writes are single statements too, so the check and the write are one
-//! step: `save_fenced` is an upsert whose update holds only `WHERE checkpoints.seq =
-//! taken_at OR checkpoints.writer = excluded.writer` (PostgreSQL re-checks it on the
-//! row's latest version under the row lock; SQLite runs one writer at a time), and
-//! `record_tool_fenced` inserts only when the run's checkpoint row is absent or its
-//! writer's, reading that row `FOR SHARE` on PostgreSQL so that a take-over (which
-//! updates the row) waits for the entry's commit, or the entry's check waits for the
-//! take-over's and then sees the new writer.
+//! The fenced writes keep the check and the write in one statement: the fenced save is
+//! an upsert whose update holds only where the stored row is the writer's or its `seq`
+//! is `taken_at` (PostgreSQL re-checks it on the row's latest version under the row
+//! lock; SQLite runs one writer at a time), and a fenced ledger entry is inserted only
+//! when the run's checkpoint row is absent or its writer's, reading that row `FOR
+//! SHARE` on PostgreSQL so that a take-over (which updates the row) waits for the
+//! entry's commit, or the entry's check waits for the take-over's and then sees the new
+//! writer.
 
 use agent_core::StoreError;
 use agent_core::store::{CheckpointRecord, CheckpointStore, LedgerEntry, SaveOutcome, StoreFuture};
 use sqlx::Row;
 
 use crate::Store;
-use crate::db::{Backend, check_key, column, db_error, db_ms, on_read_pool, on_write_pool};
+use crate::checkpoint_writer::{CheckpointRow, Item, LedgerRow};
+use crate::db::{check_key, column, db_error, db_ms, on_read_pool, on_write_pool};
 
-/// The fenced save: an upsert that updates only a row still the writer's.
-const SAVE_FENCED: &str = "INSERT INTO checkpoints \
-     (run_id, seq, finished, fingerprint, updated_at_ms, header, state, writer) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-     ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, \
-     finished = excluded.finished, fingerprint = excluded.fingerprint, \
-     updated_at_ms = excluded.updated_at_ms, header = excluded.header, \
-     state = excluded.state, writer = excluded.writer \
-     WHERE checkpoints.seq = $9 OR checkpoints.writer = excluded.writer";
-
-/// The fenced `started` entry on SQLite (one writer at a time: the check and the insert
-/// see the same row).
-const START_TOOL_SQLITE: &str = "INSERT INTO tool_ledger \
-     (run_id, call_id, tool, status, updated_at_ms, body) \
-     SELECT $1, $2, $3, $4, $5, $6 \
-     WHERE NOT EXISTS (SELECT 1 FROM checkpoints WHERE run_id = $1 AND writer <> $7) \
-     ON CONFLICT (run_id, call_id) DO UPDATE SET tool = excluded.tool, \
-     status = excluded.status, updated_at_ms = excluded.updated_at_ms, body = excluded.body";
-
-/// The fenced `started` entry on PostgreSQL: the checkpoint row is read `FOR SHARE`, so a
-/// concurrent take-over of the run waits for this commit (or this check for its).
-const START_TOOL_POSTGRES: &str = "WITH owner AS \
-     (SELECT writer FROM checkpoints WHERE run_id = $1 FOR SHARE) \
-     INSERT INTO tool_ledger (run_id, call_id, tool, status, updated_at_ms, body) \
-     SELECT $1, $2, $3, $4, $5, $6 \
-     WHERE NOT EXISTS (SELECT 1 FROM owner WHERE writer <> $7) \
-     ON CONFLICT (run_id, call_id) DO UPDATE SET tool = excluded.tool, \
-     status = excluded.status, updated_at_ms = excluded.updated_at_ms, body = excluded.body";
-
-fn outcome(rows: u64) -> SaveOutcome {
-    if rows == 0 {
-        SaveOutcome::Fenced
-    } else {
-        SaveOutcome::Saved
-    }
+/// A ledger entry as the checkpoint writer stores it; `writer` set: fenced.
+fn ledger_row(entry: &LedgerEntry, writer: Option<String>) -> Result<LedgerRow, StoreError> {
+    check_key("run id", &entry.run_id)?;
+    check_key("call id", &entry.call_id)?;
+    let body = serde_json::to_string(entry)
+        .map_err(|e| StoreError::invalid(format!("cannot encode a ledger entry: {e}")))?;
+    Ok(LedgerRow {
+        run_id: entry.run_id.clone(),
+        call_id: column(&entry.call_id),
+        tool: column(&entry.tool),
+        status: entry.status.as_str(),
+        updated_at_ms: db_ms(now_ms()),
+        body,
+        writer,
+    })
 }
 
 fn now_ms() -> u64 {
@@ -131,27 +114,18 @@ impl CheckpointStore for Store {
         Box::pin(async move {
             check_key("run id", &checkpoint.run_id)?;
             self.shared.ready().await?;
-            self.shared.check_file()?;
-            let seq = i64::try_from(checkpoint.seq).unwrap_or(i64::MAX);
-            let taken_at = i64::try_from(taken_at).unwrap_or(i64::MAX);
-            let rows = on_write_pool!(&self.shared.pools, pool, DB => {
-                sqlx::query(SAVE_FENCED)
-                    .bind(checkpoint.run_id.as_str())
-                    .bind(seq)
-                    .bind(checkpoint.finished)
-                    .bind(column(&checkpoint.fingerprint))
-                    .bind(db_ms(checkpoint.updated_at_ms))
-                    .bind(column(&checkpoint.header))
-                    .bind(column(&checkpoint.state))
-                    .bind(column(&checkpoint.writer))
-                    .bind(taken_at)
-                    .execute(pool)
-                    .await
-                    .map_err(db_error)?
-                    .rows_affected()
-            });
-            self.shared.check_file()?;
-            Ok(outcome(rows))
+            let row = CheckpointRow {
+                run_id: checkpoint.run_id.clone(),
+                seq: i64::try_from(checkpoint.seq).unwrap_or(i64::MAX),
+                finished: checkpoint.finished,
+                fingerprint: column(&checkpoint.fingerprint),
+                updated_at_ms: db_ms(checkpoint.updated_at_ms),
+                header: column(&checkpoint.header),
+                state: column(&checkpoint.state),
+                writer: column(&checkpoint.writer),
+                taken_at: i64::try_from(taken_at).unwrap_or(i64::MAX),
+            };
+            self.checkpoints.write(Item::Save(row)).await
         })
     }
 
@@ -161,32 +135,9 @@ impl CheckpointStore for Store {
         writer: &'a str,
     ) -> StoreFuture<'a, SaveOutcome> {
         Box::pin(async move {
-            check_key("run id", &entry.run_id)?;
-            check_key("call id", &entry.call_id)?;
-            let body = serde_json::to_string(entry)
-                .map_err(|e| StoreError::invalid(format!("cannot encode a ledger entry: {e}")))?;
+            let row = ledger_row(entry, Some(column(writer)))?;
             self.shared.ready().await?;
-            self.shared.check_file()?;
-            let sql = match self.shared.backend {
-                Backend::Postgres => START_TOOL_POSTGRES,
-                _ => START_TOOL_SQLITE,
-            };
-            let rows = on_write_pool!(&self.shared.pools, pool, DB => {
-                sqlx::query(sql)
-                    .bind(entry.run_id.as_str())
-                    .bind(column(&entry.call_id))
-                    .bind(column(&entry.tool))
-                    .bind(entry.status.as_str())
-                    .bind(db_ms(now_ms()))
-                    .bind(body)
-                    .bind(column(writer))
-                    .execute(pool)
-                    .await
-                    .map_err(db_error)?
-                    .rows_affected()
-            });
-            self.shared.check_file()?;
-            Ok(outcome(rows))
+            self.checkpoints.write(Item::Tool(row)).await
         })
     }
 
@@ -237,32 +188,9 @@ impl CheckpointStore for Store {
 
     fn record_tool<'a>(&'a self, entry: &'a LedgerEntry) -> StoreFuture<'a, ()> {
         Box::pin(async move {
-            check_key("run id", &entry.run_id)?;
-            check_key("call id", &entry.call_id)?;
-            let body = serde_json::to_string(entry)
-                .map_err(|e| StoreError::invalid(format!("cannot encode a ledger entry: {e}")))?;
+            let row = ledger_row(entry, None)?;
             self.shared.ready().await?;
-            self.shared.check_file()?;
-            on_write_pool!(&self.shared.pools, pool, DB => {
-                sqlx::query(
-                    "INSERT INTO tool_ledger \
-                     (run_id, call_id, tool, status, updated_at_ms, body) \
-                     VALUES ($1, $2, $3, $4, $5, $6) \
-                     ON CONFLICT (run_id, call_id) DO UPDATE SET tool = excluded.tool, \
-                     status = excluded.status, updated_at_ms = excluded.updated_at_ms, \
-                     body = excluded.body",
-                )
-                .bind(entry.run_id.as_str())
-                .bind(column(&entry.call_id))
-                .bind(column(&entry.tool))
-                .bind(entry.status.as_str())
-                .bind(db_ms(now_ms()))
-                .bind(body)
-                .execute(pool)
-                .await
-                .map_err(db_error)?;
-            });
-            self.shared.check_file()
+            self.checkpoints.write(Item::Tool(row)).await.map(drop)
         })
     }
 

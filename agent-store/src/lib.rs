@@ -100,6 +100,7 @@
 //! to an `embedding_vec vector` column and searched there with `<=>` (cosine distance).
 //! That path is not tested here: the development and CI servers have no pgvector.
 
+mod checkpoint_writer;
 mod checkpoints;
 mod db;
 mod documents;
@@ -119,6 +120,7 @@ use agent_core::{AgentConfig, AgentOutput, AgentResult};
 pub use db::Backend;
 pub use documents::Documents;
 
+use checkpoint_writer::CheckpointWriter;
 use db::Shared;
 use writer::Writer;
 
@@ -130,6 +132,8 @@ use writer::Writer;
 pub struct Store {
     pub(crate) shared: Arc<Shared>,
     pub(crate) writer: Arc<Writer>,
+    /// The group commit of checkpoint saves and ledger entries.
+    pub(crate) checkpoints: Arc<CheckpointWriter>,
 }
 
 impl std::fmt::Debug for Store {
@@ -311,7 +315,16 @@ impl Store {
             options.max_batch,
             options.write_behind,
         ));
-        Ok(Self { shared, writer })
+        let checkpoints = Arc::new(CheckpointWriter::spawn(
+            Arc::clone(&shared),
+            options.queue,
+            options.max_batch,
+        ));
+        Ok(Self {
+            shared,
+            writer,
+            checkpoints,
+        })
     }
 
     /// Which database this store uses.
