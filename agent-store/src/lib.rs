@@ -101,6 +101,7 @@
 //! That path is not tested here: the development and CI servers have no pgvector.
 
 mod checkpoints;
+mod dashboard;
 mod db;
 mod documents;
 mod memory;
@@ -116,6 +117,7 @@ use agent_core::store::{
 };
 use agent_core::{AgentConfig, AgentOutput, AgentResult};
 
+pub use dashboard::{DAY_MS, DayCount, PageCursor, RunFilter, RunScope, RunsPage, TurnCount};
 pub use db::Backend;
 pub use documents::Documents;
 
