@@ -158,7 +158,7 @@ mod tests {
                 llm_calls: 1 + (i * 7) % 9,
                 ..Usage::default()
             };
-            let category = (i % 11 == 0).then_some(Category::MaxLlmCalls);
+            let category = i.is_multiple_of(11).then_some(Category::MaxLlmCalls);
             runs.push(RunTally::new(ending, usage, Duration::ZERO).with_category(category));
         }
         let from_tallies = TurnStats::from_tallies(&runs, Some(8));

@@ -104,14 +104,16 @@ impl IntoResponse for PageError {
 }
 
 /// The viewer of a GET, or a redirect to the login page.
-pub(crate) fn gate(app: &App, headers: &HeaderMap, here: &str) -> Result<Viewer, Response> {
+pub(crate) fn gate(app: &App, headers: &HeaderMap, here: &str) -> Result<Viewer, Box<Response>> {
     match app.auth.viewer(headers) {
         Ok(viewer) => Ok(viewer),
         Err(Refusal::Login) => {
             let next = pages::login::encode_next(here);
-            Err(Redirect::to(&format!("/login?next={next}")).into_response())
+            Err(Box::new(
+                Redirect::to(&format!("/login?next={next}")).into_response(),
+            ))
         }
-        Err(other) => Err(PageError::from(other).into_response()),
+        Err(other) => Err(Box::new(PageError::from(other).into_response())),
     }
 }
 

@@ -33,7 +33,7 @@ fn record(
         "variant": variant,
         "fingerprint": "f",
         "model": "test",
-        "thread": if n % 2 == 0 { Some("even") } else { None },
+        "thread": if n.is_multiple_of(2) { Some("even") } else { None },
         "input": input,
         "output": {"queue": "billing"},
         "ending": ending,

@@ -96,7 +96,7 @@ pub(crate) async fn page(
 ) -> Response {
     let viewer = match gate(&app, &headers, "/") {
         Ok(v) => v,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     match body(&app, &params).await {
         Ok(body) => frame("Overview", "/", &viewer, body).into_response(),

@@ -23,7 +23,7 @@ const LIMIT: usize = 200;
 pub(crate) async fn page(axum::extract::State(app): State, headers: HeaderMap) -> Response {
     let viewer = match gate(&app, &headers, "/pending") {
         Ok(v) => v,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     match body(&app, &viewer).await {
         Ok(body) => frame("Pending approvals", "/pending", &viewer, body).into_response(),

@@ -56,7 +56,7 @@ pub(crate) async fn page(
     let here = format!("/runs/{}", encode(&id));
     let viewer = match gate(&app, &headers, &here) {
         Ok(v) => v,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     match body(&app, &viewer, &id, saved.saved.is_some()).await {
         Ok(body) => frame(&format!("Run {id}"), "/runs", &viewer, body).into_response(),

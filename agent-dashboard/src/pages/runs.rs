@@ -105,7 +105,7 @@ pub(crate) async fn page(
 ) -> Response {
     let viewer = match gate(&app, &headers, "/runs") {
         Ok(v) => v,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     match body(&app, &params).await {
         Ok(body) => frame("Runs", "/runs", &viewer, body).into_response(),

@@ -60,7 +60,7 @@ async fn load(app: &App, name: &str) -> Result<Comparison, PageError> {
 pub(crate) async fn list(axum::extract::State(app): State, headers: HeaderMap) -> Response {
     let viewer = match gate(&app, &headers, "/sweeps") {
         Ok(v) => v,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let body = async {
         let dir = dir(&app)?;
@@ -104,7 +104,7 @@ pub(crate) async fn page(
 ) -> Response {
     let viewer = match gate(&app, &headers, "/sweeps") {
         Ok(v) => v,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     match page_of(&app, &name).await {
         Ok(body) => frame(&format!("Sweep {name}"), "/sweeps", &viewer, body).into_response(),
@@ -120,7 +120,7 @@ pub(crate) async fn chart(
     Path(name): Path<String>,
 ) -> Response {
     if let Err(r) = gate(&app, &headers, "/sweeps") {
-        return r;
+        return *r;
     }
     let svg = async {
         let comparison = load(&app, &name).await?;

@@ -30,7 +30,7 @@ pub(crate) async fn page(
 ) -> Response {
     let viewer = match gate(&app, &headers, "/turns") {
         Ok(v) => v,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     match body(&app, &params).await {
         Ok(body) => frame("Turns", "/turns", &viewer, body).into_response(),
