@@ -118,7 +118,9 @@ pub(crate) fn gate(app: &App, headers: &HeaderMap, here: &str) -> Result<Viewer,
 }
 
 /// Security headers on every response: no scripts, no frames, nothing fetched from
-/// elsewhere, no MIME sniffing, no referrer.
+/// elsewhere, no MIME sniffing, no referrer to other sites (`same-origin`:
+/// with `no-referrer` browsers send `Origin: null` on form posts, which the origin check
+/// refuses).
 async fn secure(mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(
@@ -134,7 +136,7 @@ async fn secure(mut response: Response) -> Response {
     );
     headers.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response

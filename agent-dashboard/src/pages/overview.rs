@@ -175,8 +175,8 @@ async fn body(app: &crate::server::App, params: &ScopeParams) -> Result<Markup, 
             a href={ "/runs?" (scope.query()) } { "list them" } " · "
             a href={ "/turns?" (scope.query()) } { "turns" }
         }
-        (pager("escalated", "gave-up rate, the product's pager", &per_day, Ending::Escalated, escalated_max))
-        (pager("stuck", "stuck rate, engineering's pager", &per_day, Ending::Stuck, stuck_max))
+        (pager("escalated", "the gave-up rate: the product's pager", &per_day, Ending::Escalated, escalated_max))
+        (pager("stuck", "engineering's pager", &per_day, Ending::Stuck, stuck_max))
         @if all.store_failures > 0 {
             p.alert #store-failures { (count(all.store_failures)) " failed store calls in this range (metadata store_failures)." }
         } @else {

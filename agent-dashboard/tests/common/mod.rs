@@ -293,3 +293,54 @@ pub fn csrf_of(html: &str) -> String {
     let at = html.find("name=\"csrf\" value=\"").expect("a csrf field") + 19;
     html[at..].split('"').next().unwrap().to_owned()
 }
+
+/// Refunds an order (needs a person's approval).
+#[tool]
+async fn refund(order_id: String, amount: f64) -> String {
+    format!("refunded {amount} on {order_id}")
+}
+
+/// A run paused on a `refund` call waiting for approval (checkpoints in `store`).
+pub async fn paused_run(store: &Store, run_id: &str) -> AgentResult<Triage> {
+    let model = ScriptedModel::new()
+        .tool_call("refund", json!({"order_id": "NW-7", "amount": 250.0}))
+        .submit(json!({"queue": "returns", "severity": 2}));
+    let config: AgentConfig<Triage> = AgentConfig::builder("triage")
+        .llm(model)
+        .tools(tools![refund])
+        .feedback_store(store.clone())
+        .trace_store(store.clone())
+        .checkpoints(store.clone())
+        .approval(|call, _| call.name == "refund")
+        .build()
+        .unwrap();
+    let result = run_agent_with(
+        &config,
+        "Refund NW-7 please <script>alert(7)</script>",
+        RunOptions::new().run_id(run_id),
+    )
+    .await;
+    assert_eq!(result.ending(), Ending::Paused, "{:?}", result.outcome);
+    result
+}
+
+/// A stored sweep comparison (two variants of the built-in test model) in `dir` as
+/// `NAME.json`.
+pub async fn stored_sweep(dir: &std::path::Path, name: &str) {
+    use agent_core::eval::{Sample, SweepOptions, Variant, sweep};
+    let base: AgentConfig<Triage> = AgentConfig::builder("sweep").model("test").build().unwrap();
+    let capped = base.with_(|b| b.max_llm_calls(3)).unwrap();
+    let samples: Vec<Sample> = (0..4)
+        .map(|i| Sample::new(format!("s{i}"), format!("ticket {i}")))
+        .collect();
+    let comparison = sweep(
+        &[Variant::new("base", base), Variant::new("capped", capped)],
+        &samples,
+        &SweepOptions::new(),
+    )
+    .await
+    .unwrap();
+    comparison
+        .write_json(dir.join(format!("{name}.json")))
+        .unwrap();
+}
