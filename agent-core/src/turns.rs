@@ -48,28 +48,47 @@ impl TurnStats {
     /// The turn data of runs as tallied ([`RunTally`]); `cap` is their
     /// `max_llm_calls` when known.
     pub fn from_tallies(runs: &[RunTally], cap: Option<u32>) -> Self {
+        Self::from_counts(
+            runs.iter().map(|r| {
+                let capped = r.category == Some(Category::MaxLlmCalls);
+                (r.ending, r.usage.llm_calls, capped, 1)
+            }),
+            cap,
+        )
+    }
+
+    /// The turn data of runs counted elsewhere (a database's `GROUP BY`): each item is
+    /// `(ending, llm_calls, ended with category max_llm_calls, runs)`; `cap` is their
+    /// `max_llm_calls` when known. The same rule as [`from_tallies`](Self::from_tallies)
+    /// (which calls this), without one value per run.
+    pub fn from_counts(
+        counts: impl IntoIterator<Item = (Ending, u32, bool, usize)>,
+        cap: Option<u32>,
+    ) -> Self {
         let mut stats = TurnStats {
             max_llm_calls: cap,
             ..TurnStats::default()
         };
-        let mut answered: Vec<u32> = Vec::new();
-        for r in runs {
-            let calls = r.usage.llm_calls;
+        let mut answered: BTreeMap<u32, usize> = BTreeMap::new();
+        for (ending, calls, max_llm_calls_category, runs) in counts {
+            if runs == 0 {
+                continue;
+            }
             *stats
                 .histogram
-                .entry(r.ending)
+                .entry(ending)
                 .or_default()
                 .entry(calls)
-                .or_insert(0) += 1;
-            let capped =
-                r.category == Some(Category::MaxLlmCalls) || cap.is_some_and(|c| calls >= c);
-            stats.hit_cap += usize::from(capped);
-            if r.ending == Ending::Answered {
-                answered.push(calls);
+                .or_insert(0) += runs;
+            let capped = max_llm_calls_category || cap.is_some_and(|c| calls >= c);
+            if capped {
+                stats.hit_cap += runs;
+            }
+            if ending == Ending::Answered {
+                *answered.entry(calls).or_insert(0) += runs;
             }
         }
-        answered.sort_unstable();
-        stats.answered_p95 = nearest_rank(&answered, 0.95);
+        stats.answered_p95 = nearest_rank_counted(&answered, 0.95);
         stats.suggested_max_llm_calls = stats.answered_p95.map(|p| p.saturating_add(1));
         stats
     }
@@ -95,6 +114,23 @@ impl TurnStats {
     }
 }
 
+/// As [`nearest_rank`], over values with their counts (`value -> how many`).
+fn nearest_rank_counted(counts: &BTreeMap<u32, usize>, q: f64) -> Option<u32> {
+    let n: usize = counts.values().sum();
+    if n == 0 {
+        return None;
+    }
+    let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
+    let mut seen = 0;
+    for (value, count) in counts {
+        seen += count;
+        if seen >= rank {
+            return Some(*value);
+        }
+    }
+    counts.keys().next_back().copied()
+}
+
 /// The value at quantile `q` (`0.0..=1.0`) of sorted values, by nearest rank: the
 /// `ceil(q × n)`-th smallest (at least the first). `None` for no values.
 pub(crate) fn nearest_rank<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
@@ -104,4 +140,41 @@ pub(crate) fn nearest_rank<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
     let n = sorted.len();
     let rank = ((q * n as f64).ceil() as usize).clamp(1, n);
     Some(sorted[rank - 1])
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::usage::Usage;
+
+    #[test]
+    fn counts_give_what_tallies_give() {
+        let mut runs = Vec::new();
+        for i in 0..57u32 {
+            let ending = [Ending::Answered, Ending::Exhausted, Ending::Stuck][(i % 3) as usize];
+            let usage = Usage {
+                llm_calls: 1 + (i * 7) % 9,
+                ..Usage::default()
+            };
+            let category = i.is_multiple_of(11).then_some(Category::MaxLlmCalls);
+            runs.push(RunTally::new(ending, usage, Duration::ZERO).with_category(category));
+        }
+        let from_tallies = TurnStats::from_tallies(&runs, Some(8));
+        let mut counts: BTreeMap<(Ending, u32, bool), usize> = BTreeMap::new();
+        for r in &runs {
+            let capped = r.category == Some(Category::MaxLlmCalls);
+            *counts
+                .entry((r.ending, r.usage.llm_calls, capped))
+                .or_insert(0) += 1;
+        }
+        let from_counts = TurnStats::from_counts(
+            counts.into_iter().map(|((e, c, m), n)| (e, c, m, n)),
+            Some(8),
+        );
+        assert_eq!(from_counts, from_tallies);
+        assert_eq!(from_counts.answered_p95, Some(7));
+        assert_eq!(from_counts.suggested_max_llm_calls, Some(8));
+    }
 }

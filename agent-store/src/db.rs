@@ -621,6 +621,16 @@ impl<'s> MigrationSource<'s> for Migrations {
                 Cow::Borrowed(MIGRATION_4),
                 false,
             ),
+            Migration::new(
+                5,
+                Cow::Borrowed("dashboard: generated columns and indexes (src/dashboard.rs)"),
+                MigrationType::Simple,
+                Cow::Borrowed(match self.0 {
+                    Backend::Sqlite => crate::dashboard::MIGRATION_5_SQLITE,
+                    Backend::Postgres => crate::dashboard::MIGRATION_5_POSTGRES,
+                }),
+                false,
+            ),
         ];
         Box::pin(async move { Ok(migrations) })
     }

@@ -102,6 +102,7 @@
 
 mod checkpoint_writer;
 mod checkpoints;
+mod dashboard;
 mod db;
 mod documents;
 mod memory;
@@ -117,6 +118,7 @@ use agent_core::store::{
 };
 use agent_core::{AgentConfig, AgentOutput, AgentResult};
 
+pub use dashboard::{DAY_MS, DayCount, PageCursor, RunFilter, RunScope, RunsPage, TurnCount};
 pub use db::Backend;
 pub use documents::Documents;
 
