@@ -204,7 +204,7 @@ pub async fn seed(store: &Store) -> Seeded {
             n += 1;
             out.push(record(
                 n,
-                if n % 3 == 0 { "b" } else { "a" },
+                if n.is_multiple_of(3) { "b" } else { "a" },
                 ending,
                 day,
                 calls + i % 2,
