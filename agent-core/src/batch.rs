@@ -98,6 +98,15 @@ pub struct Receipt {
     /// Store calls that failed over all runs (`AgentResult::store_failures`), plus a
     /// failed final flush; none of them changed an outcome.
     pub store_failures: u64,
+    /// Guardrail verdicts other than a pass over all runs
+    /// ([`Usage::guardrail_interventions`](crate::Usage::guardrail_interventions)):
+    /// output rejections, tool denials, replaced arguments, redacted results and trips.
+    pub guardrail_interventions: u64,
+    /// Child runs over all runs: agents the runs called as tools (the entries of
+    /// [`Usage::children`](crate::Usage::children), their own children included). Their
+    /// tokens and cost are in the totals above; their LLM calls and tool executions
+    /// are not.
+    pub child_runs: u64,
     /// LLM calls per run: histogram per ending, cap hits, suggested `max_llm_calls`.
     pub turns: TurnStats,
 }
@@ -144,6 +153,10 @@ impl Receipt {
             if let Some(cost) = run.usage.cost_usd {
                 r.cost_usd = Some(r.cost_usd.unwrap_or(0.0) + cost);
             }
+            r.guardrail_interventions = r
+                .guardrail_interventions
+                .saturating_add(u64::from(run.usage.guardrail_interventions));
+            r.child_runs = r.child_runs.saturating_add(child_runs(&run.usage));
             durations.push(run.duration);
             r.store_failures = r.store_failures.saturating_add(run.store_failures);
         }
@@ -160,6 +173,15 @@ impl Receipt {
     pub fn count(&self, ending: Ending) -> usize {
         self.endings.get(&ending).copied().unwrap_or(0)
     }
+}
+
+/// The child runs of a run, at every depth.
+fn child_runs(usage: &crate::Usage) -> u64 {
+    usage
+        .children
+        .iter()
+        .map(|c| 1 + child_runs(&c.usage))
+        .sum()
 }
 
 /// The nearest-rank percentile of sorted durations (zero for none).
@@ -203,6 +225,13 @@ impl fmt::Display for Receipt {
         }
         writeln!(f, "{:<28} {:>16}", "llm calls", self.llm_calls)?;
         writeln!(f, "{:<28} {:>16}", "tool calls", self.tool_calls)?;
+        if self.child_runs > 0 {
+            writeln!(f, "{:<28} {:>16}", "child runs", self.child_runs)?;
+        }
+        if self.guardrail_interventions > 0 {
+            let n = self.guardrail_interventions;
+            writeln!(f, "{:<28} {:>16}", "guardrail interventions", n)?;
+        }
         writeln!(f, "{:<28} {:>16}", "input tokens", self.input_tokens)?;
         writeln!(f, "{:<28} {:>16}", "output tokens", self.output_tokens)?;
         let cost = self

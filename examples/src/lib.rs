@@ -2,5 +2,6 @@
 //! data in `examples/data/` (tickets and `orders.json`).
 
 pub mod cli;
+pub mod delegation;
 pub mod labels;
 pub mod triage;

@@ -38,8 +38,10 @@ const TIMEOUT_SHARE: f64 = 0.9;
 ///   `max_cost_usd`): a child's LLM call is allowed when its estimate (its last
 ///   call's tokens and cost, the rule a run applies to its own caps) fits under every
 ///   cap above it, counting what the whole tree spent and what calls in flight
-///   reserved, so children running at once share what is left; a child with no price
-///   under a parent that caps cost does not run;
+///   reserved, so children running at once share what is left; a child's first call
+///   has no estimate yet and runs when the tree is still under every cap, so a tree
+///   can pass a cap by at most one call per child run in flight; a child with no
+///   price under a parent that caps cost does not run;
 /// - has its own loop budgets (`max_llm_calls`, `max_tool_calls`, ...);
 /// - adds its tokens and cost to the parent's [`Usage`](crate::Usage) and is listed in
 ///   [`Usage::children`](crate::Usage::children) with its trace id and ending;
