@@ -54,7 +54,7 @@ use std::time::Duration;
 pub use anthropic::AnthropicClient;
 pub use embeddings::EmbeddingClient;
 pub use gemini::GeminiClient;
-pub use openai::OpenAiClient;
+pub use openai::{OpenAiClient, OpenAiResponsesClient};
 pub use routing::PREFIXES;
 pub(crate) use routing::route;
 
@@ -108,6 +108,12 @@ pub struct ProviderOptions {
     /// else [`OpenAiClient::AZURE_API_VERSION`], `2024-10-21`). Only the `azure/` route
     /// reads it.
     pub api_version: Option<String>,
+    /// OpenAI Responses API only ([`OpenAiResponsesClient`]): store each response on
+    /// OpenAI's side (`store: true`) and send only the new items with
+    /// `previous_response_id` when the history's last model turn came from this API;
+    /// `false` by default: stateless, `store: false`, the encrypted reasoning items
+    /// sent back in `input` (see `docs/providers.md`, "OpenAI Responses API").
+    pub store_responses: bool,
     /// The whole-request timeout, connect to last body byte (default 600 s, as the
     /// official SDKs).
     pub request_timeout: Duration,
@@ -128,6 +134,7 @@ impl Default for ProviderOptions {
             base_url: None,
             bearer_token: None,
             api_version: None,
+            store_responses: false,
             request_timeout: Duration::from_secs(600),
             connect_timeout: Duration::from_secs(5),
             max_response_bytes: 32 * 1024 * 1024,
@@ -162,6 +169,13 @@ impl ProviderOptions {
     #[must_use]
     pub fn with_api_version(mut self, version: impl Into<String>) -> Self {
         self.api_version = Some(version.into());
+        self
+    }
+
+    /// Sets [`store_responses`](Self::store_responses) (OpenAI Responses API).
+    #[must_use]
+    pub fn with_store_responses(mut self, store: bool) -> Self {
+        self.store_responses = store;
         self
     }
 
