@@ -104,7 +104,7 @@ impl EventAssembler {
             }
             "error" => {
                 let mut error = Map::new();
-                for field in ["code", "message", "param", "type"] {
+                for field in ["code", "message", "param"] {
                     if let Some(value) = event.get(field).filter(|v| !v.is_null()) {
                         error.insert(field.to_owned(), value.clone());
                     }
