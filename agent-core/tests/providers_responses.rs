@@ -144,6 +144,10 @@ async fn a_tool_call_then_submit_output_carries_the_reasoning_items_back() {
     assert_eq!(result.usage.input_tokens, 180 + 236);
     assert_eq!(result.usage.output_tokens, 96 + 58);
     assert_eq!(result.usage.cache_read_tokens, 128);
+    // Priced as gpt-5-mini: USD 0.25 input, 0.025 cached input, 2.00 output per MTok.
+    let cost = result.usage.cost_usd.unwrap();
+    let expected = ((180.0 + 236.0 - 128.0) * 0.25 + 128.0 * 0.025 + (96.0 + 58.0) * 2.0) / 1e6;
+    assert!((cost - expected).abs() < 1e-12, "{cost} vs {expected}");
     let bodies = bodies(&server).await;
     assert_eq!(bodies.len(), 2);
     // The flat function tool shape, not strict; tool choice auto with a real tool.

@@ -8,10 +8,13 @@
 //! | `ollama/NAME` | OpenAI-compatible ([`OpenAiClient::compatible`]) | `OLLAMA_HOST`, default `http://127.0.0.1:11434` |
 //! | `dispatch/NAME` | OpenAI-compatible fleet (vLLM, llama.cpp, TGI behind a load balancer) | `AGENT_DISPATCH_URL` (ends in `/v1`), `AGENT_DISPATCH_API_KEY` optional |
 //! | `azure/DEPLOYMENT` | Azure OpenAI Chat Completions ([`OpenAiClient::azure`]) | `AZURE_OPENAI_ENDPOINT`, `AZURE_OPENAI_API_KEY` (the `api-key` header) or a bearer token, `AZURE_OPENAI_API_VERSION` optional (default `2024-10-21`) |
+//! | `openai-responses/NAME`; the Responses-only `-pro`, `-codex`, `-deep-research` OpenAI names | OpenAI Responses API ([`OpenAiResponsesClient::openai`]) | as `gpt-` |
+//! | `azure-responses/DEPLOYMENT` | Azure OpenAI Responses API, v1 ([`OpenAiResponsesClient::azure`]) | as `azure/`, no API version |
 //! | `test` | the built-in [`TestModel`](crate::testing::TestModel) (no network) | |
 //!
 //! `o1`, `o3` and `o4` match the bare name or the name followed by `-` (`o3`, `o4-mini`).
-//! For `ollama/`, `dispatch/` and `azure/`, `NAME` is sent as the request's `model`; the other
+//! For `ollama/`, `dispatch/`, `azure/`, `openai-responses/` and `azure-responses/`,
+//! `NAME` is sent as the request's `model`; the other
 //! names are sent whole. The builder's `api_key` and `base_url` replace the environment
 //! variables; a base URL has the variable's meaning (`OLLAMA_HOST` is a host, the other
 //! URLs are API roots: `https://api.anthropic.com`, `https://api.openai.com/v1`,
