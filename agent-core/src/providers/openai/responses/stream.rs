@@ -157,3 +157,115 @@ impl Assembler for EventAssembler {
         response
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use serde_json::json;
+
+    use super::EventAssembler;
+    use crate::llm::StreamDelta;
+    use crate::providers::sse::{Assembler, Step};
+
+    fn step(assembler: &mut EventAssembler, data: &str, deltas: &mut Vec<String>) -> Step {
+        let mut sink = |delta: StreamDelta<'_>| {
+            deltas.push(match delta {
+                StreamDelta::Text(t) => format!("text {t}"),
+                StreamDelta::ToolCallStarted { index, id, name } => {
+                    format!("start {index} {id} {name}")
+                }
+                StreamDelta::ToolCallArguments { index, json } => format!("args {index} {json}"),
+                StreamDelta::Reasoning(r) => format!("reasoning {r}"),
+            });
+        };
+        assembler.on_event("", data, &mut sink)
+    }
+
+    #[test]
+    fn calls_are_keyed_by_output_index_and_the_items_stand_in_for_an_empty_output() {
+        let mut assembler = EventAssembler::default();
+        let mut deltas = Vec::new();
+        let events = [
+            json!({"type": "response.output_item.added", "output_index": 1,
+                   "item": {"type": "function_call", "call_id": "call_b", "name": "g", "arguments": ""}}),
+            json!({"type": "response.output_item.added", "output_index": 0,
+                   "item": {"type": "function_call", "call_id": "call_a", "name": "f", "arguments": ""}}),
+            json!({"type": "response.function_call_arguments.delta", "output_index": 1, "delta": "{\"y\":"}),
+            json!({"type": "response.function_call_arguments.delta", "output_index": 0, "delta": "{}"}),
+            // A delta for no open call, and an empty one, are nothing.
+            json!({"type": "response.function_call_arguments.delta", "output_index": 7, "delta": "x"}),
+            json!({"type": "response.output_text.delta", "output_index": 2, "delta": ""}),
+            json!({"type": "response.reasoning_summary_text.delta", "output_index": 3, "delta": "hm"}),
+            json!({"type": "response.output_item.done", "output_index": 1,
+                   "item": {"type": "function_call", "call_id": "call_b", "name": "g", "arguments": "{\"y\":1}"}}),
+            json!({"type": "response.output_item.done", "output_index": 0,
+                   "item": {"type": "function_call", "call_id": "call_a", "name": "f", "arguments": "{}"}}),
+        ];
+        for event in &events {
+            assert!(matches!(
+                step(&mut assembler, &event.to_string(), &mut deltas),
+                Step::More
+            ));
+        }
+        let end = json!({"type": "response.completed", "response": {"id": "resp_1", "status": "completed", "output": []}});
+        assert!(matches!(
+            step(&mut assembler, &end.to_string(), &mut deltas),
+            Step::End
+        ));
+        assert_eq!(
+            deltas,
+            [
+                "start 0 call_b g",
+                "start 1 call_a f",
+                "args 0 {\"y\":",
+                "args 1 {}",
+                "reasoning hm",
+            ]
+        );
+        let response = assembler.finish();
+        let ids: Vec<&str> = response
+            .output
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|i| i["call_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["call_a", "call_b"], "in output order");
+        assert_eq!(response.id.as_deref(), Some("resp_1"));
+    }
+
+    #[test]
+    fn error_events_and_malformed_events_are_told_apart() {
+        let mut assembler = EventAssembler::default();
+        let mut deltas = Vec::new();
+        let error = r#"{"type":"error","code":"rate_limit_exceeded","message":"slow down","param":null,"sequence_number":3}"#;
+        assert!(matches!(
+            step(&mut assembler, error, &mut deltas),
+            Step::Failed(e) if e == json!({"code": "rate_limit_exceeded", "message": "slow down"})
+        ));
+        let failed = r#"{"type":"response.failed","response":{"status":"failed","error":null}}"#;
+        assert!(matches!(
+            step(&mut assembler, failed, &mut deltas),
+            Step::Failed(e) if e["message"].as_str().is_some()
+        ));
+        for bad in [
+            "[1, 2]",
+            "{\"type\":",
+            r#"{"type":"response.completed","response":{"output":"none"}}"#,
+        ] {
+            assert!(
+                matches!(step(&mut assembler, bad, &mut deltas), Step::Undecodable(_)),
+                "{bad}"
+            );
+        }
+        // Unknown events and keep-alive noise are nothing.
+        for other in [r#"{"type":"response.queued"}"#, "", "[DONE]"] {
+            assert!(matches!(
+                step(&mut assembler, other, &mut deltas),
+                Step::More
+            ));
+        }
+        assert!(deltas.is_empty());
+    }
+}
