@@ -94,6 +94,17 @@ pub struct ToolCall {
     /// [`with_thought_signature`](Self::with_thought_signature).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thought_signature: Option<String>,
+    /// What the provider sent with the call that only it can read and that must go back
+    /// with the call when the history is sent again: for the OpenAI Responses API
+    /// ([`OpenAiResponsesClient`](crate::providers::OpenAiResponsesClient)), an object
+    /// `{"reasoning": [ITEM, ..], "response_id": "resp_.."}` holding the `reasoning`
+    /// output items (with their `encrypted_content`) that came before the call, sent
+    /// back ahead of it, and the id of the response (for `previous_response_id`). Other
+    /// adapters neither set nor send it; a switch to a fallback model drops it, as it
+    /// drops thought signatures. Set it with
+    /// [`with_provider_data`](Self::with_provider_data).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_data: Option<Value>,
 }
 
 impl ToolCall {
@@ -105,6 +116,7 @@ impl ToolCall {
             arguments,
             arguments_error: None,
             thought_signature: None,
+            provider_data: None,
         }
     }
 
@@ -112,6 +124,13 @@ impl ToolCall {
     #[must_use]
     pub fn with_thought_signature(mut self, signature: impl Into<String>) -> Self {
         self.thought_signature = Some(signature.into());
+        self
+    }
+
+    /// Sets the provider's opaque [`provider_data`](Self::provider_data).
+    #[must_use]
+    pub fn with_provider_data(mut self, data: Value) -> Self {
+        self.provider_data = Some(data);
         self
     }
 
@@ -130,6 +149,7 @@ impl ToolCall {
             arguments: Value::Object(serde_json::Map::new()),
             arguments_error: Some(error.into()),
             thought_signature: None,
+            provider_data: None,
         }
     }
 

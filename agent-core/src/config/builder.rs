@@ -355,6 +355,16 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         self
     }
 
+    /// For the OpenAI Responses API (`openai-responses/MODEL`): store responses on
+    /// OpenAI's side and chain turns with `previous_response_id` instead of sending the
+    /// whole history with its encrypted reasoning (default `false`, stateless); see
+    /// [`ProviderOptions::store_responses`].
+    #[must_use]
+    pub fn store_responses(mut self, store: bool) -> Self {
+        self.settings.provider.store_responses = store;
+        self
+    }
+
     /// The whole-request timeout of the HTTP adapters (default 600 s).
     #[must_use]
     pub fn request_timeout(mut self, timeout: Duration) -> Self {

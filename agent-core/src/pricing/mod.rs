@@ -104,6 +104,10 @@ impl ModelPrice {
 ///   the cache read rate; cache writes are priced as input.
 /// - `test` (the built-in scripted model): zero.
 ///
+/// A name routed to the OpenAI Responses API (`openai-responses/gpt-5-mini`) is priced as
+/// the model it names (`gpt-5-mini`: OpenAI bills both APIs alike) unless the table has
+/// an entry for the prefixed name itself.
+///
 /// Everything else is unpriced: local models (`ollama/`, `dispatch/`), and any model of a
 /// routable family that is not listed (newer versions such as `gpt-5.4` or
 /// `claude-sonnet-5`, legacy ones such as `gpt-4-turbo`), which is never priced as an
@@ -166,11 +170,17 @@ impl Pricing {
     /// The price of `model`: the entry with the longest prefix of the name, or `None` when
     /// no entry matches or the longest match is unpriced.
     pub fn price_of(&self, model: &str) -> Option<ModelPrice> {
-        self.entries
-            .iter()
-            .filter(|(prefix, _)| model.starts_with(prefix.as_str()))
-            .max_by_key(|(prefix, _)| prefix.len())
-            .and_then(|(_, price)| *price)
+        let entry = |model: &str| {
+            self.entries
+                .iter()
+                .filter(|(prefix, _)| model.starts_with(prefix.as_str()))
+                .max_by_key(|(prefix, _)| prefix.len())
+        };
+        match (entry(model), model.strip_prefix("openai-responses/")) {
+            (None, Some(name)) => entry(name),
+            (found, _) => found,
+        }
+        .and_then(|(_, price)| *price)
     }
 }
 
@@ -354,6 +364,10 @@ mod tests {
         );
         assert_eq!(p.price_of("gpt-5-2025-08-07").unwrap().input_per_mtok, 1.25);
         assert_eq!(p.price_of("gpt-5.2-pro").unwrap().output_per_mtok, 168.0);
+        assert_eq!(
+            p.price_of("openai-responses/gpt-5-2025-08-07"),
+            p.price_of("gpt-5-2025-08-07")
+        );
         assert_eq!(p.price_of("o3-mini").unwrap().input_per_mtok, 1.1);
         assert_eq!(p.price_of("o3").unwrap().input_per_mtok, 2.0);
     }

@@ -349,7 +349,9 @@ pub(crate) fn status_error(
 ///   standard mechanisms"): that is the case this table is for (C35).
 /// - OpenAI (<https://platform.openai.com/docs/guides/error-codes>): `invalid_request_error`
 ///   400, `invalid_api_key` 401, `model_not_found` 404, `context_length_exceeded` 400,
-///   `server_error` 500, `rate_limit_exceeded` 429.
+///   `server_error` 500, `rate_limit_exceeded` 429; the Responses API's `invalid_prompt`
+///   (a prompt flagged by its usage policies, sent as a stream's `error` event) 400
+///   (<https://platform.openai.com/docs/api-reference/responses-streaming>).
 /// - Google (the `google.rpc.Code` mapping, <https://cloud.google.com/apis/design/errors#handling_errors>):
 ///   `INVALID_ARGUMENT`, `FAILED_PRECONDITION`, `OUT_OF_RANGE` 400, `UNAUTHENTICATED` 401,
 ///   `PERMISSION_DENIED` 403, `NOT_FOUND` 404, `ABORTED` 409, `RESOURCE_EXHAUSTED` 429,
@@ -360,7 +362,8 @@ fn documented_status(label: &str) -> Option<u16> {
         | "context_length_exceeded"
         | "invalid_argument"
         | "failed_precondition"
-        | "out_of_range" => 400,
+        | "out_of_range"
+        | "invalid_prompt" => 400,
         "authentication_error" | "invalid_api_key" | "unauthenticated" => 401,
         "billing_error" => 402,
         "permission_error" | "permission_denied" => 403,

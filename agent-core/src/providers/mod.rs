@@ -8,10 +8,13 @@
 //! | `ollama/NAME` | OpenAI-compatible ([`OpenAiClient::compatible`]) | `OLLAMA_HOST`, default `http://127.0.0.1:11434` |
 //! | `dispatch/NAME` | OpenAI-compatible fleet (vLLM, llama.cpp, TGI behind a load balancer) | `AGENT_DISPATCH_URL` (ends in `/v1`), `AGENT_DISPATCH_API_KEY` optional |
 //! | `azure/DEPLOYMENT` | Azure OpenAI Chat Completions ([`OpenAiClient::azure`]) | `AZURE_OPENAI_ENDPOINT`, `AZURE_OPENAI_API_KEY` (the `api-key` header) or a bearer token, `AZURE_OPENAI_API_VERSION` optional (default `2024-10-21`) |
+//! | `openai-responses/NAME`; the Responses-only `-pro`, `-codex`, `-deep-research` OpenAI names | OpenAI Responses API ([`OpenAiResponsesClient::openai`]) | as `gpt-` |
+//! | `azure-responses/DEPLOYMENT` | Azure OpenAI Responses API, v1 ([`OpenAiResponsesClient::azure`]) | as `azure/`, no API version |
 //! | `test` | the built-in [`TestModel`](crate::testing::TestModel) (no network) | |
 //!
 //! `o1`, `o3` and `o4` match the bare name or the name followed by `-` (`o3`, `o4-mini`).
-//! For `ollama/`, `dispatch/` and `azure/`, `NAME` is sent as the request's `model`; the other
+//! For `ollama/`, `dispatch/`, `azure/`, `openai-responses/` and `azure-responses/`,
+//! `NAME` is sent as the request's `model`; the other
 //! names are sent whole. The builder's `api_key` and `base_url` replace the environment
 //! variables; a base URL has the variable's meaning (`OLLAMA_HOST` is a host, the other
 //! URLs are API roots: `https://api.anthropic.com`, `https://api.openai.com/v1`,
@@ -54,7 +57,7 @@ use std::time::Duration;
 pub use anthropic::AnthropicClient;
 pub use embeddings::EmbeddingClient;
 pub use gemini::GeminiClient;
-pub use openai::OpenAiClient;
+pub use openai::{OpenAiClient, OpenAiResponsesClient};
 pub use routing::PREFIXES;
 pub(crate) use routing::route;
 
@@ -108,6 +111,12 @@ pub struct ProviderOptions {
     /// else [`OpenAiClient::AZURE_API_VERSION`], `2024-10-21`). Only the `azure/` route
     /// reads it.
     pub api_version: Option<String>,
+    /// OpenAI Responses API only ([`OpenAiResponsesClient`]): store each response on
+    /// OpenAI's side (`store: true`) and send only the new items with
+    /// `previous_response_id` when the history's last model turn came from this API;
+    /// `false` by default: stateless, `store: false`, the encrypted reasoning items
+    /// sent back in `input` (see `docs/providers.md`, "OpenAI Responses API").
+    pub store_responses: bool,
     /// The whole-request timeout, connect to last body byte (default 600 s, as the
     /// official SDKs).
     pub request_timeout: Duration,
@@ -128,6 +137,7 @@ impl Default for ProviderOptions {
             base_url: None,
             bearer_token: None,
             api_version: None,
+            store_responses: false,
             request_timeout: Duration::from_secs(600),
             connect_timeout: Duration::from_secs(5),
             max_response_bytes: 32 * 1024 * 1024,
@@ -162,6 +172,13 @@ impl ProviderOptions {
     #[must_use]
     pub fn with_api_version(mut self, version: impl Into<String>) -> Self {
         self.api_version = Some(version.into());
+        self
+    }
+
+    /// Sets [`store_responses`](Self::store_responses) (OpenAI Responses API).
+    #[must_use]
+    pub fn with_store_responses(mut self, store: bool) -> Self {
+        self.store_responses = store;
         self
     }
 

@@ -5,12 +5,14 @@ use std::sync::Arc;
 use crate::error::ConfigError;
 use crate::llm::LlmClient;
 use crate::providers::http::HttpPool;
-use crate::providers::{AnthropicClient, ApiKey, GeminiClient, OpenAiClient, ProviderOptions};
+use crate::providers::{
+    AnthropicClient, ApiKey, GeminiClient, OpenAiClient, OpenAiResponsesClient, ProviderOptions,
+};
 use crate::testing::TestModel;
 
 /// The routable prefixes, for error messages.
-pub const PREFIXES: &str =
-    "claude-, gpt-, o1, o3, o4, chatgpt-, gemini-, ollama/, dispatch/, azure/, test";
+pub const PREFIXES: &str = "claude-, gpt-, o1, o3, o4, chatgpt-, gemini-, ollama/, dispatch/, \
+     azure/, openai-responses/, azure-responses/, test";
 
 /// The host Ollama listens on when `OLLAMA_HOST` is not set.
 const OLLAMA_DEFAULT_HOST: &str = "http://127.0.0.1:11434";
@@ -47,6 +49,20 @@ enum Target<'m> {
     Ollama(&'m str),
     Dispatch(&'m str),
     Azure(&'m str),
+    /// The OpenAI Responses API: `openai-responses/NAME`, or an OpenAI name that only
+    /// the Responses API serves (see [`responses_only`]).
+    Responses(&'m str),
+    AzureResponses(&'m str),
+}
+
+/// Whether an OpenAI model is served by the Responses API alone, so that its bare name
+/// routes there: the `-pro` reasoning models (`o1-pro`, `o3-pro`, `gpt-5-pro`, ...),
+/// the `-codex` models and the `-deep-research` models (source: each model's page,
+/// "Endpoints", <https://platform.openai.com/docs/models>). Every other OpenAI name
+/// stays on Chat Completions (`docs/providers.md`, "OpenAI Responses API").
+fn responses_only(model: &str) -> bool {
+    let has = |segment: &str| model.ends_with(segment) || model.contains(&format!("{segment}-"));
+    has("-pro") || has("-codex") || has("-deep-research")
 }
 
 fn target(model: &str) -> Option<Target<'_>> {
@@ -62,6 +78,12 @@ fn target(model: &str) -> Option<Target<'_>> {
     if let Some(name) = model.strip_prefix("azure/") {
         return Some(Target::Azure(name));
     }
+    if let Some(name) = model.strip_prefix("openai-responses/") {
+        return Some(Target::Responses(name));
+    }
+    if let Some(name) = model.strip_prefix("azure-responses/") {
+        return Some(Target::AzureResponses(name));
+    }
     if model.starts_with("claude-") {
         return Some(Target::Anthropic);
     }
@@ -74,6 +96,9 @@ fn target(model: &str) -> Option<Target<'_>> {
             .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
     });
     if o_series || model.starts_with("gpt-") || model.starts_with("chatgpt-") {
+        if responses_only(model) {
+            return Some(Target::Responses(model));
+        }
         return Some(Target::OpenAi);
     }
     None
@@ -160,6 +185,25 @@ pub(crate) fn route_with(
                 .clone()
                 .or_else(|| env("AZURE_OPENAI_API_VERSION"));
             let client = OpenAiClient::build_azure(name, &resolved).map_err(invalid)?;
+            (Arc::new(client), name)
+        }
+        Target::Responses(name) => {
+            let name = non_empty_name(name, "openai-responses/").map_err(invalid)?;
+            resolved.api_key = Some(settings.required_key("OPENAI_API_KEY")?);
+            resolved.base_url = url_or_env("OPENAI_BASE_URL");
+            let client = OpenAiResponsesClient::build_openai(&resolved).map_err(invalid)?;
+            (Arc::new(client), name)
+        }
+        Target::AzureResponses(name) => {
+            let name = non_empty_name(name, "azure-responses/").map_err(invalid)?;
+            resolved.base_url = Some(
+                url_or_env("AZURE_OPENAI_ENDPOINT")
+                    .ok_or_else(|| settings.missing("AZURE_OPENAI_ENDPOINT"))?,
+            );
+            if resolved.bearer_token.is_none() {
+                resolved.api_key = Some(settings.required_key("AZURE_OPENAI_API_KEY")?);
+            }
+            let client = OpenAiResponsesClient::build_azure(&resolved).map_err(invalid)?;
             (Arc::new(client), name)
         }
     };
@@ -296,12 +340,56 @@ mod tests {
             ("ollama/llama3.2", "ollama", "llama3.2"),
             ("dispatch/gemma", "dispatch", "gemma"),
             ("azure/prod-gpt-4o", "azure.ai.openai", "prod-gpt-4o"),
+            ("openai-responses/gpt-5", "openai", "gpt-5"),
+            ("o3-pro", "openai", "o3-pro"),
+            (
+                "azure-responses/prod-gpt-5",
+                "azure.ai.openai",
+                "prod-gpt-5",
+            ),
             ("test", "test", "test"),
         ];
         for (model, provider, wire) in cases {
             let route = routed(model, &full).unwrap();
             assert_eq!(route.client.provider(), provider, "{model}");
             assert_eq!(route.wire_model, wire, "{model}");
+        }
+    }
+
+    #[test]
+    fn responses_only_names_and_the_prefix_route_to_the_responses_api() {
+        let env = [("OPENAI_API_KEY", "sk-xxxxxxxx")];
+        assert_eq!(
+            target("openai-responses/gpt-5-mini"),
+            Some(Target::Responses("gpt-5-mini"))
+        );
+        for model in [
+            "o1-pro",
+            "o3-pro-2025-06-10",
+            "gpt-5-pro",
+            "gpt-5-codex",
+            "o4-mini-deep-research",
+        ] {
+            assert_eq!(target(model), Some(Target::Responses(model)));
+            assert_eq!(routed(model, &env).unwrap().wire_model, model);
+        }
+        for model in [
+            "gpt-5",
+            "gpt-4o",
+            "o3",
+            "o4-mini",
+            "gpt-5-chat-latest",
+            "o3-mini",
+        ] {
+            assert_eq!(target(model), Some(Target::OpenAi), "{model}");
+        }
+        assert!(matches!(
+            routed("openai-responses/", &env),
+            Err(ConfigError::InvalidProvider { .. })
+        ));
+        match routed("azure-responses/d", &[]) {
+            Err(ConfigError::MissingEnv { var, .. }) => assert_eq!(var, "AZURE_OPENAI_ENDPOINT"),
+            other => panic!("{:?}", other.map(|r| r.wire_model)),
         }
     }
 

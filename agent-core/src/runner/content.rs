@@ -4,8 +4,8 @@
 //! <https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/>).
 //!
 //! Only what the model sees is written: texts, tool calls (id, name, arguments) and tool
-//! results. Providers' opaque tokens (thought signatures), request state and keys are not
-//! part of it.
+//! results. Providers' opaque tokens (thought signatures, the Responses API's encrypted
+//! reasoning in `provider_data`), request state and keys are not part of it.
 
 use serde_json::{Value, json};
 
@@ -90,12 +90,16 @@ mod tests {
             Message::user("hi"),
             Message::assistant(
                 "",
-                vec![ToolCall::new("c1", "lookup", json!({"id": 1})).with_thought_signature("SIG")],
+                vec![
+                    ToolCall::new("c1", "lookup", json!({"id": 1}))
+                        .with_thought_signature("SIG")
+                        .with_provider_data(json!({"reasoning": [{"encrypted_content": "ENC"}]})),
+                ],
             ),
             Message::tool_results(vec![ToolResult::ok("c1", "lookup", "found")]),
         ];
         let text = input_messages(&messages);
-        assert!(!text.contains("SIG"), "{text}");
+        assert!(!text.contains("SIG") && !text.contains("ENC"), "{text}");
         let value: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(
             value,

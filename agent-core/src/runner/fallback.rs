@@ -148,7 +148,8 @@ impl<T: AgentOutput> Run<'_, T> {
 /// Drops from a transcript what only the provider (and model) that wrote it can read,
 /// so the next provider gets a valid conversation: every tool call's thought signature
 /// (Gemini's signatures are tied to the model that made them; the Gemini adapter sends
-/// its documented placeholder for an unsigned call), and a paused turn's provider
+/// its documented placeholder for an unsigned call) and provider data (the OpenAI
+/// Responses API's encrypted reasoning items and response id), and a paused turn's provider
 /// content (Anthropic's content blocks): a paused turn with text becomes an assistant
 /// turn of that text, one without is removed. Calls and their results stay, so every
 /// call id is still answered.
@@ -157,6 +158,7 @@ pub(super) fn strip_provider_parts(messages: &mut Vec<Message>) {
         Message::Assistant { tool_calls, .. } => {
             for call in tool_calls {
                 call.thought_signature = None;
+                call.provider_data = None;
             }
             true
         }
@@ -195,7 +197,11 @@ mod tests {
             },
             Message::assistant(
                 "",
-                vec![ToolCall::new("c1", "lookup", json!({"id": 1})).with_thought_signature("SIG")],
+                vec![
+                    ToolCall::new("c1", "lookup", json!({"id": 1}))
+                        .with_thought_signature("SIG")
+                        .with_provider_data(json!({"reasoning": [{"type": "reasoning"}]})),
+                ],
             ),
             Message::tool_results(vec![ToolResult::ok("c1", "lookup", "found")]),
         ];

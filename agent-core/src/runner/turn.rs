@@ -58,12 +58,14 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             // arguments that parse (`{}` for a tool whose parameters are all optional)
             // are not what the model meant to send, so the call is never run.
             let signature = last.thought_signature.take();
+            let data = last.provider_data.take();
             *last = ToolCall::with_invalid_arguments(
                 std::mem::take(&mut last.id),
                 std::mem::take(&mut last.name),
                 correction::cut_call(self.request.max_tokens),
             );
             last.thought_signature = signature;
+            last.provider_data = data;
         }
         if !text.is_empty() {
             self.last_text.clone_from(&text);

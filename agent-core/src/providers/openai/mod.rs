@@ -6,6 +6,7 @@
 //! (<https://platform.openai.com/docs/api-reference/chat>) and openai-python; the quirks of
 //! compatible servers are listed in `docs/providers.md`.
 
+mod responses;
 mod stream;
 mod wire;
 
@@ -17,16 +18,45 @@ use crate::error::ConfigError;
 use crate::llm::{
     LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, OutputCapabilities, StreamSink,
 };
-use crate::providers::ProviderOptions;
 use crate::providers::encoded::WireCache;
 use crate::providers::glue::{self, Streams, Wire};
 use crate::providers::http::{Reply, Transport, parse_url};
+use crate::providers::{ApiKey, ProviderOptions};
+pub use responses::OpenAiResponsesClient;
 use stream::ChunkAssembler;
 use wire::{WireResponse, accepts_temperature};
 
 /// The `gen_ai.provider.name` of Azure OpenAI, as the OpenTelemetry GenAI conventions
 /// spell it (<https://opentelemetry.io/docs/specs/semconv/registry/attributes/gen-ai/>).
 pub(crate) const AZURE_PROVIDER: &str = "azure.ai.openai";
+
+/// Azure OpenAI's authentication headers: `options.bearer_token` as
+/// `Authorization: Bearer TOKEN` when set, else `options.api_key` as `api-key`; and the
+/// secret to redact from messages.
+///
+/// # Errors
+/// A message when neither is set, or the secret is unusable in a header.
+fn azure_auth(options: &ProviderOptions) -> Result<(HeaderMap, ApiKey), String> {
+    let mut headers = HeaderMap::new();
+    let key = match (&options.bearer_token, &options.api_key) {
+        (Some(token), _) => {
+            let bearer = Transport::secret_header(&format!("Bearer {}", token.expose()))?;
+            headers.insert(AUTHORIZATION, bearer);
+            token.clone()
+        }
+        (None, Some(key)) => {
+            let value = Transport::secret_header(key.expose())?;
+            Transport::insert_header(&mut headers, "api-key", value);
+            key.clone()
+        }
+        (None, None) => {
+            return Err(
+                "an API key (AZURE_OPENAI_API_KEY) or a bearer token is required".to_owned(),
+            );
+        }
+    };
+    Ok((headers, key))
+}
 
 /// Which server the client talks to; the quirks differ.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -161,24 +191,7 @@ impl OpenAiClient {
             .as_deref()
             .unwrap_or(Self::AZURE_API_VERSION);
         url.query_pairs_mut().append_pair("api-version", version);
-        let mut headers = HeaderMap::new();
-        let key = match (&options.bearer_token, &options.api_key) {
-            (Some(token), _) => {
-                let bearer = Transport::secret_header(&format!("Bearer {}", token.expose()))?;
-                headers.insert(AUTHORIZATION, bearer);
-                token.clone()
-            }
-            (None, Some(key)) => {
-                let value = Transport::secret_header(key.expose())?;
-                Transport::insert_header(&mut headers, "api-key", value);
-                key.clone()
-            }
-            (None, None) => {
-                return Err(
-                    "an API key (AZURE_OPENAI_API_KEY) or a bearer token is required".to_owned(),
-                );
-            }
-        };
+        let (headers, key) = azure_auth(options)?;
         let transport = Transport::new(AZURE_PROVIDER, url.as_str(), headers, Some(key), options)?;
         Ok(Self {
             transport,

@@ -205,6 +205,21 @@ fn wire_tools(defs: &[ToolDefinition]) -> Vec<WireTool<'_>> {
 /// grammar converter rejects spelled out ([`schema::for_compatible_output`]), and no
 /// `strict` flag.
 fn response_format(spec: &OutputSpec, compatible: bool) -> Value {
+    let format = if compatible {
+        let mut format = named(spec);
+        format.insert(
+            "schema".to_owned(),
+            schema::for_compatible_output(&spec.schema),
+        );
+        format
+    } else {
+        strict_format(spec)
+    };
+    serde_json::json!({"type": "json_schema", "json_schema": format})
+}
+
+/// `name`, and `description` when there is one, of a JSON schema output format.
+fn named(spec: &OutputSpec) -> serde_json::Map<String, Value> {
     let mut format = serde_json::Map::new();
     format.insert("name".to_owned(), Value::String(spec.name.clone()));
     if !spec.description.trim().is_empty() {
@@ -213,22 +228,25 @@ fn response_format(spec: &OutputSpec, compatible: bool) -> Value {
             Value::String(spec.description.clone()),
         );
     }
-    if compatible {
-        format.insert(
-            "schema".to_owned(),
-            schema::for_compatible_output(&spec.schema),
-        );
+    format
+}
+
+/// OpenAI's JSON schema output format, `{"name", "description", "schema", "strict"}`
+/// (the Chat Completions `response_format.json_schema` and the Responses
+/// `text.format`, which adds `"type": "json_schema"` beside them): strict whenever
+/// the schema qualifies after [`schema::for_openai_strict`], else the non-strict
+/// schema of [`schema::for_openai`] with `strict: false`.
+pub(super) fn strict_format(spec: &OutputSpec) -> serde_json::Map<String, Value> {
+    let mut format = named(spec);
+    let strict = schema::for_openai_strict(&spec.schema);
+    if schema::openai_strict_violations(&strict).is_empty() {
+        format.insert("schema".to_owned(), strict);
+        format.insert("strict".to_owned(), Value::Bool(true));
     } else {
-        let strict = schema::for_openai_strict(&spec.schema);
-        if schema::openai_strict_violations(&strict).is_empty() {
-            format.insert("schema".to_owned(), strict);
-            format.insert("strict".to_owned(), Value::Bool(true));
-        } else {
-            format.insert("schema".to_owned(), schema::for_openai(&spec.schema));
-            format.insert("strict".to_owned(), Value::Bool(false));
-        }
+        format.insert("schema".to_owned(), schema::for_openai(&spec.schema));
+        format.insert("strict".to_owned(), Value::Bool(false));
     }
-    serde_json::json!({"type": "json_schema", "json_schema": format})
+    format
 }
 
 /// Whether an OpenAI model takes a `temperature`: the reasoning models (o1, o3, o4 and
