@@ -127,7 +127,9 @@ mod validate;
 pub use agent_macros::{agent_output, agent_type, tool};
 pub use backoff::Backoff;
 pub use batch::{Batch, Receipt, run_batch};
-pub use config::{AgentConfig, AgentConfigBuilder, Handoff, HistoryFilter, OutputValidator};
+pub use config::{
+    AgentConfig, AgentConfigBuilder, Compaction, Handoff, HistoryFilter, OutputValidator,
+};
 pub use error::{
     AgentError, Attempt, AttemptKind, Budget, Category, ConfigError, Ending, ModelFailures,
     StuckReason,
@@ -146,7 +148,7 @@ pub use output::{
     AgentOutput, ESCALATE_TO_HUMAN, OutputMode, OutputSpec, PromptCaching, SUBMIT_OUTPUT,
 };
 pub use pause::{Decision, DecisionProblem, Decisions, PauseReason, PendingCall};
-pub use pricing::{ModelPrice, Pricing};
+pub use pricing::{ContextWindow, ModelPrice, Pricing};
 pub use registry::{ToolRegistry, ToolSnapshot, ToolSource};
 pub use result::AgentResult;
 pub use run_options::RunOptions;

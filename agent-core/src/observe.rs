@@ -58,6 +58,20 @@ pub enum RunEvent<'a> {
         /// The agent that has the conversation now.
         to: &'a str,
     },
+    /// The conversation was compacted before an LLM call (see `agent_core::Compaction`).
+    Compacted {
+        /// The run's trace id.
+        trace_id: &'a str,
+        /// What was done: `clear_tool_results` or `summarize`.
+        strategy: &'a str,
+        /// The history's tokens before (tokens; reported or estimated, see
+        /// `Compaction`).
+        before_tokens: u64,
+        /// The history's estimated tokens after (tokens).
+        after_tokens: u64,
+        /// Why a summary was not used, when the run fell back to clearing.
+        fallback_reason: Option<&'a str>,
+    },
     /// A guardrail did not pass (see `agent_core::guardrail`): it rejected an answer,
     /// denied or changed a tool call, redacted a result, or tripped.
     Guardrail {

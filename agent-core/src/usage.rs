@@ -50,6 +50,15 @@ pub struct Usage {
     /// rejections, tool denials, replaced arguments, redacted results and trips.
     #[serde(default)]
     pub guardrail_interventions: u32,
+    /// Compactions of the conversation (see `agent_core::Compaction`): tool results
+    /// cleared or older turns summarized before an LLM call. A summary's tokens and
+    /// cost are in the totals above; its call is not in `llm_calls`.
+    #[serde(default)]
+    pub compactions: u32,
+    /// Summaries that failed (a provider error, an empty summary, a cap that would not
+    /// allow the call): each fell back to clearing tool results.
+    #[serde(default)]
+    pub compaction_failures: u32,
 }
 
 /// What one child run spent (see [`Usage::children`]).

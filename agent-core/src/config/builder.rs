@@ -65,6 +65,8 @@ pub(crate) struct Settings<T> {
     pub(crate) stores: StoreSettings,
     pub(crate) guardrails: super::guardrails::Guardrails<T>,
     pub(crate) handoffs: Vec<super::handoff::Handoff<T>>,
+    pub(crate) compaction: super::compaction::Compaction,
+    pub(crate) context_window: Option<crate::pricing::ContextWindow>,
 }
 
 impl<T> Clone for Settings<T> {
@@ -92,6 +94,8 @@ impl<T> Clone for Settings<T> {
             stores: self.stores.clone(),
             guardrails: self.guardrails.clone(),
             handoffs: self.handoffs.clone(),
+            compaction: self.compaction.clone(),
+            context_window: self.context_window,
         }
     }
 }
@@ -121,6 +125,8 @@ impl<T> Settings<T> {
             stores: StoreSettings::default(),
             guardrails: super::guardrails::Guardrails::default(),
             handoffs: Vec::new(),
+            compaction: super::compaction::Compaction::none(),
+            context_window: None,
         }
     }
 }

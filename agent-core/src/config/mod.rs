@@ -3,10 +3,13 @@
 mod budgets;
 mod builder;
 mod checks;
+mod compaction;
 mod fallback;
 mod fingerprint;
 mod guardrails;
 mod handoff;
+pub use compaction::Compaction;
+pub(crate) use compaction::Plan as CompactionPlan;
 pub use handoff::{Handoff, HistoryFilter};
 mod stores;
 mod table;
@@ -93,6 +96,8 @@ pub(crate) struct Compiled<T> {
     pub(crate) escalation_validator: Option<SchemaValidator>,
     /// The stable hash of what changes behaviour (see [`AgentConfig::fingerprint`]).
     pub(crate) fingerprint: String,
+    /// When and how a long conversation is compacted (`None`: never).
+    pub(crate) compaction: Option<compaction::Plan>,
 }
 
 /// How a run of a config ends with a value.
@@ -308,6 +313,7 @@ impl<T: AgentOutput> AgentConfig<T> {
         let system_prompt =
             fallback::system_prompt_for(&settings, &output, client.as_ref(), &wire_model);
         let fallbacks = fallback::compile(&settings, price_key, &output)?;
+        let compaction = compaction::plan(&settings, price_key)?;
         let model_name = price_key.to_owned();
         let escalation_validator = if settings.budgets.escalation {
             let def = escalation_tool();
@@ -347,6 +353,7 @@ impl<T: AgentOutput> AgentConfig<T> {
         Ok(Self {
             inner: Arc::new(Compiled {
                 fingerprint,
+                compaction,
                 model_name,
                 fallbacks,
                 state: Arc::new(settings.state.clone()),

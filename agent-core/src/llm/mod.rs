@@ -219,6 +219,24 @@ pub struct LlmRequest {
     pub output: Option<Arc<OutputSpec>>,
 }
 
+/// The bytes of one message in the estimate of
+/// [`LlmRequest::estimated_input_tokens`]: text, tool call names and arguments as JSON,
+/// tool results' content.
+pub(crate) fn message_bytes(m: &Message) -> usize {
+    match m {
+        Message::User { content } => content.len(),
+        Message::Assistant { text, tool_calls } => {
+            text.len()
+                + tool_calls
+                    .iter()
+                    .map(|c| c.name.len() + c.arguments.to_string().len())
+                    .sum::<usize>()
+        }
+        Message::Tool { results } => results.iter().map(|r| r.content.len()).sum(),
+        Message::Paused { text, content } => text.len().max(content.to_string().len()),
+    }
+}
+
 impl LlmRequest {
     /// A request with no messages, no tools, `tool_choice` auto and `max_tokens` 4096.
     pub fn new(model: impl Into<String>) -> Self {
@@ -243,20 +261,7 @@ impl LlmRequest {
     /// prompts less than it underestimates for code, which is the safe side for a cap.
     pub fn estimated_input_tokens(&self) -> u64 {
         let mut bytes = self.system.as_ref().map_or(0, String::len);
-        for m in &self.messages {
-            bytes += match m {
-                Message::User { content } => content.len(),
-                Message::Assistant { text, tool_calls } => {
-                    text.len()
-                        + tool_calls
-                            .iter()
-                            .map(|c| c.name.len() + c.arguments.to_string().len())
-                            .sum::<usize>()
-                }
-                Message::Tool { results } => results.iter().map(|r| r.content.len()).sum(),
-                Message::Paused { text, content } => text.len().max(content.to_string().len()),
-            };
-        }
+        bytes += self.messages.iter().map(message_bytes).sum::<usize>();
         bytes += self
             .tools
             .iter()

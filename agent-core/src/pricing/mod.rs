@@ -1,6 +1,9 @@
 //! Prices per model, for the `max_cost_usd` budget and the usage report.
 
 mod table;
+mod windows;
+
+pub use windows::ContextWindow;
 
 use serde::{Deserialize, Serialize};
 

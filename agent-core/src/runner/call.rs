@@ -114,7 +114,11 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         };
         match &outcome {
             // A turn's tokens are added once it is sanitized (`on_turn`).
-            Ok(_) => self.in_flight = false,
+            Ok(response) => {
+                self.in_flight = false;
+                let sent = self.request.messages.len();
+                self.compactor.reported(response.usage.input_tokens, sent);
+            }
             Err(error) => {
                 if self.in_flight {
                     self.add_failed_usage(Some(error), false);

@@ -366,6 +366,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         } = resumed;
         self.request.system.clone_from(&header.system);
         self.request.messages = s.messages.into_owned();
+        self.compactor.own_start = header.history_len.saturating_add(1);
         self.seen_ids = self
             .request
             .messages

@@ -105,6 +105,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         loop {
             self.save_checkpoint(Phase::BeforeCall).await?;
             self.check_before_call()?;
+            self.compact_if_needed().await;
             let (called, trip) = match concurrent.take() {
                 None => (Some(self.call_model().await), None),
                 Some(check) => {

@@ -9,6 +9,7 @@ mod budgets;
 mod call;
 mod checkpoint;
 mod child;
+mod compact;
 mod content;
 mod correction;
 mod customer;
@@ -288,4 +289,6 @@ struct Run<'c, T> {
     agents: Vec<String>,
     /// The first agent's `max_handoffs`: the bound of the whole run.
     max_handoffs: u32,
+    /// What compaction decisions need (see `compact.rs`).
+    compactor: compact::Compactor,
 }

@@ -53,6 +53,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         }
         request.messages = history;
         request.messages.push(Message::user(input.clone()));
+        let own_start = request.messages.len();
         request.tools = Arc::clone(&cfg.table.offered);
         request.max_tokens = s.budgets.max_tokens;
         request.temperature = s.budgets.temperature;
@@ -122,6 +123,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             trip: None,
             agents: vec![s.name.clone()],
             max_handoffs: s.budgets.max_handoffs,
+            compactor: super::compact::Compactor::new(own_start),
         }
     }
 

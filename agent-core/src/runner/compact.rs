@@ -1,0 +1,399 @@
+//! Compaction of a long conversation before an LLM call (see `Compaction`): the count
+//! that decides it, clearing old tool results, and summaries of older turns.
+
+use std::sync::Arc;
+
+use crate::config::CompactionPlan;
+use crate::llm::{LlmRequest, TokenUsage, ToolChoice, message_bytes};
+use crate::message::Message;
+use crate::observe::RunEvent;
+use crate::output::AgentOutput;
+
+use super::Run;
+
+/// What a run knows for its compaction decisions.
+#[derive(Debug, Default)]
+pub(super) struct Compactor {
+    /// The input tokens the provider reported for the last call, and how many messages
+    /// that call sent: the history's tokens are those plus an estimate of the messages
+    /// added since. `None` before a reported count and after a compaction.
+    basis: Option<(u64, usize)>,
+    /// The index of the first message of the run's own (after its input): summaries
+    /// never reach the thread's earlier messages or the input.
+    pub(super) own_start: usize,
+}
+
+/// The prefix of a cleared tool result: a result that starts with it is not cleared
+/// again.
+const CLEARED: &str = "[compacted: ";
+
+/// The prefix of the message that holds a summary.
+pub(crate) const SUMMARY_PREFIX: &str = "Summary of the earlier turns of this run (compacted):";
+
+/// Results this short are left as they are (bytes): a marker would not be shorter.
+const KEEP_SHORT: usize = 160;
+
+/// The longest text of one message the summarizer is shown (bytes; the rest is cut).
+const SHOWN_PER_MESSAGE: usize = 4_000;
+
+const SUMMARY_PROMPT: &str = "You compact the history of an agent's run. Summarize the \
+conversation below for the agent that continues it: what was asked, what each tool \
+returned that still matters (facts, numbers, names, ids of records), what was decided, and \
+what is left to do. Do not mention tool call ids. Be brief: at most 300 words.";
+
+fn estimate(messages: &[Message]) -> u64 {
+    (messages.iter().map(message_bytes).sum::<usize>() as u64).div_ceil(4)
+}
+
+impl Compactor {
+    /// A run whose own messages start at `own_start` (after its input).
+    pub(super) fn new(own_start: usize) -> Self {
+        Self {
+            basis: None,
+            own_start,
+        }
+    }
+
+    /// Records a call's reported input tokens, for `messages` messages sent.
+    pub(super) fn reported(&mut self, input_tokens: u64, messages: usize) {
+        self.basis = (input_tokens > 0).then_some((input_tokens, messages));
+    }
+}
+
+impl<T: AgentOutput> Run<'_, T> {
+    /// The history's tokens: the last call's reported input tokens plus an estimate of
+    /// the messages added since, else the estimate of the whole request (bytes / 4).
+    fn history_tokens(&self) -> u64 {
+        let messages = &self.request.messages;
+        match self.compactor.basis {
+            Some((reported, sent)) if sent <= messages.len() => {
+                reported.saturating_add(estimate(&messages[sent..]))
+            }
+            _ => self.request.estimated_input_tokens(),
+        }
+    }
+
+    /// Compacts the conversation when the history passes the config's trigger:
+    /// summarizes older turns (with a summarizing policy), else, or when the summary
+    /// fails, clears older tool results. Never fails the run.
+    pub(super) async fn compact_if_needed(&mut self) {
+        let Some(plan) = self.cfg.compaction.as_ref() else {
+            return;
+        };
+        let before = self.history_tokens();
+        if before <= plan.trigger_tokens {
+            return;
+        }
+        let mut fallback_reason = None;
+        let mut strategy = "clear_tool_results";
+        if plan.summarize.is_some() {
+            match self.summarize(plan).await {
+                Ok(true) => strategy = "summarize",
+                Ok(false) => {}
+                Err(reason) => {
+                    self.usage.compaction_failures =
+                        self.usage.compaction_failures.saturating_add(1);
+                    tracing::warn!(reason = %reason, "compaction: the summary failed; clearing tool results instead");
+                    fallback_reason = Some(reason);
+                }
+            }
+        }
+        let changed = strategy == "summarize"
+            || clear_tool_results(&mut self.request.messages, plan.keep_recent_turns) > 0;
+        if !changed {
+            return;
+        }
+        self.compactor.basis = None;
+        self.usage.compactions = self.usage.compactions.saturating_add(1);
+        let after = self.request.estimated_input_tokens();
+        tracing::info!(
+            strategy,
+            before_tokens = before,
+            after_tokens = after,
+            "compaction"
+        );
+        self.notify(&RunEvent::Compacted {
+            trace_id: &self.trace_id,
+            strategy,
+            before_tokens: before,
+            after_tokens: after,
+            fallback_reason: fallback_reason.as_deref(),
+        });
+    }
+
+    /// Replaces the run's older turns by one summary message. `Ok(false)`: nothing old
+    /// enough to summarize; `Err`: why the summary failed.
+    async fn summarize(&mut self, plan: &CompactionPlan) -> Result<bool, String> {
+        let start = self.compactor.own_start.min(self.request.messages.len());
+        let Some(cut) = cut_point(&self.request.messages, start, plan.keep_recent_turns) else {
+            return Ok(false);
+        };
+        // A summary made earlier is summarized again with the rest.
+        let mut request = LlmRequest::new(self.request.model.clone());
+        request.system = Some(SUMMARY_PROMPT.to_owned());
+        request.messages = vec![Message::user(render(&self.request.messages[start..cut]))];
+        request.tools = Arc::from(Vec::new());
+        request.tool_choice = ToolChoice::None;
+        request.max_tokens = self.cfg.settings.budgets.max_tokens.min(1024);
+        let (client, price) = match plan.summarize.as_ref().and_then(Option::as_ref) {
+            Some(s) => {
+                request.model.clone_from(&s.wire_model);
+                (Arc::clone(&s.client), s.price)
+            }
+            None => (Arc::clone(self.client()), self.price().copied()),
+        };
+        self.check_summary_budget(&request, price.as_ref())?;
+        let limit = self.cfg.settings.budgets.llm_timeout;
+        let response = match tokio::time::timeout(limit, client.complete(&request)).await {
+            Ok(Ok(response)) => response,
+            Ok(Err(error)) => return Err(format!("the summary call failed: {error}")),
+            Err(_) => return Err("the summary call timed out (llm_timeout)".to_owned()),
+        };
+        let mut tokens = response.usage;
+        if tokens.input_tokens == 0 && tokens.output_tokens == 0 {
+            tokens = TokenUsage::new(
+                request.estimated_input_tokens(),
+                response.estimated_output_tokens(),
+            );
+        }
+        self.count_summary(tokens, price.as_ref());
+        // Every id the run's turns had, and the summarized ones, but those still in
+        // the kept turns: an earlier summary's ids are gone too.
+        let kept: std::collections::HashSet<&str> =
+            call_ids(&self.request.messages[cut..]).collect();
+        let mut ids: Vec<String> = call_ids(&self.request.messages[start..cut])
+            .chain(self.seen_ids.iter().map(String::as_str))
+            .filter(|id| !kept.contains(id))
+            .map(str::to_owned)
+            .collect();
+        // Longer ids first, so that `call_12` is not left as `[call]2`.
+        ids.sort_by_key(|id| std::cmp::Reverse(id.len()));
+        let text = scrub_ids(response.text.trim(), &ids);
+        if text.is_empty() {
+            return Err("the summary was empty".to_owned());
+        }
+        let summary = Message::user(format!("{SUMMARY_PREFIX}\n{text}"));
+        self.request.messages.splice(start..cut, [summary]);
+        Ok(true)
+    }
+
+    /// Whether the token and cost caps allow a summary call of `request` (its estimate,
+    /// and its whole output allowance).
+    fn check_summary_budget(
+        &self,
+        request: &LlmRequest,
+        price: Option<&crate::pricing::ModelPrice>,
+    ) -> Result<(), String> {
+        let b = &self.cfg.settings.budgets;
+        let tokens = TokenUsage::new(
+            request.estimated_input_tokens(),
+            u64::from(request.max_tokens),
+        );
+        let total = tokens.input_tokens + tokens.output_tokens;
+        if let Some(limit) = b.max_total_tokens
+            && self.usage.total_tokens().saturating_add(total) > limit
+        {
+            return Err(format!(
+                "a summary of about {total} tokens would pass max_total_tokens ({limit})"
+            ));
+        }
+        if let Some(limit) = b.max_cost_usd {
+            let cost = price.map_or(f64::INFINITY, |p| p.cost(&tokens));
+            if self.cost_usd + cost > limit {
+                return Err(format!(
+                    "a summary would pass max_cost_usd ({limit} USD) or has no price"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A summary call's tokens and cost, in the run's usage and its tree's caps (not in
+    /// `llm_calls`, not the last call's estimate).
+    fn count_summary(&mut self, tokens: TokenUsage, price: Option<&crate::pricing::ModelPrice>) {
+        self.usage.add_tokens(&tokens);
+        let cost = price.map(|p| p.cost(&tokens));
+        self.count_in_tree(
+            tokens.input_tokens.saturating_add(tokens.output_tokens),
+            cost.unwrap_or(0.0),
+        );
+        if let Some(cost) = cost {
+            self.cost_usd += cost;
+            self.usage.cost_usd = Some(self.cost_usd);
+        }
+    }
+}
+
+/// Where the kept part of the run's own messages starts: the newest
+/// `keep_recent_turns` assistant turns (each with its results) are kept, so the cut is at
+/// an assistant message and no call is separated from its results. `None` when nothing
+/// before them is the run's own.
+fn cut_point(messages: &[Message], start: usize, keep_recent_turns: usize) -> Option<usize> {
+    let turns: Vec<usize> = (start..messages.len())
+        .filter(|&i| matches!(messages[i], Message::Assistant { .. }))
+        .collect();
+    let cut = *turns.get(turns.len().checked_sub(keep_recent_turns)?)?;
+    // At least one whole turn, or an earlier summary with one turn after it, to replace.
+    (cut > start + 1).then_some(cut)
+}
+
+/// Replaces the content of every tool result but those of the newest
+/// `keep_recent_turns` tool messages by a marker; returns the bytes removed.
+pub(crate) fn clear_tool_results(messages: &mut [Message], keep_recent_turns: usize) -> usize {
+    let tool_messages: Vec<usize> = (0..messages.len())
+        .filter(|&i| matches!(messages[i], Message::Tool { .. }))
+        .collect();
+    let old = tool_messages.len().saturating_sub(keep_recent_turns);
+    let mut removed = 0;
+    for &i in &tool_messages[..old] {
+        let Message::Tool { results } = &mut messages[i] else {
+            continue;
+        };
+        for r in results.iter_mut() {
+            if r.content.len() <= KEEP_SHORT || r.content.starts_with(CLEARED) {
+                continue;
+            }
+            let marker = format!(
+                "{CLEARED}{} bytes of {} {} removed to fit the context window]",
+                r.content.len(),
+                r.name,
+                if r.is_error { "error" } else { "output" },
+            );
+            removed += r.content.len() - marker.len().min(r.content.len());
+            r.content = marker;
+        }
+    }
+    removed
+}
+
+/// The messages as plain text for the summarizer, without call ids.
+fn render(messages: &[Message]) -> String {
+    let cut = |text: &str| -> String {
+        if text.len() <= SHOWN_PER_MESSAGE {
+            return text.to_owned();
+        }
+        let mut end = SHOWN_PER_MESSAGE;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}... ({} bytes cut)", &text[..end], text.len() - end)
+    };
+    let mut out = String::new();
+    for m in messages {
+        match m {
+            Message::User { content } => out.push_str(&format!("user: {}\n", cut(content))),
+            Message::Assistant { text, tool_calls } => {
+                if !text.is_empty() {
+                    out.push_str(&format!("assistant: {}\n", cut(text)));
+                }
+                for c in tool_calls {
+                    out.push_str(&format!(
+                        "assistant called {} with {}\n",
+                        c.name,
+                        cut(&c.arguments.to_string())
+                    ));
+                }
+            }
+            Message::Tool { results } => {
+                for r in results {
+                    let what = if r.is_error { "failed" } else { "returned" };
+                    out.push_str(&format!("tool {} {what}: {}\n", r.name, cut(&r.content)));
+                }
+            }
+            Message::Paused { text, .. } => out.push_str(&format!("assistant: {}\n", cut(text))),
+        }
+    }
+    out
+}
+
+/// The call ids of the assistant turns among `messages`.
+fn call_ids(messages: &[Message]) -> impl Iterator<Item = &str> {
+    messages
+        .iter()
+        .flat_map(|m| match m {
+            Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
+            _ => &[],
+        })
+        .map(|c| c.id.as_str())
+}
+
+/// `text` with every id of `ids` replaced by `[call]`: a summary names no call the
+/// history no longer has.
+fn scrub_ids(text: &str, ids: &[String]) -> String {
+    let mut out = text.to_owned();
+    for id in ids.iter().filter(|id| id.len() >= 3) {
+        out = out.replace(id.as_str(), "[call]");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{ToolCall, ToolResult};
+    use serde_json::json;
+
+    fn turn(id: &str, result: &str) -> [Message; 2] {
+        [
+            Message::Assistant {
+                text: String::new(),
+                tool_calls: vec![ToolCall::new(id, "lookup", json!({"q": "order"}))],
+            },
+            Message::Tool {
+                results: vec![ToolResult::ok(id, "lookup", result)],
+            },
+        ]
+    }
+
+    #[test]
+    fn clearing_keeps_every_pair_and_the_newest_results() {
+        let big = "x".repeat(1000);
+        let mut messages = vec![Message::user("ticket")];
+        for id in ["a", "b", "c"] {
+            messages.extend(turn(id, &big));
+        }
+        let removed = clear_tool_results(&mut messages, 1);
+        assert!(removed > 1500, "{removed}");
+        let contents: Vec<&str> = messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool { results } => Some(results[0].content.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            contents[0],
+            "[compacted: 1000 bytes of lookup output removed to fit the context window]"
+        );
+        assert!(contents[1].starts_with(CLEARED));
+        assert_eq!(contents[2], big);
+        // Done once: nothing more to clear.
+        assert_eq!(clear_tool_results(&mut messages, 1), 0);
+    }
+
+    #[test]
+    fn the_cut_is_at_an_assistant_turn_after_the_input() {
+        let mut messages = vec![Message::user("ticket")];
+        for id in ["a", "b", "c", "d"] {
+            messages.extend(turn(id, "r"));
+        }
+        // Keep 2 turns: summarize turns a and b (messages 1..5).
+        assert_eq!(cut_point(&messages, 1, 2), Some(5));
+        assert!(matches!(messages[5], Message::Assistant { .. }));
+        // Nothing older than the kept turns.
+        assert_eq!(cut_point(&messages, 1, 4), None);
+        assert_eq!(cut_point(&messages, 1, 9), None);
+    }
+
+    #[test]
+    fn summaries_name_no_call_id() {
+        let text = scrub_ids(
+            "lookup call_123 found the order; call_123 again",
+            &["call_123".into()],
+        );
+        assert_eq!(text, "lookup [call] found the order; [call] again");
+        let shown = render(&turn("call_9", "shipped"));
+        assert!(!shown.contains("call_9"), "{shown}");
+        assert!(shown.contains("tool lookup returned: shipped"), "{shown}");
+    }
+}
