@@ -583,6 +583,13 @@ const MIGRATION_4: &str = "
 ALTER TABLE checkpoints ADD COLUMN writer TEXT NOT NULL DEFAULT '';
 ";
 
+/// Thread summaries (compaction): the summary of a thread's older messages and the last
+/// message it covers (`seq`; 0 for none).
+const MIGRATION_6: &str = "
+ALTER TABLE threads ADD COLUMN summary TEXT;
+ALTER TABLE threads ADD COLUMN summary_upto BIGINT NOT NULL DEFAULT 0;
+";
+
 impl<'s> MigrationSource<'s> for Migrations {
     fn resolve(
         self,
@@ -629,6 +636,13 @@ impl<'s> MigrationSource<'s> for Migrations {
                     Backend::Sqlite => crate::dashboard::MIGRATION_5_SQLITE,
                     Backend::Postgres => crate::dashboard::MIGRATION_5_POSTGRES,
                 }),
+                false,
+            ),
+            Migration::new(
+                6,
+                Cow::Borrowed("thread summaries (compaction)"),
+                MigrationType::Simple,
+                Cow::Borrowed(MIGRATION_6),
                 false,
             ),
         ];

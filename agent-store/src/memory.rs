@@ -4,7 +4,9 @@
 //! append of the same run stops there), bump the thread's totals with an upsert whose
 //! `RETURNING messages` gives the new message count (the row lock orders concurrent
 //! appends on PostgreSQL; SQLite has one writer), then insert the messages numbered
-//! after the previous ones.
+//! after the previous ones. A run that summarized the thread's older messages sets the
+//! thread's `summary` and the last message it covers (`summary_upto`) in the same
+//! transaction; a load then reads only the messages after it.
 //!
 //! A claim (one run at a time per thread, C38) is one upsert into `thread_claims` that
 //! takes the row only when it is free, its lease ran out, or the run holds it already:
@@ -83,22 +85,35 @@ impl Memory for Store {
             check_key("thread id", thread)?;
             self.shared.ready().await?;
             let limit = i64::try_from(max_messages).unwrap_or(i64::MAX);
-            let (totals, bodies): (Option<(i64, i64)>, Vec<String>) = on_read_pool!(&self.shared.pools, pool, DB => {
+            type Totals = (i64, i64, Option<String>, i64);
+            let (totals, bodies): (Option<Totals>, Vec<String>) = on_read_pool!(&self.shared.pools, pool, DB => {
                 let mut tx = pool.begin().await.map_err(db_error)?;
-                let totals = sqlx::query("SELECT llm_calls, runs FROM threads WHERE thread_id = $1")
+                let totals = sqlx::query(
+                    "SELECT llm_calls, runs, summary, summary_upto FROM threads WHERE thread_id = $1",
+                )
                     .bind(thread)
                     .fetch_optional(&mut *tx)
                     .await
                     .map_err(db_error)?
-                    .map(|row| Ok::<_, sqlx::Error>((row.try_get(0)?, row.try_get(1)?)))
+                    .map(|row| {
+                        Ok::<_, sqlx::Error>((
+                            row.try_get(0)?,
+                            row.try_get(1)?,
+                            row.try_get(2)?,
+                            row.try_get(3)?,
+                        ))
+                    })
                     .transpose()
                     .map_err(db_error)?;
+                // Only the messages after what the summary covers.
+                let upto = totals.as_ref().map_or(0, |t: &Totals| t.3);
                 let bodies: Vec<String> = sqlx::query_scalar(
-                    "SELECT body FROM thread_messages WHERE thread_id = $1 \
+                    "SELECT body FROM thread_messages WHERE thread_id = $1 AND seq > $3 \
                      ORDER BY seq DESC LIMIT $2",
                 )
                 .bind(thread)
                 .bind(limit)
+                .bind(upto)
                 .fetch_all(&mut *tx)
                 .await
                 .map_err(db_error)?;
@@ -115,12 +130,13 @@ impl Memory for Store {
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             messages.shrink_to_fit();
-            let (llm_calls, runs) = totals.unwrap_or((0, 0));
+            let (llm_calls, runs, summary, _) = totals.unwrap_or((0, 0, None, 0));
             Ok(ThreadState::new(
                 messages,
                 u64::try_from(llm_calls).unwrap_or(0),
                 u64::try_from(runs).unwrap_or(0),
-            ))
+            )
+            .with_summary(summary))
         })
     }
 
@@ -173,6 +189,21 @@ impl Memory for Store {
                 .await
                 .map_err(db_error)?;
                 let base = total - n;
+                if let Some(summary) = &entry.summary {
+                    // It covers the messages before this entry but the newest `kept`.
+                    let kept = i64::try_from(summary.kept).unwrap_or(i64::MAX);
+                    sqlx::query(
+                        "UPDATE threads SET summary = $2, \
+                         summary_upto = CASE WHEN summary_upto > $3 THEN summary_upto ELSE $3 END \
+                         WHERE thread_id = $1",
+                    )
+                    .bind(thread)
+                    .bind(summary.text.as_str())
+                    .bind(base.saturating_sub(kept).max(0))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_error)?;
+                }
                 let numbered: Vec<(i64, &String)> = (1i64..).map(|i| base + i).zip(&bodies).collect();
                 for chunk in chunks(&numbered) {
                     let mut q = QueryBuilder::<DB>::new(

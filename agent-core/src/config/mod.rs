@@ -9,7 +9,7 @@ mod fingerprint;
 mod guardrails;
 mod handoff;
 pub use compaction::Compaction;
-pub(crate) use compaction::Plan as CompactionPlan;
+pub(crate) use compaction::{Plan as CompactionPlan, Summarizer};
 pub use handoff::{Handoff, HistoryFilter};
 mod stores;
 mod table;

@@ -129,12 +129,12 @@ impl<T: AgentOutput> Run<'_, T> {
             return Ok(false);
         };
         // A summary made earlier is summarized again with the rest.
-        let mut request = LlmRequest::new(self.request.model.clone());
-        request.system = Some(SUMMARY_PROMPT.to_owned());
-        request.messages = vec![Message::user(render(&self.request.messages[start..cut]))];
-        request.tools = Arc::from(Vec::new());
-        request.tool_choice = ToolChoice::None;
-        request.max_tokens = self.cfg.settings.budgets.max_tokens.min(1024);
+        let mut request = summary_request(
+            &self.request.model,
+            self.cfg.settings.budgets.max_tokens,
+            None,
+            &self.request.messages[start..cut],
+        );
         let (client, price) = match plan.summarize.as_ref().and_then(Option::as_ref) {
             Some(s) => {
                 request.model.clone_from(&s.wire_model);
@@ -144,34 +144,21 @@ impl<T: AgentOutput> Run<'_, T> {
         };
         self.check_summary_budget(&request, price.as_ref())?;
         let limit = self.cfg.settings.budgets.llm_timeout;
-        let response = match tokio::time::timeout(limit, client.complete(&request)).await {
-            Ok(Ok(response)) => response,
-            Ok(Err(error)) => return Err(format!("the summary call failed: {error}")),
-            Err(_) => return Err("the summary call timed out (llm_timeout)".to_owned()),
-        };
-        let mut tokens = response.usage;
-        if tokens.input_tokens == 0 && tokens.output_tokens == 0 {
-            tokens = TokenUsage::new(
-                request.estimated_input_tokens(),
-                response.estimated_output_tokens(),
-            );
+        let outcome = complete_summary(client.as_ref(), &request, limit).await;
+        if let Some(tokens) = outcome.1 {
+            self.count_summary(tokens, price.as_ref());
         }
-        self.count_summary(tokens, price.as_ref());
+        let text = outcome.0?;
         // Every id the run's turns had, and the summarized ones, but those still in
         // the kept turns: an earlier summary's ids are gone too.
         let kept: std::collections::HashSet<&str> =
             call_ids(&self.request.messages[cut..]).collect();
-        let mut ids: Vec<String> = call_ids(&self.request.messages[start..cut])
+        let ids: Vec<String> = call_ids(&self.request.messages[start..cut])
             .chain(self.seen_ids.iter().map(String::as_str))
             .filter(|id| !kept.contains(id))
             .map(str::to_owned)
             .collect();
-        // Longer ids first, so that `call_12` is not left as `[call]2`.
-        ids.sort_by_key(|id| std::cmp::Reverse(id.len()));
-        let text = scrub_ids(response.text.trim(), &ids);
-        if text.is_empty() {
-            return Err("the summary was empty".to_owned());
-        }
+        let text = scrub_ids(&text, &ids);
         let summary = Message::user(format!("{SUMMARY_PREFIX}\n{text}"));
         self.request.messages.splice(start..cut, [summary]);
         Ok(true)
@@ -210,7 +197,11 @@ impl<T: AgentOutput> Run<'_, T> {
 
     /// A summary call's tokens and cost, in the run's usage and its tree's caps (not in
     /// `llm_calls`, not the last call's estimate).
-    fn count_summary(&mut self, tokens: TokenUsage, price: Option<&crate::pricing::ModelPrice>) {
+    pub(super) fn count_summary(
+        &mut self,
+        tokens: TokenUsage,
+        price: Option<&crate::pricing::ModelPrice>,
+    ) {
         self.usage.add_tokens(&tokens);
         let cost = price.map(|p| p.cost(&tokens));
         self.count_in_tree(
@@ -222,6 +213,156 @@ impl<T: AgentOutput> Run<'_, T> {
             self.usage.cost_usd = Some(self.cost_usd);
         }
     }
+}
+
+/// The request that asks for a summary of `messages` (after an `earlier` summary):
+/// the summary prompt, the messages as text, no tools, at most 1,024 output tokens.
+pub(super) fn summary_request(
+    model: &str,
+    max_tokens: u32,
+    earlier: Option<&str>,
+    messages: &[Message],
+) -> LlmRequest {
+    let mut request = LlmRequest::new(model);
+    request.system = Some(SUMMARY_PROMPT.to_owned());
+    let mut text = String::new();
+    if let Some(earlier) = earlier {
+        text.push_str(&format!("summary of what came before: {earlier}\n"));
+    }
+    text.push_str(&render(messages));
+    request.messages = vec![Message::user(text)];
+    request.tools = Arc::from(Vec::new());
+    request.tool_choice = ToolChoice::None;
+    request.max_tokens = max_tokens.min(1024);
+    request
+}
+
+/// One summary call under `limit`: the trimmed summary text (an empty one is an
+/// error), and the call's tokens when it cost any (reported, else estimated).
+pub(super) async fn complete_summary(
+    client: &dyn crate::llm::LlmClient,
+    request: &LlmRequest,
+    limit: std::time::Duration,
+) -> (Result<String, String>, Option<TokenUsage>) {
+    let response = match tokio::time::timeout(limit, client.complete(request)).await {
+        Ok(Ok(response)) => response,
+        Ok(Err(error)) => {
+            return (
+                Err(format!("the summary call failed: {error}")),
+                error.usage,
+            );
+        }
+        Err(_) => {
+            return (
+                Err("the summary call timed out (llm_timeout)".to_owned()),
+                None,
+            );
+        }
+    };
+    let mut tokens = response.usage;
+    if tokens.input_tokens == 0 && tokens.output_tokens == 0 {
+        tokens = TokenUsage::new(
+            request.estimated_input_tokens(),
+            response.estimated_output_tokens(),
+        );
+    }
+    let text = response.text.trim();
+    if text.is_empty() {
+        return (Err("the summary was empty".to_owned()), Some(tokens));
+    }
+    (Ok(text.to_owned()), Some(tokens))
+}
+
+/// The prefix of the message that holds a thread's summary.
+pub(crate) const THREAD_SUMMARY_PREFIX: &str =
+    "Summary of the earlier messages of this conversation:";
+
+/// What summarizing a thread's older messages gave: the summary to store, and the
+/// call's tokens at its price; or why it failed.
+pub(super) struct ThreadSummarized {
+    pub(super) summary: Result<String, String>,
+    pub(super) tokens: Option<(TokenUsage, Option<crate::pricing::ModelPrice>)>,
+}
+
+/// Summarizes a thread's `older` messages (after its `earlier` summary), which its
+/// memory window no longer holds, with the config's summarizer; `kept` are the newer
+/// messages the run sees as they are (their call ids stay, every other is scrubbed).
+pub(super) async fn summarize_thread<T>(
+    cfg: &crate::config::Compiled<T>,
+    summarizer: Option<&crate::config::Summarizer>,
+    earlier: Option<&str>,
+    older: &[Message],
+    kept: &[Message],
+) -> ThreadSummarized {
+    let (client, model, price) = match summarizer {
+        Some(s) => (Arc::clone(&s.client), s.wire_model.as_str(), s.price),
+        None => (Arc::clone(&cfg.client), cfg.wire_model.as_str(), cfg.price),
+    };
+    let b = &cfg.settings.budgets;
+    if b.max_cost_usd.is_some() && price.is_none() {
+        return ThreadSummarized {
+            summary: Err("the summarizing model has no price and the run caps its cost".into()),
+            tokens: None,
+        };
+    }
+    let request = summary_request(model, b.max_tokens, earlier, older);
+    let (text, tokens) = complete_summary(client.as_ref(), &request, b.llm_timeout).await;
+    let keep: std::collections::HashSet<&str> = call_ids(kept).collect();
+    let ids: Vec<String> = call_ids(older)
+        .filter(|id| !keep.contains(id))
+        .map(str::to_owned)
+        .collect();
+    ThreadSummarized {
+        summary: text.map(|t| scrub_ids(&t, &ids)),
+        tokens: tokens.map(|t| (t, price)),
+    }
+}
+
+/// The config's summarizer, when its compaction summarizes (`Some(None)`: the run's
+/// own model).
+pub(super) fn summarizes<T>(
+    cfg: &crate::config::Compiled<T>,
+) -> Option<Option<&crate::config::Summarizer>> {
+    let plan = cfg.compaction.as_ref()?;
+    plan.summarize.as_ref().map(Option::as_ref)
+}
+
+/// The thread's messages a run starts from: the newest that fit the memory window,
+/// after the thread's summary. With a summarizing compaction, the older messages the
+/// window drops are summarized (with the stored summary) into a new one, which the
+/// run's entry stores; a failed summary keeps the stored one, counted.
+pub(super) async fn thread_history<T>(
+    cfg: &crate::config::Compiled<T>,
+    p: &mut super::stores::Prepared,
+    state: crate::stores::ThreadState,
+) -> Vec<Message> {
+    let window = cfg.settings.stores.window;
+    let mut summary = state.summary;
+    let mut messages = state.messages;
+    let kept = window.trim(messages.clone());
+    let older = messages.len() - kept.len();
+    if let (true, Some(summarizer)) = (older > 0, summarizes(cfg)) {
+        messages.truncate(older);
+        let done = summarize_thread(cfg, summarizer, summary.as_deref(), &messages, &kept).await;
+        p.summary_tokens = done.tokens;
+        match done.summary {
+            Ok(text) => {
+                p.thread_summary =
+                    Some(crate::stores::ThreadSummary::new(text.clone(), kept.len()));
+                summary = Some(text);
+            }
+            Err(reason) => {
+                tracing::warn!(reason = %reason, "compaction: the thread's summary failed");
+                p.summary_failed = true;
+            }
+        }
+    }
+    let prefix = THREAD_SUMMARY_PREFIX;
+    summary
+        .map(|text| Message::user(format!("{prefix}\n{text}")))
+        .into_iter()
+        .chain(kept)
+        .collect()
 }
 
 /// Where the kept part of the run's own messages starts: the newest
@@ -307,7 +448,7 @@ fn render(messages: &[Message]) -> String {
 }
 
 /// The call ids of the assistant turns among `messages`.
-fn call_ids(messages: &[Message]) -> impl Iterator<Item = &str> {
+pub(super) fn call_ids(messages: &[Message]) -> impl Iterator<Item = &str> {
     messages
         .iter()
         .flat_map(|m| match m {
@@ -319,9 +460,12 @@ fn call_ids(messages: &[Message]) -> impl Iterator<Item = &str> {
 
 /// `text` with every id of `ids` replaced by `[call]`: a summary names no call the
 /// history no longer has.
-fn scrub_ids(text: &str, ids: &[String]) -> String {
+pub(super) fn scrub_ids(text: &str, ids: &[String]) -> String {
     let mut out = text.to_owned();
-    for id in ids.iter().filter(|id| id.len() >= 3) {
+    // Longer ids first, so that `call_12` is not left as `[call]2`.
+    let mut ids: Vec<&String> = ids.iter().filter(|id| id.len() >= 3).collect();
+    ids.sort_by_key(|id| std::cmp::Reverse(id.len()));
+    for id in ids {
         out = out.replace(id.as_str(), "[call]");
     }
     out

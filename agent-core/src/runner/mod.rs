@@ -166,6 +166,15 @@ async fn run<T: AgentOutput>(
     let is_resumed = resumed.is_some();
     let mut run = Run::new(cfg, Arc::clone(&trace_id), input, options, events);
     prepared.apply_context(&mut run.request.system);
+    // The thread's summary, written before the run: its tokens are the run's.
+    if let Some((tokens, price)) = prepared.summary_tokens.take() {
+        run.count_summary(tokens, price.as_ref());
+    }
+    if prepared.summary_failed {
+        run.usage.compaction_failures = run.usage.compaction_failures.saturating_add(1);
+    } else if prepared.thread_summary_written() {
+        run.usage.compactions = run.usage.compactions.saturating_add(1);
+    }
     let refused = run
         .attach_durable(run_id, thread, resumed)
         .instrument(span.clone())

@@ -14,13 +14,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{Compiled, OutputPlan};
 use crate::error::{AgentError, Budget, Ending};
+use crate::llm::TokenUsage;
 use crate::message::Message;
 use crate::observe::{Observer, RunEvent};
 use crate::result::AgentResult;
 use crate::run_options::RunOptions;
 use crate::stores::{
-    RunRecord, StoreError, StoreKind, ThreadEntry, TraceEvent, TraceRecord, context_section, ms,
-    now_ms, with_context,
+    RunRecord, StoreError, StoreKind, ThreadEntry, ThreadSummary, TraceEvent, TraceRecord,
+    context_section, ms, now_ms, with_context,
 };
 
 use super::trace::{Observers, notify};
@@ -49,6 +50,12 @@ pub(crate) struct Prepared {
     failures: u32,
     recorder: Option<Arc<EventRecorder>>,
     observers: Observers,
+    /// The thread's new summary, stored with the run's entry.
+    pub(super) thread_summary: Option<ThreadSummary>,
+    /// The tokens of the thread summary's call, at the summarizer's price.
+    pub(super) summary_tokens: Option<(TokenUsage, Option<crate::pricing::ModelPrice>)>,
+    /// Whether the thread's summary failed.
+    pub(super) summary_failed: bool,
 }
 
 impl Prepared {
@@ -78,6 +85,9 @@ impl Prepared {
             failures: 0,
             recorder: None,
             observers: Observers::default(),
+            thread_summary: None,
+            summary_tokens: None,
+            summary_failed: false,
         }
     }
 
@@ -85,6 +95,11 @@ impl Prepared {
     /// checkpoint says), so the memory append takes the run's own messages.
     pub(crate) fn set_history_len(&mut self, len: usize) {
         self.history_len = len;
+    }
+
+    /// Whether the run wrote a new summary of its thread (stored with its entry).
+    pub(crate) fn thread_summary_written(&self) -> bool {
+        self.thread_summary.is_some()
     }
 
     /// The thread cap's error, if the run must end before any request.
@@ -269,7 +284,11 @@ pub(crate) async fn before_run<T>(
         }
     }
     if let (Some(memory), Some(thread)) = (&stores.memory, &p.thread) {
-        let max = stores.window.max_messages;
+        let mut max = stores.window.max_messages;
+        if super::compact::summarizes(cfg).is_some() {
+            // What the window no longer holds is summarized, not dropped.
+            max = max.saturating_mul(4).max(200);
+        }
         match guarded(limit, || memory.load(thread, max)).await {
             Ok(state) => match stores.max_thread_llm_calls {
                 Some(cap) if state.llm_calls >= cap => {
@@ -282,7 +301,7 @@ pub(crate) async fn before_run<T>(
                     p.refused = true;
                 }
                 _ => {
-                    let mut history = stores.window.trim(state.messages);
+                    let mut history = super::compact::thread_history(cfg, &mut p, state).await;
                     history.append(&mut options.history);
                     options.history = history;
                 }
@@ -352,11 +371,14 @@ pub(crate) async fn after_run<T>(cfg: &Compiled<T>, mut p: Prepared, result: &mu
         _ if ending == Ending::Paused => None,
         (Some(_), Some(_), false) => {
             let keeps = matches!(ending, Ending::Answered | Ending::Escalated);
-            Some(ThreadEntry::new(
-                trace_id.clone(),
-                if keeps { own.to_vec() } else { Vec::new() },
-                u64::from(result.usage.llm_calls),
-            ))
+            Some(
+                ThreadEntry::new(
+                    trace_id.clone(),
+                    if keeps { own.to_vec() } else { Vec::new() },
+                    u64::from(result.usage.llm_calls),
+                )
+                .with_summary(p.thread_summary.take()),
+            )
         }
         _ => None,
     };

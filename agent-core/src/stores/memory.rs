@@ -25,14 +25,16 @@ use crate::stores::StoreFuture;
 /// would confuse the next run). A run refused by the cap adds nothing.
 pub trait Memory: Send + Sync {
     /// The thread's totals and at most `max_messages` of its newest messages, oldest
-    /// first. An unknown thread is empty (not an error).
+    /// first; with a stored [`ThreadSummary`], the summary and only messages after what
+    /// it covers. An unknown thread is empty (not an error).
     ///
     /// # Errors
     /// A [`StoreError`](crate::store::StoreError) when the store cannot be read.
     fn load<'a>(&'a self, thread: &'a str, max_messages: usize) -> StoreFuture<'a, ThreadState>;
 
-    /// Adds one run to the thread: its messages (appended in order) and its LLM calls
-    /// (added to the thread's total). Idempotent per `entry.trace_id`: a second append of
+    /// Adds one run to the thread: its messages (appended in order), its LLM calls
+    /// (added to the thread's total) and its [`ThreadSummary`], if any (replacing the
+    /// stored one). Idempotent per `entry.trace_id`: a second append of
     /// the same run changes nothing, so a retried append never duplicates.
     ///
     /// # Errors
@@ -131,6 +133,10 @@ pub struct ThreadState {
     pub llm_calls: u64,
     /// Runs appended to the thread so far.
     pub runs: u64,
+    /// The thread's summary (see [`ThreadSummary`]), when a run stored one: it covers
+    /// every message before `messages`, which are then only the newer ones.
+    #[serde(default)]
+    pub summary: Option<String>,
 }
 
 impl ThreadState {
@@ -140,6 +146,40 @@ impl ThreadState {
             messages,
             llm_calls,
             runs,
+            summary: None,
+        }
+    }
+
+    /// The same, with the thread's summary.
+    #[must_use]
+    pub fn with_summary(mut self, summary: Option<String>) -> Self {
+        self.summary = summary;
+        self
+    }
+}
+
+/// A summary of a thread's older messages, written by a run whose config summarizes
+/// (`Compaction::summarize`) when the thread no longer fits its memory window.
+///
+/// It replaces the thread's summary and covers every message stored before the entry
+/// that carries it except the newest `kept`: from then on [`Memory::load`] returns it
+/// with only the messages after what it covers (the `kept` ones and every later one).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ThreadSummary {
+    /// The summary's text (no system prompt, no call ids).
+    pub text: String,
+    /// How many of the thread's newest messages before the entry it does not cover
+    /// (messages).
+    pub kept: usize,
+}
+
+impl ThreadSummary {
+    /// A summary that covers all but the newest `kept` messages before its entry.
+    pub fn new(text: impl Into<String>, kept: usize) -> Self {
+        Self {
+            text: text.into(),
+            kept,
         }
     }
 }
@@ -155,6 +195,10 @@ pub struct ThreadEntry {
     pub messages: Vec<Message>,
     /// The run's LLM calls.
     pub llm_calls: u64,
+    /// A new summary of the thread's older messages, when the run wrote one (stored
+    /// whatever the run's ending).
+    #[serde(default)]
+    pub summary: Option<ThreadSummary>,
 }
 
 impl ThreadEntry {
@@ -164,7 +208,15 @@ impl ThreadEntry {
             trace_id: trace_id.into(),
             messages,
             llm_calls,
+            summary: None,
         }
+    }
+
+    /// The same, with a new summary of the thread.
+    #[must_use]
+    pub fn with_summary(mut self, summary: Option<ThreadSummary>) -> Self {
+        self.summary = summary;
+        self
     }
 }
 
@@ -230,19 +282,9 @@ impl MemoryWindow {
 /// The estimated tokens of a message: its bytes (text, tool call names and arguments,
 /// tool result contents) divided by 4, rounded up, at least 1.
 pub fn estimate_tokens(message: &Message) -> u64 {
-    let bytes = match message {
-        Message::User { content } => content.len(),
-        Message::Assistant { text, tool_calls } => {
-            text.len()
-                + tool_calls
-                    .iter()
-                    .map(|c| c.name.len() + c.arguments.to_string().len())
-                    .sum::<usize>()
-        }
-        Message::Tool { results } => results.iter().map(|r| r.content.len()).sum(),
-        Message::Paused { text, content } => text.len().max(content.to_string().len()),
-    };
-    (bytes as u64).div_ceil(4).max(1)
+    (crate::llm::message_bytes(message) as u64)
+        .div_ceil(4)
+        .max(1)
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ pub use feedback::{
     EvalExample, EvalFilter, ExpectedSource, Feedback, FeedbackStore, RunQuery, RunRecord,
     write_jsonl,
 };
-pub use memory::{Memory, MemoryWindow, ThreadEntry, ThreadState, estimate_tokens};
+pub use memory::{Memory, MemoryWindow, ThreadEntry, ThreadState, ThreadSummary, estimate_tokens};
 pub use retrieval::{
     EmbedFuture, Embedder, HashEmbedder, Retrieved, Retriever, context_section, cosine, normalize,
 };
