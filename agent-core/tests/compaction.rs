@@ -71,6 +71,27 @@ fn events() -> (Seen, impl Fn(&RunEvent<'_>) + Send + Sync) {
     (seen, observer)
 }
 
+/// `assert_requests_well_formed`, and from the other side: every tool message answers
+/// the assistant turn right before it, call for call (no result whose call is gone).
+fn assert_valid(requests: &[LlmRequest]) {
+    assert_requests_well_formed(requests);
+    for r in requests {
+        for (i, m) in r.messages.iter().enumerate() {
+            let Message::Tool { results } = m else {
+                continue;
+            };
+            let Some(Message::Assistant { tool_calls, .. }) =
+                i.checked_sub(1).map(|j| &r.messages[j])
+            else {
+                panic!("message {i}: results without the turn that called them");
+            };
+            let called: Vec<&str> = tool_calls.iter().map(|c| c.id.as_str()).collect();
+            let answered: Vec<&str> = results.iter().map(|r| r.call_id.as_str()).collect();
+            assert_eq!(called, answered, "message {i}");
+        }
+    }
+}
+
 fn summaries(request: &LlmRequest) -> Vec<&str> {
     request
         .messages
@@ -126,7 +147,7 @@ async fn a_200_turn_run_under_a_small_budget_is_summarized_and_ends_answered() {
     // Every request is a valid history, keeps the input first, holds one summary at
     // most, and stays near the budget (the trigger plus one turn).
     let requests = model.requests();
-    assert_requests_well_formed(&requests);
+    assert_valid(&requests);
     for r in &requests {
         assert_eq!(
             r.messages.first(),
@@ -176,7 +197,7 @@ async fn clearing_tool_results_keeps_every_pair_and_the_newest_results() {
     assert!(result.outcome.is_ok(), "{:?}", result.outcome);
     assert!(result.usage.compactions > 0);
     let requests = model.requests();
-    assert_requests_well_formed(&requests);
+    assert_valid(&requests);
     let last = requests.last().unwrap();
     let results: Vec<&str> = last
         .messages
@@ -237,7 +258,7 @@ async fn a_failed_summary_falls_back_to_clearing_and_is_counted() {
             .iter()
             .all(|(s, _, _)| s == "clear_tool_results")
     );
-    assert_requests_well_formed(&model.requests());
+    assert_valid(&model.requests());
     assert!(model.requests().iter().all(|r| summaries(r).is_empty()));
 }
 
