@@ -43,6 +43,13 @@ pub(crate) fn of<T>(
     if !s.guardrails.is_empty() {
         canonical.insert("guardrails".to_owned(), json!(s.guardrails.names()));
     }
+    // Only with a compaction, so that the fingerprints of configs without one stay as they were.
+    if !matches!(s.compaction.strategy, super::compaction::Strategy::None) {
+        canonical.insert(
+            "compaction".to_owned(),
+            json!(format!("{:?}", s.compaction)),
+        );
+    }
     canonical.insert(
         "memory_window".to_owned(),
         json!([s.stores.window.max_messages, s.stores.window.max_tokens]),
