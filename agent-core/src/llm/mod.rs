@@ -105,6 +105,15 @@ pub struct OutputCapabilities {
     /// fill fields it was never told the meaning of; when this is `false`, native mode
     /// also puts the schema in the system prompt, as prompted mode does.
     pub native_schema_seen: bool,
+    /// In native mode, the output schema constrains every token of the reply, so a
+    /// request that carries it can never make a tool call: grammar-based servers
+    /// (llama.cpp, vLLM, Ollama) apply `response_format` as a grammar over the whole
+    /// reply. When this is `true`, the runner sends the schema only on turns that
+    /// offer no tool or force the answer (`tool_choice: none`, the nudge and wrap-up
+    /// turns), and turns that let the model look things up go without it; an answer
+    /// such a turn writes as text is validated as usual, and a malformed one is
+    /// corrected on a turn that carries the schema.
+    pub native_blocks_tools: bool,
 }
 
 impl Default for OutputCapabilities {
@@ -113,6 +122,7 @@ impl Default for OutputCapabilities {
             forced_tool_choice: true,
             native: true,
             native_schema_seen: true,
+            native_blocks_tools: false,
         }
     }
 }
@@ -126,6 +136,7 @@ impl OutputCapabilities {
             forced_tool_choice,
             native,
             native_schema_seen: true,
+            native_blocks_tools: false,
         }
     }
 
@@ -133,6 +144,14 @@ impl OutputCapabilities {
     #[must_use]
     pub const fn with_native_schema_seen(mut self, seen: bool) -> Self {
         self.native_schema_seen = seen;
+        self
+    }
+
+    /// Sets whether a native schema blocks tool calls (see
+    /// [`native_blocks_tools`](Self::native_blocks_tools)).
+    #[must_use]
+    pub const fn with_native_blocks_tools(mut self, blocks: bool) -> Self {
+        self.native_blocks_tools = blocks;
         self
     }
 

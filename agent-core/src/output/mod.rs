@@ -30,7 +30,7 @@ pub const ESCALATE_TO_HUMAN: &str = "escalate_to_human";
 /// | mode | the model answers with | what is sent |
 /// |---|---|---|
 /// | `Tool` | a `submit_output` tool call | `submit_output` among the tools; a forced tool choice after a plain-text turn and in the wrap-up turn |
-/// | `Native` | JSON text | the provider's structured output: OpenAI and compatible servers `response_format: {type: json_schema, ..}`, Anthropic `output_config: {format: {type: json_schema, ..}}`; on grammar-based servers, which never show that schema to the model, the schema goes in the system prompt too |
+/// | `Native` | JSON text | the provider's structured output: OpenAI and compatible servers `response_format: {type: json_schema, ..}`, Anthropic `output_config: {format: {type: json_schema, ..}}`; on grammar-based servers, which never show that schema to the model, the schema goes in the system prompt too, and turns that offer tools go without it (the grammar would forbid a tool call; `OutputCapabilities::native_blocks_tools`) |
 /// | `Prompted` | JSON text (bare, fenced, or followed by text) | the schema and an instruction appended to the system prompt, nothing else |
 /// | `Auto` | | the best mode the route supports (below) |
 ///

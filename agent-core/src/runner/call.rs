@@ -49,6 +49,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         };
         self.request.tools = tools;
         self.request.tool_choice = choice;
+        self.native_schema_for_turn();
         self.usage.llm_calls = self.usage.llm_calls.saturating_add(1);
         if let Some(model) = self.model_usage() {
             model.llm_calls = model.llm_calls.saturating_add(1);
@@ -127,6 +128,26 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         }
         spans::record_outcome(&span, &outcome, cfg.settings.budgets.capture_content);
         Ok(outcome)
+    }
+
+    /// Native mode on a server whose output grammar covers the whole reply
+    /// (`OutputCapabilities::native_blocks_tools`): a turn that offers the model a
+    /// tool to look things up goes without the output schema, every other turn (no
+    /// tool, or the answer forced) with it.
+    fn native_schema_for_turn(&mut self) {
+        let OutputPlan::Json(spec) = &self.cfg.output else {
+            return;
+        };
+        if spec.mode != crate::output::OutputMode::Native {
+            return;
+        }
+        let caps = self.client().output_capabilities(&self.request.model);
+        let lookup = caps.native_blocks_tools
+            && matches!(self.request.tool_choice, ToolChoice::Auto)
+            && self.request.tools.iter().any(|t| {
+                t.name != crate::output::ESCALATE_TO_HUMAN && !t.name.starts_with("transfer_to_")
+            });
+        self.request.output = (!lookup).then(|| Arc::clone(spec));
     }
 
     /// A failed LLM call: a content filter ends the run `refused`; a permanent

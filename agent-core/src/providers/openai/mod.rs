@@ -331,7 +331,8 @@ impl LlmClient for OpenAiClient {
     /// the server and on the model's chat template (llama.cpp does not for templates it
     /// cannot render tools into), so `Auto` is native mode there. These servers turn the
     /// schema into a grammar without showing it to the model, so native mode also puts
-    /// it in the system prompt there.
+    /// it in the system prompt there; and the grammar covers the whole reply, so a turn
+    /// that offers tools goes without it (`native_blocks_tools`).
     fn output_capabilities(&self, model: &str) -> OutputCapabilities {
         match self.flavor {
             Flavor::OpenAi | Flavor::Azure => {
@@ -342,9 +343,9 @@ impl LlmClient for OpenAiClient {
                     || model.starts_with("o1-preview");
                 OutputCapabilities::new(true, !old)
             }
-            Flavor::Compatible => {
-                OutputCapabilities::new(false, true).with_native_schema_seen(false)
-            }
+            Flavor::Compatible => OutputCapabilities::new(false, true)
+                .with_native_schema_seen(false)
+                .with_native_blocks_tools(true),
         }
     }
 

@@ -147,7 +147,7 @@ pub(crate) fn encode_body(
         Some(
             cache
                 .tools
-                .get_or_encode(&request.tools, |defs| raw(&wire_tools(defs)))
+                .get_or_encode(&request.tools, |defs| raw(&wire_tools(defs, compatible)))
                 .map_err(failed)?,
         )
     };
@@ -179,15 +179,22 @@ pub(crate) fn encode_body(
     serde_json::to_vec(&body).map_err(failed)
 }
 
-/// The `tools` array: each definition with its parameters through [`schema::for_openai`].
-fn wire_tools(defs: &[ToolDefinition]) -> Vec<WireTool<'_>> {
+/// The `tools` array: each definition with its parameters through [`schema::for_openai`]
+/// (for compatible servers [`schema::for_compatible_output`], whose pattern shorthands
+/// a grammar converter can enforce: llama.cpp turns tool parameters into a grammar too,
+/// and would accept any string for `^NW-\d{5}$`).
+fn wire_tools(defs: &[ToolDefinition], compatible: bool) -> Vec<WireTool<'_>> {
     defs.iter()
         .map(|def| WireTool {
             kind: "function",
             function: WireToolFunction {
                 name: &def.name,
                 description: &def.description,
-                parameters: schema::for_openai(&def.parameters),
+                parameters: if compatible {
+                    schema::for_compatible_output(&def.parameters)
+                } else {
+                    schema::for_openai(&def.parameters)
+                },
             },
         })
         .collect()
