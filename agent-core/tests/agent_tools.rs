@@ -518,3 +518,51 @@ async fn a_childs_records_point_at_its_parent() {
     assert!(!call_id.is_empty());
     assert_eq!(record.trace_id, result.usage.children[0].trace_id);
 }
+
+#[tokio::test]
+async fn a_child_that_pauses_for_approval_is_a_tool_error_and_the_parent_goes_on() {
+    // The child's model calls `noop`, which needs a person's approval: the child pauses.
+    let child_model = ScriptedModel::from_steps([turn(call("k1", "noop", json!({})), 20, 5)]);
+    let child: AgentConfig<Refund> = AgentConfig::builder("refunds")
+        .llm(child_model.clone())
+        .tool(Noop)
+        .checkpoints(agent_core::store::InMemoryCheckpoints::new())
+        .approval(|call, _| call.name == "noop")
+        .build()
+        .unwrap();
+    let parent_model = ScriptedModel::from_steps([
+        turn(
+            call("p1", "refunds", json!({"input": "refund A-1?"})),
+            100,
+            10,
+        ),
+        turn(submit("p2", json!({"queue": "billing"})), 150, 5),
+    ]);
+    let config: AgentConfig<Triage> = AgentConfig::builder("triage")
+        .llm(parent_model.clone())
+        .tool(child.as_tool("refunds", "Answers refund questions."))
+        .build()
+        .unwrap();
+    let result = run_agent(&config, "A-1 arrived broken").await;
+    assert_eq!(
+        result.outcome,
+        Ok(Triage {
+            queue: "billing".into()
+        })
+    );
+    let [(text, is_error)] = &tool_results(&parent_model)[..] else {
+        panic!("{:?}", tool_results(&parent_model));
+    };
+    assert!(*is_error);
+    assert!(
+        text.contains("the refunds agent did not answer (paused)"),
+        "{text}"
+    );
+    let [child_usage] = &result.usage.children[..] else {
+        panic!("{:?}", result.usage.children);
+    };
+    assert_eq!(child_usage.ending, "paused");
+    assert_eq!(child_usage.category.as_deref(), Some("paused"));
+    // The child's tokens are the parent's too: 110 + 155 + 25.
+    assert_eq!(result.usage.total_tokens(), 290);
+}
