@@ -139,8 +139,8 @@ pub use guardrail::{
 };
 pub use handover::{CallOutcome, CallRecord, Handover, Limits, RunState};
 pub use llm::{
-    LlmClient, LlmError, LlmErrorCause, LlmErrorKind, LlmFuture, LlmRequest, LlmResponse,
-    OutputCapabilities, StopReason, TokenUsage, ToolChoice,
+    Effort, LlmClient, LlmError, LlmErrorCause, LlmErrorKind, LlmFuture, LlmRequest, LlmResponse,
+    OutputCapabilities, Reasoning, StopReason, TokenUsage, ToolChoice,
 };
 pub use message::{Message, ToolCall, ToolResult};
 pub use observe::{Observer, RunEvent};

@@ -152,6 +152,19 @@ budgets! {
             None => None,
         },
         fingerprint Some("temperature"), |v| json!(v);
+    /// The reasoning asked of the model: an effort level and/or a thinking budget
+    /// (see [`Reasoning`](crate::Reasoning) for what each provider gets). `build()`
+    /// returns [`ConfigError::InvalidSetting`] when the model does not reason or cannot
+    /// honour the budget (the client's `check_reasoning`).
+    reasoning: Option<crate::llm::Reasoning> = None,
+        set(crate::llm::Reasoning) Some,
+        check |v| reject(
+            v.is_some_and(|r| r.effort.is_none() && r.budget_tokens.is_none()),
+            "Reasoning::default()",
+            "give an effort level or a budget",
+        ),
+        // In the fingerprint only when set (`fingerprint.rs`).
+        fingerprint None, |_| Value::Null;
     /// How long one tool execution may take (default 60 s; more than zero).
     tool_timeout: Duration = Duration::from_secs(60),
         set(Duration) |v| v,

@@ -43,6 +43,10 @@ pub(crate) fn of<T>(
     if !s.guardrails.is_empty() {
         canonical.insert("guardrails".to_owned(), json!(s.guardrails.names()));
     }
+    // Only with reasoning, so that the fingerprints of configs without it stay as they were.
+    if let Some(reasoning) = &s.budgets.reasoning {
+        canonical.insert("reasoning".to_owned(), json!(reasoning));
+    }
     // Only with a compaction, so that the fingerprints of configs without one stay as they were.
     if !matches!(s.compaction.strategy, super::compaction::Strategy::None) {
         canonical.insert(

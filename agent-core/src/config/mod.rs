@@ -278,6 +278,15 @@ impl<T: AgentOutput> AgentConfig<T> {
                 );
             }
         }
+        if let Some(reasoning) = &settings.budgets.reasoning {
+            client
+                .check_reasoning(&wire_model, reasoning, settings.budgets.max_tokens)
+                .map_err(|reason| ConfigError::InvalidSetting {
+                    setting: "reasoning",
+                    value: format!("{reasoning:?} for {wire_model}"),
+                    reason,
+                })?;
+        }
         let price_key = settings.model.as_deref().unwrap_or(&wire_model);
         let price = settings.pricing.price_of(price_key);
         if let Some(p) = price.filter(|p| !p.is_valid()) {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 mod error;
+mod reasoning;
 mod sink;
 
 use crate::message::{Message, ToolCall};
@@ -14,6 +15,7 @@ use crate::output::OutputMode;
 pub(crate) use crate::output::OutputSpec;
 use crate::tool::ToolDefinition;
 pub use error::{LlmError, LlmErrorCause, LlmErrorKind};
+pub use reasoning::{Effort, Reasoning};
 pub(crate) use sink::replay;
 pub use sink::{StreamDelta, StreamSink};
 
@@ -86,6 +88,24 @@ pub trait LlmClient: Send + Sync {
     fn effective_temperature(&self, model: &str, requested: f32) -> Option<f32> {
         let _ = model;
         Some(requested)
+    }
+
+    /// Whether this client can send `reasoning` for `model` (the wire model name) with
+    /// an output cap of `max_tokens` (tokens): `Err` with the reason when the model does
+    /// not reason or cannot honour it; `build()` turns it into
+    /// `ConfigError::InvalidSetting`. The default (for hand-written clients) accepts
+    /// anything.
+    ///
+    /// # Errors
+    /// Why the setting cannot be sent.
+    fn check_reasoning(
+        &self,
+        model: &str,
+        reasoning: &Reasoning,
+        max_tokens: u32,
+    ) -> Result<(), &'static str> {
+        let _ = (model, reasoning, max_tokens);
+        Ok(())
     }
 }
 
@@ -189,6 +209,14 @@ impl<C: LlmClient + ?Sized> LlmClient for Arc<C> {
     fn effective_temperature(&self, model: &str, requested: f32) -> Option<f32> {
         (**self).effective_temperature(model, requested)
     }
+    fn check_reasoning(
+        &self,
+        model: &str,
+        reasoning: &Reasoning,
+        max_tokens: u32,
+    ) -> Result<(), &'static str> {
+        (**self).check_reasoning(model, reasoning, max_tokens)
+    }
 }
 
 /// Which tools the model may or must call in a turn.
@@ -236,6 +264,9 @@ pub struct LlmRequest {
     /// [`OutputMode::Prompted`] (the schema is in the system prompt; adapters send
     /// nothing). `None` in [`OutputMode::Tool`] and for plain-text output.
     pub output: Option<Arc<OutputSpec>>,
+    /// The reasoning asked of the model (the builder's `reasoning`), sent as the
+    /// provider takes it (see [`Reasoning`]); `None` sends nothing.
+    pub reasoning: Option<Reasoning>,
 }
 
 /// The bytes of one message in the estimate of
@@ -269,6 +300,7 @@ impl LlmRequest {
             temperature: None,
             prompt_cache: false,
             output: None,
+            reasoning: None,
         }
     }
 

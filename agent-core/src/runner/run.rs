@@ -57,6 +57,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         request.tools = Arc::clone(&cfg.table.offered);
         request.max_tokens = s.budgets.max_tokens;
         request.temperature = s.budgets.temperature;
+        request.reasoning = s.budgets.reasoning;
         let state = if run_state.is_empty() {
             Arc::clone(&cfg.state)
         } else {

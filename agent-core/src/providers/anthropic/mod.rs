@@ -165,6 +165,18 @@ impl LlmClient for AnthropicClient {
     fn effective_temperature(&self, _model: &str, requested: f32) -> Option<f32> {
         Some(clamp_temperature(requested))
     }
+
+    /// Extended thinking for Claude 3.7 Sonnet and the Claude 4 models (see
+    /// [`Reasoning`](crate::Reasoning)). With it, a forced tool choice is sent as
+    /// `auto` and the temperature is left out, as the API requires.
+    fn check_reasoning(
+        &self,
+        model: &str,
+        reasoning: &crate::llm::Reasoning,
+        max_tokens: u32,
+    ) -> Result<(), &'static str> {
+        wire::check_reasoning(model, reasoning, max_tokens)
+    }
 }
 
 fn clamp_temperature(t: f32) -> f32 {

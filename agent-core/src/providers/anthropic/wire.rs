@@ -32,6 +32,11 @@ struct Body<'a> {
     temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     output_config: Option<&'a RawValue>,
+    /// Extended thinking: `{"type": "enabled", "budget_tokens": n}` (source: "Building
+    /// with extended thinking",
+    /// <https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking>).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Value>,
     #[serde(skip_serializing_if = "is_false")]
     stream: bool,
 }
@@ -63,6 +68,37 @@ enum Block<'a> {
     /// A block of a paused turn, sent back exactly as it came.
     #[serde(untagged)]
     Raw(&'a Value),
+}
+
+/// The key of a call's provider data that holds its turn's thinking blocks.
+const THINKING: &str = "anthropic_thinking";
+
+/// Whether Anthropic can send `reasoning` for `model`: Claude 3.7 Sonnet and the
+/// Claude 4 models think; the budget (an effort as its budget) is at least 1,024 tokens
+/// and less than `max_tokens` (source: the extended thinking page above).
+///
+/// # Errors
+/// Why it cannot.
+pub(crate) fn check_reasoning(
+    model: &str,
+    reasoning: &crate::llm::Reasoning,
+    max_tokens: u32,
+) -> Result<(), &'static str> {
+    let thinks = model.starts_with("claude-3-7")
+        || ["claude-opus-4", "claude-sonnet-4", "claude-haiku-4"]
+            .iter()
+            .any(|p| model.starts_with(p));
+    if !thinks {
+        return Err("the model does not think (Claude 3.7 Sonnet and the Claude 4 models do)");
+    }
+    let budget = reasoning.budget_or_effort().unwrap_or(0);
+    if budget < 1_024 {
+        return Err("Anthropic's thinking budget is at least 1,024 tokens");
+    }
+    if budget >= max_tokens {
+        return Err("the thinking budget must be less than max_tokens");
+    }
+    Ok(())
 }
 
 #[allow(clippy::trivially_copy_pass_by_ref)]
@@ -205,24 +241,38 @@ pub(crate) fn encode_body(
         ),
         None => None,
     };
+    let thinking = request
+        .reasoning
+        .and_then(|r| r.budget_or_effort())
+        .map(|budget| serde_json::json!({"type": "enabled", "budget_tokens": budget}));
     let body = Body {
         model: &request.model,
         max_tokens: request.max_tokens,
         system,
-        messages: messages(&request.messages),
+        messages: messages(&request.messages, thinking.is_some()),
         tools: tools.as_deref(),
+        // With extended thinking, only `auto` and `none` are accepted ("Tool use with
+        // extended thinking" in the page above): a forced choice goes as `auto`.
         tool_choice: if request.tools.is_empty() {
             None
         } else {
             Some(match &request.tool_choice {
+                ToolChoice::Required | ToolChoice::Tool(_) if thinking.is_some() => {
+                    WireChoice::Auto
+                }
                 ToolChoice::Required => WireChoice::Any,
                 ToolChoice::Tool(name) => WireChoice::Tool { name },
                 ToolChoice::None => WireChoice::None,
                 _ => WireChoice::Auto,
             })
         },
-        temperature: request.temperature.map(clamp_temperature),
+        // Thinking takes no temperature but the default.
+        temperature: request
+            .temperature
+            .filter(|_| thinking.is_none())
+            .map(clamp_temperature),
         output_config: output_config.as_deref(),
+        thinking,
         stream,
     };
     serde_json::to_vec(&body).map_err(failed)
@@ -230,7 +280,7 @@ pub(crate) fn encode_body(
 
 /// The conversation as Anthropic messages: user-side turns (text and tool results) that
 /// follow each other are merged into one `user` message, tool results first.
-fn messages(history: &[crate::message::Message]) -> Vec<WireMessage<'_>> {
+fn messages(history: &[crate::message::Message], thinking: bool) -> Vec<WireMessage<'_>> {
     let mut out: Vec<WireMessage<'_>> = Vec::new();
     for turn in history::turns(history) {
         match turn {
@@ -273,6 +323,17 @@ fn messages(history: &[crate::message::Message]) -> Vec<WireMessage<'_>> {
             }
             Turn::Assistant { text, calls } => {
                 let mut content = Vec::with_capacity(calls.len() + 1);
+                // The turn's thinking blocks, as they came, before its text and calls
+                // (only when this request thinks too).
+                if let (true, Some(Value::Array(blocks))) = (
+                    thinking,
+                    calls
+                        .first()
+                        .and_then(|c| c.provider_data.as_ref())
+                        .and_then(|d| d.get(THINKING)),
+                ) {
+                    content.extend(blocks.iter().map(Block::Raw));
+                }
                 if !text.trim().is_empty() {
                     content.push(Block::Text { text });
                 }
@@ -403,7 +464,16 @@ pub(crate) fn decode(reply: &Reply, key: Option<&ApiKey>) -> Result<LlmResponse,
     };
     let mut text = String::new();
     let mut tool_calls = Vec::new();
+    let mut thinking: Vec<Value> = Vec::new();
+    let mut reasoning = String::new();
     for block in &content {
+        if let Some("thinking" | "redacted_thinking") = block.get("type").and_then(Value::as_str) {
+            if let Some(t) = block.get("thinking").and_then(Value::as_str) {
+                reasoning.push_str(t);
+            }
+            thinking.push(block.clone());
+            continue;
+        }
         // A block of an unknown shape is one more block to ignore, as an unknown type is.
         match WireBlock::deserialize(block).unwrap_or(WireBlock::Other) {
             WireBlock::Text { text: t } => text.push_str(&t),
@@ -414,6 +484,12 @@ pub(crate) fn decode(reply: &Reply, key: Option<&ApiKey>) -> Result<LlmResponse,
         }
     }
     fill_ids(&mut tool_calls);
+    // Thinking blocks go back with the tool calls that follow them, unchanged
+    // (signatures included), as the API requires within a tool loop; a turn without
+    // calls drops them (earlier turns' thinking need not be sent).
+    if let (false, Some(first)) = (thinking.is_empty(), tool_calls.first_mut()) {
+        first.provider_data = Some(serde_json::json!({ THINKING: thinking }));
+    }
     let stop_reason = match wire.stop_reason.as_deref() {
         Some("end_turn") | None => StopReason::EndTurn,
         Some("tool_use") => StopReason::ToolUse,
@@ -438,6 +514,7 @@ pub(crate) fn decode(reply: &Reply, key: Option<&ApiKey>) -> Result<LlmResponse,
     response.model = wire.model;
     response.request_id = request_id(&reply.headers).or(wire.id);
     response.provider_content = provider_content;
+    response.reasoning = reasoning;
     Ok(response)
 }
 

@@ -184,6 +184,16 @@ impl LlmClient for GeminiClient {
     fn effective_temperature(&self, _model: &str, requested: f32) -> Option<f32> {
         Some(clamp_temperature(requested))
     }
+
+    /// `thinkingConfig` for Gemini 2.5 (a budget) and 3 (a level).
+    fn check_reasoning(
+        &self,
+        model: &str,
+        reasoning: &crate::llm::Reasoning,
+        _max_tokens: u32,
+    ) -> Result<(), &'static str> {
+        wire::check_reasoning(model, reasoning)
+    }
 }
 
 fn clamp_temperature(t: f32) -> f32 {

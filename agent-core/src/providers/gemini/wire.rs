@@ -128,6 +128,59 @@ struct GenerationConfig<'a> {
     response_mime_type: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_schema: Option<&'a RawValue>,
+    /// `thinkingConfig` (source: the thinking guide,
+    /// <https://ai.google.dev/gemini-api/docs/thinking>): `thinkingBudget` (tokens) for
+    /// Gemini 2.5, `thinkingLevel` (`low` / `high`) for Gemini 3.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking_config: Option<serde_json::Value>,
+}
+
+/// The `thinkingConfig` of a request's reasoning (see [`GenerationConfig`]).
+fn thinking_config(request: &LlmRequest) -> Option<serde_json::Value> {
+    let reasoning = request.reasoning?;
+    if request.model.starts_with("gemini-3") {
+        let level = match reasoning.effort? {
+            crate::llm::Effort::Minimal | crate::llm::Effort::Low => "low",
+            _ => "high",
+        };
+        return Some(serde_json::json!({ "thinkingLevel": level }));
+    }
+    let budget = reasoning.budget_or_effort()?;
+    Some(serde_json::json!({ "thinkingBudget": budget }))
+}
+
+/// Whether Gemini can send `reasoning` for `model`: Gemini 2.5 takes a budget (an
+/// effort as its budget; Pro from 128 to 32,768 tokens, Flash up to 24,576), Gemini 3
+/// an effort level only.
+///
+/// # Errors
+/// Why it cannot.
+pub(crate) fn check_reasoning(
+    model: &str,
+    reasoning: &crate::llm::Reasoning,
+) -> Result<(), &'static str> {
+    if model.starts_with("gemini-3") {
+        return match reasoning.effort {
+            Some(_) => Ok(()),
+            None => Err("Gemini 3 takes an effort level (thinkingLevel), not a token budget"),
+        };
+    }
+    if !model.starts_with("gemini-2.5") {
+        return Err("the model does not think (Gemini 2.5 and 3 do)");
+    }
+    let budget = reasoning.budget_or_effort().unwrap_or(0);
+    let max = if model.starts_with("gemini-2.5-pro") {
+        32_768
+    } else {
+        24_576
+    };
+    if model.starts_with("gemini-2.5-pro") && budget < 128 {
+        return Err("Gemini 2.5 Pro thinks with a budget of 128 to 32,768 tokens");
+    }
+    if budget > max {
+        return Err("the budget is over the model's thinking limit (32,768 Pro, 24,576 Flash)");
+    }
+    Ok(())
 }
 
 #[derive(Serialize)]
@@ -242,6 +295,7 @@ pub(crate) fn encode(request: &LlmRequest, cache: &WireCache) -> Result<Vec<u8>,
             temperature: request.temperature.map(clamp_temperature),
             response_mime_type: response_schema.is_some().then_some("application/json"),
             response_schema: response_schema.as_deref(),
+            thinking_config: thinking_config(request),
         },
     };
     serde_json::to_vec(&body).map_err(failed)

@@ -355,4 +355,21 @@ impl LlmClient for OpenAiClient {
     fn effective_temperature(&self, model: &str, requested: f32) -> Option<f32> {
         (self.flavor == Flavor::Compatible || accepts_temperature(model)).then_some(requested)
     }
+
+    /// OpenAI and Azure: `reasoning_effort` for reasoning models (see
+    /// [`Reasoning`](crate::Reasoning)); compatible servers: none is sent, so none is
+    /// accepted.
+    fn check_reasoning(
+        &self,
+        model: &str,
+        reasoning: &crate::llm::Reasoning,
+        _max_tokens: u32,
+    ) -> Result<(), &'static str> {
+        match self.flavor {
+            Flavor::Compatible => {
+                Err("compatible servers take no reasoning setting from agent-core")
+            }
+            Flavor::OpenAi | Flavor::Azure => wire::check_reasoning(model, reasoning),
+        }
+    }
 }

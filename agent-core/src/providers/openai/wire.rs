@@ -36,6 +36,10 @@ struct Body<'a> {
     temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_format: Option<&'a RawValue>,
+    /// `reasoning_effort` (reasoning models; source: Chat Completions reference,
+    /// <https://platform.openai.com/docs/api-reference/chat/create>).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'static str>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -171,6 +175,11 @@ pub(crate) fn encode_body(
             .temperature
             .filter(|_| compatible || accepts_temperature(&request.model)),
         response_format: response_format.as_deref(),
+        reasoning_effort: request
+            .reasoning
+            .and_then(|r| r.effort)
+            .filter(|_| !compatible)
+            .map(crate::llm::Effort::as_str),
         stream,
         stream_options: stream.then_some(StreamOptions {
             include_usage: true,
@@ -260,6 +269,29 @@ pub(super) fn strict_format(spec: &OutputSpec) -> serde_json::Map<String, Value>
 /// the gpt-5 family, except its `-chat` models) reject any value but the default with a
 /// 400, so the adapter leaves it out for them (source: OpenAI's reasoning guide,
 /// <https://platform.openai.com/docs/guides/reasoning>, "unsupported parameters").
+/// Whether OpenAI can send `reasoning` for `model`: a reasoning model (o1, o3, o4,
+/// gpt-5 except `-chat`), an effort level (OpenAI takes no token budget), `minimal` on
+/// gpt-5 models only (source: the reasoning guide,
+/// <https://platform.openai.com/docs/guides/reasoning>).
+///
+/// # Errors
+/// Why it cannot.
+pub(crate) fn check_reasoning(
+    model: &str,
+    reasoning: &crate::llm::Reasoning,
+) -> Result<(), &'static str> {
+    if accepts_temperature(model) {
+        return Err("the model is not a reasoning model (o1, o3, o4, gpt-5)");
+    }
+    match reasoning.effort {
+        None => Err("OpenAI takes an effort level (Effort::Low, Medium, High), not a token budget"),
+        Some(crate::llm::Effort::Minimal) if !model.starts_with("gpt-5") => {
+            Err("Effort::Minimal is for gpt-5 models only")
+        }
+        Some(_) => Ok(()),
+    }
+}
+
 pub(super) fn accepts_temperature(model: &str) -> bool {
     let reasoning = ["o1", "o3", "o4", "gpt-5"]
         .iter()

@@ -223,4 +223,14 @@ impl LlmClient for OpenAiResponsesClient {
     fn effective_temperature(&self, model: &str, requested: f32) -> Option<f32> {
         super::wire::accepts_temperature(model).then_some(requested)
     }
+
+    /// `reasoning.effort` for reasoning models, as on Chat Completions.
+    fn check_reasoning(
+        &self,
+        model: &str,
+        reasoning: &crate::llm::Reasoning,
+        _max_tokens: u32,
+    ) -> Result<(), &'static str> {
+        super::wire::check_reasoning(model, reasoning)
+    }
 }

@@ -41,6 +41,10 @@ struct Body<'a> {
     max_output_tokens: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
+    /// `reasoning: {"effort": ..}` (source: Responses API reference, `reasoning`,
+    /// <https://platform.openai.com/docs/api-reference/responses/create>).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<Value>,
     store: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     include: Option<[&'static str; 1]>,
@@ -140,6 +144,10 @@ pub(crate) fn encode_body(
         temperature: request
             .temperature
             .filter(|_| accepts_temperature(&request.model)),
+        reasoning: request
+            .reasoning
+            .and_then(|r| r.effort)
+            .map(|e| json!({"effort": e.as_str()})),
         store,
         include: (!store).then_some([ENCRYPTED_REASONING]),
         previous_response_id,
