@@ -238,6 +238,11 @@ pub(crate) fn plan<T>(
         }
         Trigger::Share(share) => {
             let Some(window) = window.or_else(|| ContextWindow::of(model)) else {
+                let model = if model.is_empty() {
+                    "a config with no model name".to_owned()
+                } else {
+                    model.to_owned()
+                };
                 return Err(invalid(
                     format!("at_share({share}) for {model}"),
                     "the model's context window is unknown: set it with context_window(..) \

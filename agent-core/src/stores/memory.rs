@@ -158,8 +158,10 @@ impl ThreadState {
     }
 }
 
-/// A summary of a thread's older messages, written by a run whose config summarizes
-/// (`Compaction::summarize`) when the thread no longer fits its memory window.
+/// A summary of a thread's older messages, written by a run whose config has a
+/// summarizing compaction ([`Compaction::summarize`](crate::Compaction::summarize),
+/// `summarize_with_model` or `summarize_with`) when the thread no longer fits its
+/// memory window.
 ///
 /// It replaces the thread's summary and covers every message stored before the entry
 /// that carries it except the newest `kept`: from then on [`Memory::load`] returns it
@@ -169,8 +171,8 @@ impl ThreadState {
 pub struct ThreadSummary {
     /// The summary's text (no system prompt, no call ids).
     pub text: String,
-    /// How many of the thread's newest messages before the entry it does not cover
-    /// (messages).
+    /// How many messages, counted back from just before this entry, the summary does
+    /// not cover (messages): they are still loaded word for word, after the summary.
     pub kept: usize,
 }
 
