@@ -218,3 +218,41 @@ async fn gemini_gets_a_thinking_budget_or_level() {
             .contains("over the model's thinking limit")
     );
 }
+
+#[tokio::test]
+async fn streamed_thinking_arrives_as_reasoning_deltas() {
+    use agent_core::StreamEvent;
+    let server = MockServer::start().await;
+    mount_post(
+        &server,
+        "/v1/messages",
+        raw_fixture(
+            200,
+            "streaming/anthropic/thinking_submit.sse",
+            "text/event-stream",
+        ),
+        None,
+    )
+    .await;
+    let config = triage("claude-sonnet-4-5", &server.uri())
+        .reasoning(Reasoning::budget(2_048))
+        .max_tokens(8_000)
+        .build()
+        .unwrap();
+    let mut stream = agent_core::run_agent_stream(&config, "ticket");
+    let mut reasoning = String::new();
+    let mut result = None;
+    while let Some(event) = stream.next().await {
+        match event {
+            StreamEvent::ReasoningDelta { llm_call, text } => {
+                assert_eq!(llm_call, 1);
+                reasoning.push_str(&text);
+            }
+            StreamEvent::Finished(r) => result = Some(*r),
+            _ => {}
+        }
+    }
+    assert_eq!(reasoning, "The parcel is late; shipping, severity 2.");
+    assert_eq!(result.unwrap().outcome, Ok(expected_triage()));
+    assert_eq!(bodies(&server).await[0]["thinking"]["budget_tokens"], 2048);
+}

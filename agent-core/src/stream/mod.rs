@@ -46,6 +46,15 @@ pub enum StreamEvent<T> {
         /// The new text.
         text: String,
     },
+    /// More of the model's reasoning (Anthropic's thinking, OpenAI-compatible
+    /// servers' `reasoning_content`), where the provider streams it. Not part of the
+    /// conversation or the answer.
+    ReasoningDelta {
+        /// Which LLM call.
+        llm_call: u32,
+        /// The new reasoning text.
+        text: String,
+    },
     /// The model began a tool call.
     ToolCallStarted {
         /// Which LLM call.

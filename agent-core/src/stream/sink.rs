@@ -149,7 +149,14 @@ impl<T: Send> StreamSink for TurnSink<T> {
             .received
             .fetch_add(bytes as u64, Ordering::Relaxed);
         match delta {
-            StreamDelta::Reasoning(_) => {}
+            StreamDelta::Reasoning(text) => {
+                if !text.is_empty() {
+                    self.send(StreamEvent::ReasoningDelta {
+                        llm_call,
+                        text: text.to_owned(),
+                    });
+                }
+            }
             StreamDelta::Text(text) => {
                 if text.is_empty() {
                     return;
