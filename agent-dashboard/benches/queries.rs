@@ -94,11 +94,12 @@ async fn bench(label: &str, store: Store, runs: u64) {
     println!("{label}: {runs} runs");
     time("Store::agents", || async { store.agents().await.unwrap() }).await;
     let scope = RunScope::new("triage", from - DAY_MS, now + DAY_MS);
-    let rows = store.overview(&scope).await.unwrap();
-    let counted: u64 = rows.iter().map(|r| r.runs).sum();
+    let overview = store.overview(&scope).await.unwrap();
+    let counted: u64 = overview.counts.iter().map(|r| r.runs).sum();
     println!(
-        "  (overview of triage, 31 days: {counted} runs in {} groups)",
-        rows.len()
+        "  (overview of triage, 31 days: {counted} runs in {} groups, {} latency groups)",
+        overview.counts.len(),
+        overview.latency.len()
     );
     time("Store::overview (triage, 31 days)", || async {
         store.overview(&scope).await.unwrap()
