@@ -630,12 +630,11 @@ impl<'s> MigrationSource<'s> for Migrations {
             ),
             Migration::new(
                 5,
-                Cow::Borrowed("dashboard: generated columns and indexes (src/dashboard.rs)"),
+                Cow::Borrowed(
+                    "dashboard: generated columns, indexes and daily rollups (src/dashboard.rs)",
+                ),
                 MigrationType::Simple,
-                Cow::Borrowed(match self.0 {
-                    Backend::Sqlite => crate::dashboard::MIGRATION_5_SQLITE,
-                    Backend::Postgres => crate::dashboard::MIGRATION_5_POSTGRES,
-                }),
+                Cow::Owned(crate::dashboard::migration_5(self.0 == Backend::Postgres)),
                 false,
             ),
             Migration::new(

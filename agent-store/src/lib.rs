@@ -118,7 +118,9 @@ use agent_core::store::{
 };
 use agent_core::{AgentConfig, AgentOutput, AgentResult};
 
-pub use dashboard::{DAY_MS, DayCount, PageCursor, RunFilter, RunScope, RunsPage, TurnCount};
+pub use dashboard::{
+    DAY_MS, DayCount, LatencyCount, Overview, PageCursor, RunFilter, RunScope, RunsPage, TurnCount,
+};
 pub use db::Backend;
 pub use documents::Documents;
 

@@ -14,7 +14,7 @@ use futures::FutureExt;
 use sqlx::QueryBuilder;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::db::{Shared, db_error, write_tx};
+use crate::db::{Backend, Shared, db_error, write_tx};
 
 /// One `runs` row: a run's columns, its record (from the feedback store) and its
 /// trace (from the trace store); either JSON may come alone, and the writer merges the
@@ -233,10 +233,21 @@ const RUNS_UPSERT: &str = " ON CONFLICT (trace_id) DO UPDATE SET agent = exclude
      record = COALESCE(excluded.record, runs.record), \
      trace = COALESCE(excluded.trace, runs.trace)";
 
-/// Writes one batch in one transaction.
+/// Writes one batch in one transaction. On PostgreSQL the batch first takes a
+/// transaction-level advisory lock (one per schema): the triggers on `runs` update the
+/// daily rollup rows (migration 5), which two concurrent batches could otherwise lock
+/// in opposite orders (a deadlock). Batches of the same day contend for the same
+/// rollup rows anyway, so the lock only puts them in a queue.
 async fn write(shared: &Shared, rows: &[RunRow]) -> Result<(), StoreError> {
     shared.ready().await?;
+    let postgres = shared.backend == Backend::Postgres;
     write_tx!(&shared, DB, tx => {
+        if postgres {
+            sqlx::query("SELECT pg_advisory_xact_lock(hashtext(current_schema()))")
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error)?;
+        }
         for chunk in chunks(rows) {
             let mut q = QueryBuilder::<DB>::new(RUNS_INSERT);
             q.push_values(chunk, |mut b, r| {

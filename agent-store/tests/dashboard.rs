@@ -221,7 +221,8 @@ async fn aggregates_count_what_was_recorded(place: &Place) {
     assert_eq!(store.agents().await.unwrap(), ["other", "triage"]);
 
     let scope = RunScope::new("triage", DAY0, DAY0 + 2 * DAY_MS);
-    let rows = store.overview(&scope).await.unwrap();
+    let overview = store.overview(&scope).await.unwrap();
+    let rows = &overview.counts;
     let total: u64 = rows.iter().map(|r| r.runs).sum();
     assert_eq!(total, 11);
     let sum = |f: &dyn Fn(&agent_store::DayCount) -> bool,
@@ -239,13 +240,39 @@ async fn aggregates_count_what_was_recorded(place: &Place) {
     let cost: f64 = rows.iter().map(|r| r.cost_usd).sum();
     assert!((cost - 0.11).abs() < 1e-9, "{cost}");
     // Latency buckets: two significant digits, rounded down.
-    let mut buckets: Vec<u64> = rows.iter().map(|r| r.latency_floor_ms).collect();
+    let mut buckets: Vec<(u64, u64)> = overview
+        .latency
+        .iter()
+        .map(|r| (r.latency_floor_ms, r.runs))
+        .collect();
     buckets.sort_unstable();
-    buckets.dedup();
-    assert_eq!(buckets, [10, 50, 77, 95, 120, 130, 340, 990, 2_300, 5_000]);
+    assert_eq!(
+        buckets,
+        [
+            (10, 1),
+            (50, 1),
+            (77, 1),
+            (95, 1),
+            (120, 1),
+            (130, 1),
+            (130, 1),
+            (340, 1),
+            (990, 1),
+            (2_300, 1),
+            (5_000, 1)
+        ],
+        "runs 6 (variant b) and 7 (variant a) are both in 130 on day 1"
+    );
 
     let b = store.overview(&scope.clone().variant("b")).await.unwrap();
-    assert_eq!(b.iter().map(|r| r.runs).sum::<u64>(), 3);
+    assert_eq!(b.counts.iter().map(|r| r.runs).sum::<u64>(), 3);
+    assert_eq!(b.latency.iter().map(|r| r.runs).sum::<u64>(), 3);
+    assert!(b.counts.iter().all(|r| r.variant.as_deref() == Some("b")));
+    let none = store.overview(&scope.clone().variant("")).await.unwrap();
+    assert!(
+        none.counts.is_empty(),
+        "no run has the variant \"\" (run 10 has none)"
+    );
 
     let turns = store.turn_counts(&scope).await.unwrap();
     let answered_2: u64 = turns
@@ -274,6 +301,102 @@ async fn aggregates_count_what_was_recorded(place: &Place) {
     assert_eq!(stats.answered_p95, Some(5));
     assert_eq!(stats.suggested_max_llm_calls, Some(6));
     assert_eq!(stats.hit_cap, 1);
+    store.close().await.unwrap();
+}
+
+/// Whole days come from the rollups (kept by triggers), parts of days from `runs`: a
+/// range that cuts days counts the same runs, and a run recorded again under the same
+/// trace id moves from its old ending to the new one.
+async fn rollups_follow_partial_days_and_replaced_runs(place: &Place) {
+    let store = place.open().await;
+    seed(&store).await;
+    // From run 3 of day 0 (12:00 + 3 ms) to before run 12 of day 5 (12:00 + 12 ms).
+    let cut = RunScope::new("triage", DAY0 + 43_200_003, DAY0 + 5 * DAY_MS + 43_200_012);
+    let rows = store.overview(&cut).await.unwrap().counts;
+    let mut days: Vec<(i64, u64)> = Vec::new();
+    for r in &rows {
+        match days.last_mut() {
+            Some((d, n)) if *d == r.day => *n += r.runs,
+            _ => days.push((r.day, r.runs)),
+        }
+    }
+    assert_eq!(
+        days,
+        [(20_000, 3), (20_001, 6)],
+        "runs 3-5 of day 0, all of day 1"
+    );
+    let stuck = |rows: &[agent_store::DayCount]| -> u64 {
+        rows.iter()
+            .filter(|r| r.ending == Ending::Stuck)
+            .map(|r| r.runs)
+            .sum()
+    };
+    assert_eq!(stuck(&rows), 1);
+    let whole = RunScope::new("triage", DAY0, DAY0 + 2 * DAY_MS);
+    let before = store.overview(&whole).await.unwrap().counts;
+    assert_eq!(before.iter().map(|r| r.runs).sum::<u64>(), 11);
+
+    // Run 4 (stuck, 6 calls, 2,345 ms) recorded again: answered in 3 calls, 500 ms.
+    let again = record(
+        4,
+        "triage",
+        Some("b"),
+        Ending::Answered,
+        None,
+        0,
+        500,
+        3,
+        json!({"partial": "true"}),
+        "Loop",
+    );
+    store.record(&again).await.unwrap();
+    for scope in [&whole, &cut] {
+        let overview = store.overview(scope).await.unwrap();
+        let rows = &overview.counts;
+        assert_eq!(stuck(rows), 0);
+        let answered: u64 = rows
+            .iter()
+            .filter(|r| r.ending == Ending::Answered)
+            .map(|r| r.runs)
+            .sum();
+        let partial: u64 = rows.iter().map(|r| r.partial).sum();
+        let at = |floor: u64| -> u64 {
+            overview
+                .latency
+                .iter()
+                .filter(|r| r.latency_floor_ms == floor)
+                .map(|r| r.runs)
+                .sum()
+        };
+        assert_eq!((at(2_300), at(500)), (0, 1));
+        assert_eq!(
+            overview.latency.iter().map(|r| r.runs).sum::<u64>(),
+            rows.iter().map(|r| r.runs).sum::<u64>()
+        );
+        if scope == &whole {
+            assert_eq!((answered, partial), (7, 2));
+            assert_eq!(rows.iter().map(|r| r.runs).sum::<u64>(), 11);
+            assert_eq!(rows.iter().map(|r| r.tokens).sum::<u64>(), 11 * 110);
+        } else {
+            // Runs 1 and 2 (day 0) are before the cut; run 4 is answered now.
+            assert_eq!((answered, partial), (5, 1));
+        }
+        let turns = store.turn_counts(scope).await.unwrap();
+        let at = |ending: Ending, calls: u32| -> u64 {
+            turns
+                .iter()
+                .filter(|t| t.ending == ending && t.llm_calls == calls)
+                .map(|t| t.runs)
+                .sum()
+        };
+        assert_eq!(at(Ending::Stuck, 6), 0);
+        assert_eq!(at(Ending::Answered, 3), if scope == &whole { 2 } else { 1 });
+    }
+    // Recording the same run again changes nothing.
+    store.record(&again).await.unwrap();
+    let after = store.overview(&whole).await.unwrap().counts;
+    assert_eq!(after.iter().map(|r| r.runs).sum::<u64>(), 11);
+    assert_eq!(stuck(&after), 0);
     store.close().await.unwrap();
 }
 
@@ -361,6 +484,7 @@ async fn a_store_that_is_down_is_unavailable(place: &Place) {
 
 both_backends!(
     aggregates_count_what_was_recorded,
+    rollups_follow_partial_days_and_replaced_runs,
     runs_pages_filter_and_page,
     a_store_that_is_down_is_unavailable
 );

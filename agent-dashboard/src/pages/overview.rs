@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use agent_core::Ending;
-use agent_store::DayCount;
+use agent_store::{DayCount, LatencyCount};
 use axum::extract::Query;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
@@ -43,6 +43,9 @@ impl Totals {
         self.store_failures += row.store_failures;
         self.tokens += row.tokens;
         self.cost_usd += row.cost_usd;
+    }
+
+    pub(crate) fn add_latency(&mut self, row: &LatencyCount) {
         *self.latency.entry(row.latency_floor_ms).or_insert(0) += row.runs;
     }
 
@@ -109,19 +112,26 @@ async fn body(app: &crate::server::App, params: &ScopeParams) -> Result<Markup, 
     let Some(run_scope) = scope.run_scope() else {
         return Ok(html! { p.note { "The store has no runs yet." } });
     };
-    let rows = app.store.overview(&run_scope).await?;
+    let overview = app.store.overview(&run_scope).await?;
     let agent = run_scope.agent.as_str();
     let days = scope.day_labels();
     let mut per_day = vec![Totals::default(); days.len()];
     let mut per_variant: BTreeMap<Option<String>, Totals> = BTreeMap::new();
-    for row in &rows {
-        if let Some(t) = usize::try_from(row.day - scope.first_day)
-            .ok()
-            .and_then(|i| per_day.get_mut(i))
-        {
+    let day_index = |day: i64| usize::try_from(day - scope.first_day).ok();
+    for row in &overview.counts {
+        if let Some(t) = day_index(row.day).and_then(|i| per_day.get_mut(i)) {
             t.add(row);
         }
         per_variant.entry(row.variant.clone()).or_default().add(row);
+    }
+    for row in &overview.latency {
+        if let Some(t) = day_index(row.day).and_then(|i| per_day.get_mut(i)) {
+            t.add_latency(row);
+        }
+        per_variant
+            .entry(row.variant.clone())
+            .or_default()
+            .add_latency(row);
     }
     let mut all = Totals::default();
     for t in &per_day {
