@@ -125,7 +125,9 @@ impl Tool for Effect {
                 .append(true)
                 .open(&self.file)
                 .unwrap();
-            writeln!(file, "{} {arguments}", self.name).unwrap();
+            // One write of the whole line, so concurrent tools never interleave.
+            let line = format!("{} {arguments}\n", self.name);
+            file.write_all(line.as_bytes()).unwrap();
             file.sync_all().unwrap();
             if self.kind == Kind::Deferred {
                 return Err(ToolError::deferred("the warehouse prints the label"));

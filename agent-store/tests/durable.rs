@@ -139,7 +139,10 @@ impl Tool for Effect {
                 .append(true)
                 .open(&self.file)
                 .unwrap();
-            writeln!(f, "{} {}", self.name, context.idempotency_key()).unwrap();
+            // One write of the whole line: `writeln!` writes it in pieces, which two
+            // tools of one turn (or a kill) could interleave ("stock b9:c3lookup ...").
+            let line = format!("{} {}\n", self.name, context.idempotency_key());
+            f.write_all(line.as_bytes()).unwrap();
             f.sync_data().unwrap();
             Ok(format!("{} done for {}", self.name, arguments["q"]))
         })
