@@ -132,7 +132,12 @@ impl BedrockClient {
                 (Auth::Bearer, token.clone())
             }
             (None, Some(credentials)) => {
-                let key = credentials.secret_access_key().clone();
+                // What messages are cleaned of: what is sent and could be echoed back,
+                // the session token; the secret itself never leaves the process.
+                let key = credentials
+                    .session_token()
+                    .unwrap_or(credentials.secret_access_key())
+                    .clone();
                 let auth = Auth::SigV4 {
                     region: region.to_owned(),
                     credentials: credentials.clone(),
