@@ -695,3 +695,28 @@ async fn a_cut_stream_is_transient() {
     assert_eq!(error.kind, LlmErrorKind::Transient, "{error}");
     assert!(error.message.contains("malformed event stream"), "{error}");
 }
+
+#[tokio::test]
+async fn claude_through_the_global_profile_is_priced_as_anthropic_lists_it() {
+    let server = MockServer::start().await;
+    let global = "/model/global.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse";
+    mount_post(&server, global, reply("submit.json"), None).await;
+    mount(&server, reply("submit.json")).await;
+    let run = |route: &'static str| {
+        let config = triage(route, &server.uri())
+            .aws_region("us-east-1")
+            .build()
+            .unwrap();
+        async move { run_agent(&config, "ticket").await }
+    };
+    let priced = run("bedrock/global.anthropic.claude-sonnet-4-5-20250929-v1:0").await;
+    assert_eq!(priced.outcome, Ok(expected_triage()));
+    // Claude Sonnet 4.5: USD 3 input, 15 output per MTok.
+    let expected = (530.0 * 3.0 + 58.0 * 15.0) / 1e6;
+    let cost = priced.usage.cost_usd.unwrap();
+    assert!((cost - expected).abs() < 1e-12, "{cost} vs {expected}");
+    // The in-Region id costs more for this model: unpriced.
+    let regional = run(ROUTE).await;
+    assert_eq!(regional.outcome, Ok(expected_triage()));
+    assert_eq!(regional.usage.cost_usd, None);
+}
