@@ -661,6 +661,31 @@ async fn exception_events_are_classified() {
 }
 
 #[tokio::test]
+async fn an_error_message_in_the_stream_is_a_transient_error() {
+    // `:message-type: error` with `:error-code` and `:error-message` headers, no payload.
+    let message = Message::new(Vec::new())
+        .add_header(Header::new(":message-type", string("error")))
+        .add_header(Header::new(":error-code", string("InternalFailure")))
+        .add_header(Header::new(
+            ":error-message",
+            string("The request processing has failed."),
+        ));
+    let mut body = frame("event", "messageStart", &json!({"role": "assistant"}));
+    write_message_to(&message, &mut body).unwrap();
+    let server = MockServer::start().await;
+    mount_post(&server, STREAM_PATH, event_stream(body), None).await;
+    let (response, _) = stream_once(&client(&server), &hello(MODEL)).await;
+    let error = response.unwrap_err();
+    assert_eq!(error.kind, LlmErrorKind::Transient, "{error}");
+    assert!(
+        error
+            .message
+            .contains("InternalFailure: The request processing has failed."),
+        "{error}"
+    );
+}
+
+#[tokio::test]
 async fn a_cut_stream_is_transient() {
     // Cut before the `metadata` end marker, and cut in the middle of a message.
     let whole = stream_fixture("text.json");

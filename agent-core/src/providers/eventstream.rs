@@ -78,9 +78,12 @@ fn header<'m>(message: &'m Message, name: &str) -> Option<&'m str> {
         .map(|s| s.as_str())
 }
 
+/// The name of the event an `error` message becomes.
+pub(crate) const ERROR_EVENT: &str = ":error";
+
 /// A message as an event: an `event` by its `:event-type`, an `exception` by its
-/// `:exception-type`, an `error` as an event named by its `:error-code` whose data is
-/// `{"message": ..}`.
+/// `:exception-type`, an `error` as the event [`ERROR_EVENT`] whose data is
+/// `{"type": :error-code, "message": :error-message}`.
 fn event_of(message: &Message) -> Result<Event, ReadError> {
     let kind = header(message, ":message-type").unwrap_or("event");
     let name = match kind {
@@ -90,8 +93,8 @@ fn event_of(message: &Message) -> Result<Event, ReadError> {
             let code = header(message, ":error-code").unwrap_or("error");
             let text = header(message, ":error-message").unwrap_or_default();
             return Ok(Event {
-                name: code.to_owned(),
-                data: json!({ "message": text }).to_string(),
+                name: ERROR_EVENT.to_owned(),
+                data: json!({ "type": code, "message": text }).to_string(),
             });
         }
         other => {

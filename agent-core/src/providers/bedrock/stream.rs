@@ -11,13 +11,15 @@
 //! `messageStop {stopReason}`; `metadata {usage, metrics}`, the last event, taken as
 //! the end marker. An exception event (`throttlingException`,
 //! `modelStreamErrorException`, `validationException`, `internalServerException`,
-//! `serviceUnavailableException`) ends the stream with that error.
+//! `serviceUnavailableException`), or an event-stream `error` message, ends the stream
+//! with that error.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::wire::WireUsage;
 use crate::llm::{StreamDelta, StreamSink};
+use crate::providers::eventstream::ERROR_EVENT;
 use crate::providers::sse::{Assembler, Step};
 
 #[derive(Deserialize)]
@@ -128,7 +130,10 @@ impl Assembler for EventAssembler {
                 Err(e) => return Step::Undecodable(e),
             }
         };
-        if event.ends_with("Exception") || event.ends_with("Error") {
+        if event == ERROR_EVENT {
+            return Step::Failed(payload);
+        }
+        if event.ends_with("Exception") {
             let message = payload.get("message").or_else(|| payload.get("Message"));
             return Step::Failed(json!({"type": event, "message": message}));
         }
