@@ -191,3 +191,84 @@ fn clients_options_and_config_errors_never_show_the_key() {
     assert!(texts.iter().any(|t| t.contains("<redacted>")));
     assert_no_key(&texts);
 }
+
+/// The fake AWS secret and session token of the Bedrock tests below.
+const AWS_SECRET: &str = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+const AWS_SESSION: &str = "FwoGZXIvYXdzEXAMPLEsessiontoken";
+
+#[tokio::test]
+async fn bedrock_errors_echoing_the_secrets_leak_them_nowhere() {
+    // The server echoes what each mode sends: the session token (SigV4; the secret
+    // only signs and is never sent) and the API key (bearer).
+    let server = MockServer::start().await;
+    for (path, echoed) in [("/model/anthropic.", AWS_SESSION), ("/model/us.", KEY)] {
+        let body = format!(
+            r#"{{"message": "The security token included in the request is invalid: {echoed}"}}"#
+        );
+        Mock::given(method("POST"))
+            .and(wiremock::matchers::path_regex(format!("^{path}")))
+            .respond_with(
+                ResponseTemplate::new(403)
+                    .insert_header("x-amzn-errortype", "UnrecognizedClientException")
+                    .set_body_raw(body, "application/json"),
+            )
+            .mount(&server)
+            .await;
+    }
+    let credentials = agent_core::providers::AwsCredentials::new("AKIDEXAMPLE", AWS_SECRET)
+        .with_session_token(AWS_SESSION);
+    let mut texts = vec![format!("{credentials:?}")];
+    // SigV4 (the secret signs, the token is sent) and bearer (the key is sent).
+    let sigv4 = AgentConfig::<Triage>::builder("t")
+        .model("bedrock/anthropic.claude-haiku-4-5-20251001-v1:0")
+        .aws_region("us-east-1")
+        .aws_credentials(credentials.clone())
+        .base_url(server.uri())
+        .backoff(agent_core::Backoff::none());
+    let bearer = triage("bedrock/us.amazon.nova-pro-v1:0", &server.uri()).aws_region("us-east-1");
+    for builder in [sigv4, bearer] {
+        texts.push(format!("{builder:?}"));
+        let config = builder.build().unwrap();
+        texts.push(format!("{config:?}"));
+        let result = run_agent(&config, "ticket").await;
+        let Err(AgentError::LlmPermanent { error }) = &result.outcome else {
+            panic!("{:?}", result.outcome)
+        };
+        assert_eq!(error.status, Some(403));
+        assert!(
+            error.message.contains("UnrecognizedClientException"),
+            "{error}"
+        );
+        texts.push(format!("{result:?}"));
+        texts.push(format!("{error} {error:?}"));
+        texts.push(serde_json::to_string(error).unwrap());
+        texts.push(serde_json::to_string(&result.transcript).unwrap());
+    }
+    let sent = requests(&server).await;
+    assert_eq!(sent.len(), 2);
+    assert_eq!(
+        sent[0].headers.get("x-amz-security-token").unwrap(),
+        AWS_SESSION
+    );
+    // A client built by hand, and a build error.
+    let client = agent_core::providers::BedrockClient::new(
+        &ProviderOptions::default()
+            .with_aws_region("us-east-1")
+            .with_aws_credentials(credentials),
+    )
+    .unwrap();
+    texts.push(format!("{client:?}"));
+    let error = agent_core::providers::BedrockClient::new(
+        &ProviderOptions::default()
+            .with_bearer_token(KEY)
+            .with_aws_region("not a region"),
+    )
+    .unwrap_err();
+    texts.push(format!("{error} {error:?}"));
+    assert!(texts.iter().any(|t| t.contains("<redacted>")));
+    for (i, text) in texts.iter().enumerate() {
+        for secret in [KEY, AWS_SECRET, AWS_SESSION] {
+            assert!(!text.contains(secret), "text #{i} shows a secret: {text}");
+        }
+    }
+}

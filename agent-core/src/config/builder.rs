@@ -345,11 +345,28 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         self
     }
 
-    /// A bearer token instead of the key, for `azure/` (a Microsoft Entra ID token, sent
-    /// as `Authorization: Bearer TOKEN`); see [`ProviderOptions::bearer_token`].
+    /// A bearer token instead of the key, for `azure/` (a Microsoft Entra ID token) and
+    /// `bedrock/` (a Bedrock API key), sent as `Authorization: Bearer TOKEN`; see [`ProviderOptions::bearer_token`].
     #[must_use]
     pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
         self.settings.provider.bearer_token = Some(ApiKey::new(token));
+        self
+    }
+
+    /// The AWS region of `bedrock/` (default `AWS_REGION`, else `AWS_DEFAULT_REGION`);
+    /// see [`ProviderOptions::aws_region`].
+    #[must_use]
+    pub fn aws_region(mut self, region: impl Into<String>) -> Self {
+        self.settings.provider.aws_region = Some(region.into());
+        self
+    }
+
+    /// The AWS credentials `bedrock/` signs with (default `AWS_ACCESS_KEY_ID`,
+    /// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`); see
+    /// [`ProviderOptions::aws_credentials`].
+    #[must_use]
+    pub fn aws_credentials(mut self, credentials: crate::providers::AwsCredentials) -> Self {
+        self.settings.provider.aws_credentials = Some(credentials);
         self
     }
 

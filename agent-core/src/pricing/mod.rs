@@ -111,6 +111,13 @@ impl ModelPrice {
 /// the model it names (`gpt-5-mini`: OpenAI bills both APIs alike) unless the table has
 /// an entry for the prefixed name itself.
 ///
+/// A Claude model on AWS Bedrock through the global cross-Region inference profile
+/// (`bedrock/global.anthropic.claude-sonnet-4-5-20250929-v1:0`) is priced as the
+/// Anthropic model it names (`claude-sonnet-4-5-...`); Bedrock's other Claude ids
+/// (in-Region `anthropic.`, geographic `us.` / `eu.` / `apac.` profiles) cost about 10%
+/// more for the 4.5 and later models and are unpriced, as is every other Bedrock model
+/// (`docs/pricing.md`, "AWS Bedrock").
+///
 /// Everything else is unpriced: local models (`ollama/`, `dispatch/`), and any model of a
 /// routable family that is not listed (newer versions such as `gpt-5.4` or
 /// `claude-sonnet-5`, legacy ones such as `gpt-4-turbo`), which is never priced as an
@@ -179,7 +186,10 @@ impl Pricing {
                 .filter(|(prefix, _)| model.starts_with(prefix.as_str()))
                 .max_by_key(|(prefix, _)| prefix.len())
         };
-        match (entry(model), model.strip_prefix("openai-responses/")) {
+        let alias = model
+            .strip_prefix("openai-responses/")
+            .or_else(|| model.strip_prefix("bedrock/global.anthropic."));
+        match (entry(model), alias) {
             (None, Some(name)) => entry(name),
             (found, _) => found,
         }
@@ -192,6 +202,28 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
+
+    #[test]
+    fn bedrock_global_claude_ids_are_priced_as_the_anthropic_model() {
+        let table = Pricing::default();
+        assert_eq!(
+            table.price_of("bedrock/global.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+            table.price_of("claude-sonnet-4-5-20250929")
+        );
+        assert!(
+            table
+                .price_of("bedrock/global.anthropic.claude-haiku-4-5-20251001-v1:0")
+                .is_some()
+        );
+        for unpriced in [
+            "bedrock/anthropic.claude-sonnet-4-5-20250929-v1:0",
+            "bedrock/us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            "bedrock/us.amazon.nova-pro-v1:0",
+            "bedrock/global.anthropic.claude-sonnet-9-9-v1:0",
+        ] {
+            assert_eq!(table.price_of(unpriced), None, "{unpriced}");
+        }
+    }
 
     /// `(input, cache read, cache write, output)`, USD per million tokens.
     fn rates(model: &str) -> Option<(f64, f64, f64, f64)> {

@@ -7,12 +7,12 @@
 use std::borrow::Cow;
 
 use reqwest::Url;
-use reqwest::header::HeaderMap;
+use reqwest::header::{HeaderMap, HeaderValue};
 
 use crate::error::ConfigError;
 use crate::llm::{LlmError, LlmFuture, LlmRequest, LlmResponse, StreamSink, replay};
 use crate::providers::http::{Reply, Transport, traced};
-use crate::providers::sse::{self, Assembler};
+use crate::providers::sse::{self, Assembler, Framing};
 
 /// A provider's request and reply formats, over its [`Transport`].
 pub(crate) trait Wire: Send + Sync {
@@ -26,6 +26,15 @@ pub(crate) trait Wire: Send + Sync {
     /// A permanent [`LlmError`] when no URL can be made for the request.
     fn url(&self, _request: &LlmRequest) -> Result<Cow<'_, Url>, LlmError> {
         Ok(Cow::Borrowed(self.transport().url()))
+    }
+
+    /// Headers computed over the URL and body of each request, besides the
+    /// transport's: a request signature (AWS SigV4 for Bedrock). None by default.
+    ///
+    /// # Errors
+    /// A permanent [`LlmError`] when the request cannot be signed.
+    fn signed_headers(&self, _url: &Url, _body: &[u8]) -> Result<HeaderMap, LlmError> {
+        Ok(HeaderMap::new())
     }
 
     /// The JSON body of a request (`stream`: asking for server-sent events).
@@ -46,6 +55,20 @@ pub(crate) trait Wire: Send + Sync {
 pub(crate) trait Streams: Wire {
     /// Reads the provider's events into the reply.
     type Assembler: Assembler + Default + Send;
+
+    /// How the stream's events are framed: server-sent events (the default), or AWS
+    /// binary event-stream messages.
+    const FRAMING: Framing = Framing::Sse;
+
+    /// The URL a streamed request is posted to: the transport's, unless the endpoint
+    /// depends on the request or differs from the non-streamed one (Bedrock's
+    /// `/converse-stream`).
+    ///
+    /// # Errors
+    /// A permanent [`LlmError`] when no URL can be made for the request.
+    fn stream_url(&self, _request: &LlmRequest) -> Result<Cow<'_, Url>, LlmError> {
+        Ok(Cow::Borrowed(self.transport().url()))
+    }
 
     /// Normalizes a stream that reached its end marker: `assembled` is the assembler's
     /// reply, `status` and `headers` the response's.
@@ -70,7 +93,8 @@ pub(crate) async fn round_trip<W: Wire>(
 ) -> Result<LlmResponse, LlmError> {
     let url = wire.url(request)?;
     let body = wire.encode(request, false)?;
-    let reply = wire.transport().post_to(&url, body).await?;
+    let signed = wire.signed_headers(&url, &body)?;
+    let reply = wire.transport().post_with(&url, body, signed).await?;
     wire.decode(&reply)
 }
 
@@ -86,11 +110,17 @@ pub(crate) async fn streamed_round_trip<W: Streams>(
     request: &LlmRequest,
     sink: &mut dyn StreamSink,
 ) -> Result<LlmResponse, LlmError> {
+    let url = wire.stream_url(request)?;
     let body = wire.encode(request, true)?;
+    let signed = wire.signed_headers(&url, &body)?;
     let transport = wire.transport();
-    let streaming = transport.post_streaming(body).await?;
+    let accept = HeaderValue::from_static(W::FRAMING.media_type());
+    let streaming = transport
+        .post_streaming_with(&url, body, signed, accept)
+        .await?;
     let status = streaming.status;
-    match sse::read(transport, streaming, W::Assembler::default(), sink).await? {
+    let assembler = W::Assembler::default();
+    match sse::read(transport, streaming, W::FRAMING, assembler, sink).await? {
         sse::Streamed::Done(assembled, headers) => wire.decode_streamed(assembled, status, headers),
         sse::Streamed::Failed(reply) => wire.decode(&reply),
         sse::Streamed::Whole(reply) => {

@@ -148,10 +148,25 @@ impl Transport {
     /// # Errors
     /// As [`post`](Self::post).
     pub(crate) async fn post_to(&self, url: &Url, body: Vec<u8>) -> Result<Reply, LlmError> {
+        self.post_with(url, body, HeaderMap::new()).await
+    }
+
+    /// POSTs `body` to `url` with `extra` headers besides this transport's (a
+    /// signature over the URL and body, such as AWS SigV4).
+    ///
+    /// # Errors
+    /// As [`post`](Self::post).
+    pub(crate) async fn post_with(
+        &self,
+        url: &Url,
+        body: Vec<u8>,
+        extra: HeaderMap,
+    ) -> Result<Reply, LlmError> {
         let sent = self
             .client
             .post(url.clone())
             .headers(self.headers.clone())
+            .headers(extra)
             .body(body)
             .send()
             .await;
@@ -218,18 +233,26 @@ impl Transport {
         }
     }
 
-    /// POSTs `body` for a streamed reply: a 2xx response whose body is still to be
-    /// read (server-sent events), or the classified error of any other status.
+    /// POSTs `body` to `url` for a streamed reply, with `extra` headers (see
+    /// [`post_with`](Self::post_with)) and the stream's media type in `accept`: a 2xx
+    /// response whose body is still to be read, or the classified error of any other
+    /// status.
     ///
     /// # Errors
     /// As [`post`](Self::post), for everything before the body.
-    pub(crate) async fn post_streaming(&self, body: Vec<u8>) -> Result<Streaming, LlmError> {
-        let url = &self.url;
+    pub(crate) async fn post_streaming_with(
+        &self,
+        url: &Url,
+        body: Vec<u8>,
+        extra: HeaderMap,
+        accept: HeaderValue,
+    ) -> Result<Streaming, LlmError> {
         let sent = self
             .client
             .post(url.clone())
             .headers(self.headers.clone())
-            .header(ACCEPT, HeaderValue::from_static("text/event-stream"))
+            .headers(extra)
+            .header(ACCEPT, accept)
             .body(body)
             .send()
             .await;

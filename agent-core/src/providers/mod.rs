@@ -10,11 +10,12 @@
 //! | `azure/DEPLOYMENT` | Azure OpenAI Chat Completions ([`OpenAiClient::azure`]) | `AZURE_OPENAI_ENDPOINT`, `AZURE_OPENAI_API_KEY` (the `api-key` header) or a bearer token, `AZURE_OPENAI_API_VERSION` optional (default `2024-10-21`) |
 //! | `openai-responses/NAME`; the Responses-only `-pro`, `-codex`, `-deep-research` OpenAI names | OpenAI Responses API ([`OpenAiResponsesClient::openai`]) | as `gpt-` |
 //! | `azure-responses/DEPLOYMENT` | Azure OpenAI Responses API, v1 ([`OpenAiResponsesClient::azure`]) | as `azure/`, no API version |
+//! | `bedrock/MODEL_ID` | AWS Bedrock Converse API ([`BedrockClient`]) | `AWS_REGION` (else `AWS_DEFAULT_REGION`); `AWS_BEARER_TOKEN_BEDROCK` (a Bedrock API key), else `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN` optional (SigV4) |
 //! | `test` | the built-in [`TestModel`](crate::testing::TestModel) (no network) | |
 //!
 //! `o1`, `o3` and `o4` match the bare name or the name followed by `-` (`o3`, `o4-mini`).
-//! For `ollama/`, `dispatch/`, `azure/`, `openai-responses/` and `azure-responses/`,
-//! `NAME` is sent as the request's `model`; the other
+//! For `ollama/`, `dispatch/`, `azure/`, `openai-responses/`, `azure-responses/` and
+//! `bedrock/`, `NAME` is sent as the request's `model` (Bedrock: in the URL); the other
 //! names are sent whole. The builder's `api_key` and `base_url` replace the environment
 //! variables; a base URL has the variable's meaning (`OLLAMA_HOST` is a host, the other
 //! URLs are API roots: `https://api.anthropic.com`, `https://api.openai.com/v1`,
@@ -37,9 +38,11 @@
 //! unaffected.
 
 mod anthropic;
+mod bedrock;
 mod classify;
 mod embeddings;
 mod encoded;
+mod eventstream;
 
 mod gemini;
 mod glue;
@@ -55,6 +58,7 @@ use std::fmt;
 use std::time::Duration;
 
 pub use anthropic::AnthropicClient;
+pub use bedrock::BedrockClient;
 pub use embeddings::EmbeddingClient;
 pub use gemini::GeminiClient;
 pub use openai::{OpenAiClient, OpenAiResponsesClient};
@@ -90,6 +94,62 @@ impl fmt::Display for ApiKey {
     }
 }
 
+/// AWS credentials for SigV4 signing (the `bedrock/` route): an access key id, its
+/// secret, and the session token of temporary credentials. `Debug` shows the key id
+/// alone, never the secret or the token.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AwsCredentials {
+    access_key_id: String,
+    secret_access_key: ApiKey,
+    session_token: Option<ApiKey>,
+}
+
+impl AwsCredentials {
+    /// Long-term credentials: an access key id and its secret.
+    pub fn new(access_key_id: impl Into<String>, secret_access_key: impl Into<String>) -> Self {
+        Self {
+            access_key_id: access_key_id.into(),
+            secret_access_key: ApiKey::new(secret_access_key),
+            session_token: None,
+        }
+    }
+
+    /// Adds the session token of temporary credentials (STS).
+    #[must_use]
+    pub fn with_session_token(mut self, token: impl Into<String>) -> Self {
+        self.session_token = Some(ApiKey::new(token));
+        self
+    }
+
+    /// The access key id (not a secret: it names the key).
+    pub fn access_key_id(&self) -> &str {
+        &self.access_key_id
+    }
+
+    /// The secret access key.
+    pub fn secret_access_key(&self) -> &ApiKey {
+        &self.secret_access_key
+    }
+
+    /// The session token, for temporary credentials.
+    pub fn session_token(&self) -> Option<&ApiKey> {
+        self.session_token.as_ref()
+    }
+}
+
+impl fmt::Debug for AwsCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AwsCredentials")
+            .field("access_key_id", &self.access_key_id)
+            .field("secret_access_key", &self.secret_access_key)
+            .field(
+                "session_token",
+                &self.session_token.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
+}
+
 /// Transport settings shared by the HTTP adapters; set through the config builder, or
 /// with the `with_` methods when building an adapter by hand.
 #[derive(Clone, Debug, PartialEq)]
@@ -105,7 +165,9 @@ pub struct ProviderOptions {
     /// Azure OpenAI, a Microsoft Entra ID token (scope
     /// `https://cognitiveservices.azure.com/.default`; source:
     /// <https://learn.microsoft.com/en-us/azure/ai-services/openai/reference#authentication>).
-    /// Only the `azure/` route reads it; `None` by default.
+    /// For `bedrock/`, a Bedrock API key (else `AWS_BEARER_TOKEN_BEDROCK`; source:
+    /// <https://docs.aws.amazon.com/bedrock/latest/userguide/api-keys-use.html>).
+    /// Only the `azure/` and `bedrock/` routes read it; `None` by default.
     pub bearer_token: Option<ApiKey>,
     /// The Azure OpenAI `api-version` query parameter (else `AZURE_OPENAI_API_VERSION`,
     /// else [`OpenAiClient::AZURE_API_VERSION`], `2024-10-21`). Only the `azure/` route
@@ -117,6 +179,14 @@ pub struct ProviderOptions {
     /// `false` by default: stateless, `store: false`, the encrypted reasoning items
     /// sent back in `input` (see `docs/providers.md`, "OpenAI Responses API").
     pub store_responses: bool,
+    /// AWS Bedrock only (`bedrock/`): the region (else `AWS_REGION`, else
+    /// `AWS_DEFAULT_REGION`).
+    pub aws_region: Option<String>,
+    /// AWS Bedrock only (`bedrock/`): the credentials SigV4 signs with (else
+    /// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`). A
+    /// [`bearer_token`](Self::bearer_token) (a Bedrock API key, else
+    /// `AWS_BEARER_TOKEN_BEDROCK`) is used instead when set.
+    pub aws_credentials: Option<AwsCredentials>,
     /// The whole-request timeout, connect to last body byte (default 600 s, as the
     /// official SDKs).
     pub request_timeout: Duration,
@@ -138,6 +208,8 @@ impl Default for ProviderOptions {
             bearer_token: None,
             api_version: None,
             store_responses: false,
+            aws_region: None,
+            aws_credentials: None,
             request_timeout: Duration::from_secs(600),
             connect_timeout: Duration::from_secs(5),
             max_response_bytes: 32 * 1024 * 1024,
@@ -179,6 +251,20 @@ impl ProviderOptions {
     #[must_use]
     pub fn with_store_responses(mut self, store: bool) -> Self {
         self.store_responses = store;
+        self
+    }
+
+    /// Sets the AWS region (see [`aws_region`](Self::aws_region)).
+    #[must_use]
+    pub fn with_aws_region(mut self, region: impl Into<String>) -> Self {
+        self.aws_region = Some(region.into());
+        self
+    }
+
+    /// Sets the AWS credentials (see [`aws_credentials`](Self::aws_credentials)).
+    #[must_use]
+    pub fn with_aws_credentials(mut self, credentials: AwsCredentials) -> Self {
+        self.aws_credentials = Some(credentials);
         self
     }
 

@@ -6,13 +6,14 @@ use crate::error::ConfigError;
 use crate::llm::LlmClient;
 use crate::providers::http::HttpPool;
 use crate::providers::{
-    AnthropicClient, ApiKey, GeminiClient, OpenAiClient, OpenAiResponsesClient, ProviderOptions,
+    AnthropicClient, ApiKey, AwsCredentials, BedrockClient, GeminiClient, OpenAiClient,
+    OpenAiResponsesClient, ProviderOptions,
 };
 use crate::testing::TestModel;
 
 /// The routable prefixes, for error messages.
 pub const PREFIXES: &str = "claude-, gpt-, o1, o3, o4, chatgpt-, gemini-, ollama/, dispatch/, \
-     azure/, openai-responses/, azure-responses/, test";
+     azure/, openai-responses/, azure-responses/, bedrock/, test";
 
 /// The host Ollama listens on when `OLLAMA_HOST` is not set.
 const OLLAMA_DEFAULT_HOST: &str = "http://127.0.0.1:11434";
@@ -53,6 +54,8 @@ enum Target<'m> {
     /// the Responses API serves (see [`responses_only`]).
     Responses(&'m str),
     AzureResponses(&'m str),
+    /// AWS Bedrock Converse: `bedrock/MODEL_ID`.
+    Bedrock(&'m str),
 }
 
 /// Whether an OpenAI model is served by the Responses API alone, so that its bare name
@@ -83,6 +86,9 @@ fn target(model: &str) -> Option<Target<'_>> {
     }
     if let Some(name) = model.strip_prefix("azure-responses/") {
         return Some(Target::AzureResponses(name));
+    }
+    if let Some(name) = model.strip_prefix("bedrock/") {
+        return Some(Target::Bedrock(name));
     }
     if model.starts_with("claude-") {
         return Some(Target::Anthropic);
@@ -206,6 +212,12 @@ pub(crate) fn route_with(
             let client = OpenAiResponsesClient::build_azure(&resolved).map_err(invalid)?;
             (Arc::new(client), name)
         }
+        Target::Bedrock(name) => {
+            let name = non_empty_name(name, "bedrock/").map_err(invalid)?;
+            settings.bedrock(&mut resolved)?;
+            let client = BedrockClient::build(&resolved).map_err(invalid)?;
+            (Arc::new(client), name)
+        }
     };
     Ok(Route {
         client,
@@ -273,6 +285,49 @@ impl Settings<'_> {
     }
 }
 
+impl Settings<'_> {
+    /// Bedrock's settings: the region (`AWS_REGION`, else `AWS_DEFAULT_REGION`), the
+    /// endpoint (`AWS_ENDPOINT_URL_BEDROCK_RUNTIME`, the AWS SDKs' variable, optional),
+    /// and a Bedrock API key (the options' bearer token or API key, else
+    /// `AWS_BEARER_TOKEN_BEDROCK`) or else SigV4 credentials (`AWS_ACCESS_KEY_ID`,
+    /// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN` optional). Source: "Environment
+    /// variables", <https://docs.aws.amazon.com/sdkref/latest/guide/environment-variables.html>,
+    /// and "Use an Amazon Bedrock API key",
+    /// <https://docs.aws.amazon.com/bedrock/latest/userguide/api-keys-use.html>.
+    fn bedrock(&self, resolved: &mut ProviderOptions) -> Result<(), ConfigError> {
+        let env = self.env;
+        resolved.aws_region = Some(
+            self.options
+                .aws_region
+                .clone()
+                .or_else(|| env("AWS_REGION"))
+                .or_else(|| env("AWS_DEFAULT_REGION"))
+                .ok_or_else(|| self.missing("AWS_REGION"))?,
+        );
+        resolved.base_url = self.url_or_env("AWS_ENDPOINT_URL_BEDROCK_RUNTIME");
+        // Explicit settings first (a token, else credentials), then the environment's.
+        resolved.bearer_token = self
+            .options
+            .bearer_token
+            .clone()
+            .or_else(|| self.options.api_key.clone());
+        if resolved.bearer_token.is_none() && resolved.aws_credentials.is_none() {
+            resolved.bearer_token = env("AWS_BEARER_TOKEN_BEDROCK").map(ApiKey::new);
+        }
+        if resolved.bearer_token.is_none() && resolved.aws_credentials.is_none() {
+            let id = env("AWS_ACCESS_KEY_ID").ok_or_else(|| self.missing("AWS_ACCESS_KEY_ID"))?;
+            let secret = env("AWS_SECRET_ACCESS_KEY")
+                .ok_or_else(|| self.missing("AWS_SECRET_ACCESS_KEY"))?;
+            let mut credentials = AwsCredentials::new(id, secret);
+            if let Some(token) = env("AWS_SESSION_TOKEN") {
+                credentials = credentials.with_session_token(token);
+            }
+            resolved.aws_credentials = Some(credentials);
+        }
+        Ok(())
+    }
+}
+
 pub(crate) fn non_empty_name<'m>(name: &'m str, prefix: &str) -> Result<&'m str, String> {
     if name.trim().is_empty() {
         Err(format!(
@@ -327,6 +382,8 @@ mod tests {
             ("AGENT_DISPATCH_URL", "http://10.0.0.1:8000/v1"),
             ("AZURE_OPENAI_ENDPOINT", "https://res.openai.azure.com"),
             ("AZURE_OPENAI_API_KEY", "azure-key-xxxxxxxx"),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_BEARER_TOKEN_BEDROCK", "bedrock-api-key-xxxx"),
         ];
         let cases = [
             ("claude-sonnet-4-5", "anthropic", "claude-sonnet-4-5"),
@@ -346,6 +403,11 @@ mod tests {
                 "azure-responses/prod-gpt-5",
                 "azure.ai.openai",
                 "prod-gpt-5",
+            ),
+            (
+                "bedrock/us.amazon.nova-pro-v1:0",
+                "aws.bedrock",
+                "us.amazon.nova-pro-v1:0",
             ),
             ("test", "test", "test"),
         ];
@@ -429,6 +491,26 @@ mod tests {
         // A bearer token stands in for the key.
         let options = ProviderOptions::default().with_bearer_token("entra-token-xxxx");
         assert!(route_with("azure/d", &options, &env_of(&endpoint)).is_ok());
+        assert_eq!(var("bedrock/m"), "AWS_REGION");
+        let region = [("AWS_DEFAULT_REGION", "eu-west-1")];
+        match routed("bedrock/m", &region) {
+            Err(ConfigError::MissingEnv { var, .. }) => assert_eq!(var, "AWS_ACCESS_KEY_ID"),
+            other => panic!("{:?}", other.map(|r| r.wire_model)),
+        }
+        let id = [
+            ("AWS_REGION", "eu-west-1"),
+            ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+        ];
+        match routed("bedrock/m", &id) {
+            Err(ConfigError::MissingEnv { var, .. }) => assert_eq!(var, "AWS_SECRET_ACCESS_KEY"),
+            other => panic!("{:?}", other.map(|r| r.wire_model)),
+        }
+        let keys = [
+            ("AWS_REGION", "eu-west-1"),
+            ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+            ("AWS_SECRET_ACCESS_KEY", "secret-xxxx"),
+        ];
+        assert_eq!(routed("bedrock/m", &keys).unwrap().wire_model, "m");
         // Ollama needs nothing: it has a default host.
         assert!(routed("ollama/qwen3", &[]).is_ok());
     }

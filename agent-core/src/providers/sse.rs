@@ -42,6 +42,41 @@ pub(crate) trait Assembler {
     fn finish(self) -> Self::Output;
 }
 
+/// How a streamed reply frames its events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// Server-sent events (`text/event-stream`): the event name and its data lines.
+    Sse,
+    /// AWS event-stream binary messages (`application/vnd.amazon.eventstream`), read
+    /// by [`eventstream`](super::eventstream): the `:event-type` (or `:exception-type`)
+    /// header and the JSON payload.
+    EventStream,
+}
+
+impl Framing {
+    /// The media type asked for in `Accept`.
+    pub(crate) fn media_type(self) -> &'static str {
+        match self {
+            Self::Sse => "text/event-stream",
+            Self::EventStream => "application/vnd.amazon.eventstream",
+        }
+    }
+}
+
+/// One framed event: its name and its data (JSON text).
+pub(crate) struct Event {
+    pub(crate) name: String,
+    pub(crate) data: String,
+}
+
+/// A failure to read the next event.
+pub(crate) enum ReadError {
+    /// The connection failed.
+    Body(reqwest::Error),
+    /// The bytes are not a well-formed stream (the message says why).
+    Malformed(String),
+}
+
 /// How a stream ended.
 pub(crate) enum Streamed<O> {
     /// At its end marker, with the reply and the response headers.
@@ -63,10 +98,11 @@ pub(crate) enum Streamed<O> {
 pub(crate) async fn read<A: Assembler>(
     transport: &Transport,
     streaming: Streaming,
+    framing: Framing,
     assembler: A,
     sink: &mut dyn StreamSink,
 ) -> Result<Streamed<A::Output>, LlmError> {
-    let outcome = read_events(transport, streaming, assembler, sink).await;
+    let outcome = read_events(transport, streaming, framing, assembler, sink).await;
     // The last batch: what arrived before the end marker, or before a cut (which a
     // retry then voids).
     sink.flush();
@@ -77,6 +113,7 @@ pub(crate) async fn read<A: Assembler>(
 async fn read_events<A: Assembler>(
     transport: &Transport,
     streaming: Streaming,
+    framing: Framing,
     mut assembler: A,
     sink: &mut dyn StreamSink,
 ) -> Result<Streamed<A::Output>, LlmError> {
@@ -114,7 +151,10 @@ async fn read_events<A: Assembler>(
             Err(e) => Some((Err(e), response)),
         }
     });
-    let mut events = std::pin::pin!(SseByteStream::new(chunks));
+    let mut events: std::pin::Pin<Box<dyn futures::Stream<Item = _> + Send>> = match framing {
+        Framing::Sse => Box::pin(SseByteStream::new(chunks).map(sse_event)),
+        Framing::EventStream => Box::pin(super::eventstream::events(chunks)),
+    };
     let provider = transport.provider();
     let key: Option<&ApiKey> = transport.key();
     let cap = transport.max_response_bytes();
@@ -131,26 +171,18 @@ async fn read_events<A: Assembler>(
         let Some(item) = item else { break };
         let event = match item {
             Ok(event) => event,
-            Err(sse_stream::Error::Body(e)) if e.is::<reqwest::Error>() => {
-                match e.downcast::<reqwest::Error>() {
-                    Ok(e) => return Err(transport.stream_error(*e, status, &headers)),
-                    Err(e) => {
-                        let message = format!("{provider}: reading the event stream failed: {e}");
-                        return Err(with_ids(LlmError::transient(message), status, &headers));
-                    }
-                }
-            }
-            Err(e) => {
+            Err(ReadError::Body(e)) => return Err(transport.stream_error(e, status, &headers)),
+            Err(ReadError::Malformed(e)) => {
                 let message = format!("{provider} sent a malformed event stream: {e}");
                 return Err(with_ids(LlmError::transient(message), status, &headers));
             }
         };
-        let data = event.data.as_deref().unwrap_or_default();
+        let data = event.data.as_str();
         read = read.saturating_add(data.len());
         if read > cap {
             return Err(transport.body_too_large(status, &headers, read as u64));
         }
-        match assembler.on_event(event.event.as_deref().unwrap_or_default(), data, sink) {
+        match assembler.on_event(&event.name, data, sink) {
             Step::More => {}
             Step::End => {
                 // What the server already sent after the end marker (usually nothing
@@ -188,6 +220,23 @@ async fn read_events<A: Assembler>(
         "{provider}: the event stream ended before its end marker (cut mid-way, after {read} bytes of data)"
     );
     Err(with_ids(LlmError::transient(message), status, &headers))
+}
+
+/// A server-sent event as an [`Event`] (no name: empty; no data: empty).
+fn sse_event(item: Result<sse_stream::Sse, sse_stream::Error>) -> Result<Event, ReadError> {
+    match item {
+        Ok(event) => Ok(Event {
+            name: event.event.unwrap_or_default(),
+            data: event.data.unwrap_or_default(),
+        }),
+        Err(sse_stream::Error::Body(e)) => match e.downcast::<reqwest::Error>() {
+            Ok(e) => Err(ReadError::Body(*e)),
+            Err(e) => Err(ReadError::Malformed(format!(
+                "reading the body failed: {e}"
+            ))),
+        },
+        Err(e) => Err(ReadError::Malformed(e.to_string())),
+    }
 }
 
 /// Whether the reply is one JSON body rather than an event stream.

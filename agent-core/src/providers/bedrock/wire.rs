@@ -1,0 +1,398 @@
+//! The Converse API wire format: the request body a [`LlmRequest`] is encoded into,
+//! and the reply decoded into an [`LlmResponse`]. Source: the Converse reference,
+//! <https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html>,
+//! and its types (`Message`, `ContentBlock`, `ToolConfiguration`, `ToolChoice`,
+//! `TokenUsage`), <https://docs.aws.amazon.com/bedrock/latest/APIReference/API_Types_Amazon_Bedrock_Runtime.html>.
+
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
+
+use crate::llm::{LlmError, LlmRequest, LlmResponse, StopReason, TokenUsage, ToolChoice};
+use crate::message::{Message, ToolCall};
+use crate::providers::ApiKey;
+use crate::providers::classify::{ErrorBody, embedded_error, request_id, undecodable};
+use crate::providers::history::{self, Turn};
+use crate::providers::http::Reply;
+use crate::providers::normalize::fill_ids;
+use crate::schema;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Body<'a> {
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    system: Vec<Text<'a>>,
+    inference_config: InferenceConfig,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_config: Option<ToolConfig<'a>>,
+}
+
+#[derive(Serialize)]
+struct Text<'a> {
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct InferenceConfig {
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f32>,
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    content: Vec<Block<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+enum Block<'a> {
+    Text(&'a str),
+    ToolUse(ToolUse<'a>),
+    ToolResult(ToolResult<'a>),
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolUse<'a> {
+    tool_use_id: &'a str,
+    name: &'a str,
+    input: Input<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolResult<'a> {
+    tool_use_id: &'a str,
+    content: [Text<'a>; 1],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<&'static str>,
+}
+
+/// Tool-use input: the arguments when they are an object, else `{}` (a hand-built call
+/// with other arguments; `ToolCall::from_wire` already sanitizes the model's).
+struct Input<'a>(&'a Value);
+
+impl Serialize for Input<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Object(map) => map.serialize(serializer),
+            _ => serializer.serialize_map(Some(0))?.end(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolConfig<'a> {
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<WireChoice<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WireTool<'a> {
+    tool_spec: ToolSpec<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolSpec<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    description: &'a str,
+    input_schema: InputSchema,
+}
+
+#[derive(Serialize)]
+struct InputSchema {
+    json: Value,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+enum WireChoice<'a> {
+    Auto(Empty),
+    Any(Empty),
+    Tool { name: &'a str },
+}
+
+#[derive(Serialize)]
+struct Empty {}
+
+/// Which `toolChoice` values a model takes besides `auto`. The API reference says of
+/// `tool` "Only supported by Anthropic Claude 3 and Amazon Nova models"
+/// (<https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ToolChoice.html>);
+/// the user guide's tool-use page lists `any` for Claude 3+, Mistral Large and Nova
+/// (<https://docs.aws.amazon.com/bedrock/latest/userguide/tool-use-inference-call.html>).
+/// A model id is judged by its provider part, after an inference-profile region
+/// prefix (`us.`, `eu.`, `apac.`, `global.`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ChoiceSupport {
+    /// `{"any": {}}` is taken.
+    pub(crate) any: bool,
+    /// `{"tool": {"name"}}` is taken.
+    pub(crate) tool: bool,
+}
+
+pub(crate) fn choice_support(model: &str) -> ChoiceSupport {
+    let model = model.to_ascii_lowercase();
+    let base = model.rsplit('/').next().unwrap_or(&model);
+    let has = |family: &str| base.starts_with(family) || base.contains(&format!(".{family}"));
+    let claude = has("anthropic.claude");
+    let nova = has("amazon.nova");
+    let mistral_large = has("mistral.mistral-large");
+    ChoiceSupport {
+        any: claude || nova || mistral_large,
+        tool: claude || nova,
+    }
+}
+
+/// The JSON body of a Converse (or ConverseStream: the same body) request.
+///
+/// # Errors
+/// A permanent [`LlmError`] if serialization fails (it does not for these types).
+pub(crate) fn encode(request: &LlmRequest) -> Result<Vec<u8>, LlmError> {
+    let support = choice_support(&request.model);
+    let tool_config = (!request.tools.is_empty()).then(|| ToolConfig {
+        tools: request
+            .tools
+            .iter()
+            .map(|def| WireTool {
+                tool_spec: ToolSpec {
+                    name: &def.name,
+                    description: &def.description,
+                    input_schema: InputSchema {
+                        json: schema::for_anthropic(&def.parameters),
+                    },
+                },
+            })
+            .collect(),
+        // Converse has no `none`: the tools stay (a history with tool blocks needs
+        // them) and the model decides, as with `auto`.
+        tool_choice: match &request.tool_choice {
+            ToolChoice::Tool(name) if support.tool => Some(WireChoice::Tool { name }),
+            ToolChoice::Tool(_) | ToolChoice::Required if support.any => {
+                Some(WireChoice::Any(Empty {}))
+            }
+            ToolChoice::None => None,
+            _ => Some(WireChoice::Auto(Empty {})),
+        },
+    });
+    let system = request
+        .system
+        .as_deref()
+        .filter(|s| !s.trim().is_empty())
+        .map(|text| Text { text })
+        .into_iter()
+        .collect();
+    let body = Body {
+        messages: messages(&request.messages),
+        system,
+        inference_config: InferenceConfig {
+            max_tokens: request.max_tokens,
+            temperature: request.temperature,
+        },
+        tool_config,
+    };
+    serde_json::to_vec(&body)
+        .map_err(|e| LlmError::permanent(format!("cannot serialize the bedrock request: {e}")))
+}
+
+/// The conversation as Converse messages: roles alternate (Converse rejects two
+/// messages of the same role in a row), so user text and tool results that follow
+/// each other share one `user` message, tool results first; a paused turn (Anthropic
+/// only) is sent as its text.
+fn messages(history: &[Message]) -> Vec<WireMessage<'_>> {
+    let mut out: Vec<WireMessage<'_>> = Vec::new();
+    for turn in history::turns(history) {
+        match turn {
+            Turn::User(text) => blocks_of(&mut out, "user").push(Block::Text(text)),
+            Turn::Results(answers) => {
+                let blocks = blocks_of(&mut out, "user");
+                let at = blocks
+                    .iter()
+                    .position(|b| !matches!(b, Block::ToolResult(_)))
+                    .unwrap_or(blocks.len());
+                blocks.splice(
+                    at..at,
+                    answers.into_iter().map(|a| {
+                        Block::ToolResult(ToolResult {
+                            tool_use_id: a.call_id,
+                            content: [Text {
+                                text: history::non_empty(a.content),
+                            }],
+                            status: a.is_error.then_some("error"),
+                        })
+                    }),
+                );
+            }
+            Turn::Paused { text, .. } => {
+                blocks_of(&mut out, "assistant").push(Block::Text(history::non_empty(text)));
+            }
+            Turn::Assistant { text, calls } => {
+                let blocks = blocks_of(&mut out, "assistant");
+                if !text.trim().is_empty() {
+                    blocks.push(Block::Text(text));
+                }
+                blocks.extend(calls.iter().map(|c: &ToolCall| {
+                    Block::ToolUse(ToolUse {
+                        tool_use_id: &c.id,
+                        name: &c.name,
+                        input: Input(&c.arguments),
+                    })
+                }));
+                if blocks.is_empty() {
+                    blocks.push(Block::Text(history::EMPTY_TURN));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The blocks of the trailing message of `role`, starting one if the last has another
+/// role.
+fn blocks_of<'m, 'a>(
+    out: &'m mut Vec<WireMessage<'a>>,
+    role: &'static str,
+) -> &'m mut Vec<Block<'a>> {
+    if out.last().is_none_or(|m| m.role != role) {
+        out.push(WireMessage {
+            role,
+            content: Vec::new(),
+        });
+    }
+    let last = out.len() - 1;
+    &mut out[last].content
+}
+
+// ---- response ----
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireResponse {
+    output: Option<Output>,
+    stop_reason: Option<String>,
+    usage: Option<WireUsage>,
+    /// An error in a 2xx body: an exception event of a stream, set by its assembler.
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Output {
+    message: Option<OutputMessage>,
+}
+
+#[derive(Deserialize)]
+struct OutputMessage {
+    #[serde(default)]
+    content: Vec<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireToolUse {
+    #[serde(default)]
+    tool_use_id: String,
+    #[serde(default)]
+    name: String,
+    input: Option<Value>,
+}
+
+/// `TokenUsage` (<https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_TokenUsage.html>):
+/// `inputTokens` counts the uncached input only, `totalTokens` adds the cache reads
+/// and writes, so the input reported here is their sum, as for Anthropic.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct WireUsage {
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
+    cache_write_input_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    pub(super) fn tokens(&self) -> TokenUsage {
+        let read = self.cache_read_input_tokens.unwrap_or(0);
+        let write = self.cache_write_input_tokens.unwrap_or(0);
+        TokenUsage::new(
+            self.input_tokens.unwrap_or(0) + read + write,
+            self.output_tokens.unwrap_or(0),
+        )
+        .with_cache(read, write)
+    }
+}
+
+/// `stopReason` (Converse reference, "Response Elements"): `end_turn`, `tool_use`,
+/// `max_tokens`, `stop_sequence`, `guardrail_intervened`, `content_filtered`,
+/// `malformed_model_output`, `malformed_tool_use`, `model_context_window_exceeded`.
+/// A guardrail or content filter that stopped the turn is a refusal (what the other
+/// adapters report for a content filter), never an answer.
+pub(crate) fn stop_reason(reason: Option<&str>) -> StopReason {
+    match reason {
+        Some("end_turn") | None => StopReason::EndTurn,
+        Some("tool_use") => StopReason::ToolUse,
+        Some("max_tokens") => StopReason::MaxTokens,
+        Some("stop_sequence") => StopReason::StopSequence,
+        Some("guardrail_intervened" | "content_filtered") => StopReason::ContentFilter,
+        Some("model_context_window_exceeded") => StopReason::ContextWindowExceeded,
+        Some(other) => StopReason::Other(other.to_owned()),
+    }
+}
+
+/// Normalizes a 2xx reply (a Converse body, or a stream assembled into one).
+///
+/// # Errors
+/// Transient when the body is not JSON or lacks `output.message`; an `error` object
+/// (an exception event of a stream) is classified by [`embedded_error`].
+pub(crate) fn decode(reply: &Reply, key: Option<&ApiKey>) -> Result<LlmResponse, LlmError> {
+    let undecodable_body = |e: &serde_json::Error| {
+        undecodable("bedrock", reply.status, &reply.headers, &reply.body, e, key)
+    };
+    let wire: WireResponse =
+        serde_json::from_slice(&reply.body).map_err(|e| undecodable_body(&e))?;
+    if let Some(error) = wire.error.and_then(ErrorBody::from_value) {
+        return Err(embedded_error(
+            "bedrock",
+            reply.status,
+            &reply.headers,
+            error,
+            key,
+        ));
+    }
+    let Some(message) = wire.output.and_then(|o| o.message) else {
+        let missing = <serde_json::Error as serde::de::Error>::missing_field("output.message");
+        return Err(undecodable_body(&missing));
+    };
+    let mut text = String::new();
+    let mut tool_calls = Vec::new();
+    for block in &message.content {
+        if let Some(t) = block.get("text").and_then(Value::as_str) {
+            text.push_str(t);
+        } else if let Some(call) = block.get("toolUse") {
+            // A block of an unknown shape is ignored, as an unknown block type is.
+            if let Ok(call) = WireToolUse::deserialize(call) {
+                // A streamed input is JSON text (its deltas joined): parsed and judged
+                // by `from_wire` as a non-streamed object is.
+                tool_calls.push(ToolCall::from_wire(
+                    call.tool_use_id,
+                    call.name,
+                    call.input.as_ref(),
+                ));
+            }
+        }
+    }
+    fill_ids(&mut tool_calls);
+    let usage = wire.usage.unwrap_or_default().tokens();
+    let mut response = LlmResponse::tool_calls(tool_calls)
+        .with_text(text)
+        .with_stop_reason(stop_reason(wire.stop_reason.as_deref()))
+        .with_usage(usage);
+    response.request_id = request_id(&reply.headers);
+    Ok(response)
+}
