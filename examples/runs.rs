@@ -211,7 +211,14 @@ fn print_transcript(trace: &TraceRecord) {
     for message in trace.history.iter().chain(&trace.transcript) {
         match message {
             Message::User { content } => println!("  user: {}", one_line(content, 100)),
-            Message::Assistant { text, tool_calls } => {
+            Message::Assistant {
+                text,
+                tool_calls,
+                reasoning,
+            } => {
+                if !reasoning.is_empty() {
+                    println!("  reasoning: {}", one_line(reasoning, 100));
+                }
                 if !text.is_empty() {
                     println!("  assistant: {}", one_line(text, 100));
                 }

@@ -18,12 +18,24 @@ pub enum Message {
         /// The text; never empty when written by the runner.
         content: String,
     },
-    /// One model turn: optional text and zero or more tool calls, in emission order.
+    /// One model turn: optional text and zero or more tool calls, in emission order,
+    /// with the reasoning the provider sent apart from the answer.
     Assistant {
         /// The turn's text (all text blocks joined); empty when the model wrote none.
         text: String,
         /// The tool calls of the turn, in the order the model emitted them.
         tool_calls: Vec<ToolCall>,
+        /// The reasoning (thinking) text the provider returned beside the answer:
+        /// Anthropic `thinking` blocks, OpenAI Responses `reasoning` summaries,
+        /// compatible servers' `reasoning_content` / `reasoning`, Gemini thought
+        /// summaries, Bedrock `reasoningContent`; all of a turn's joined, empty when
+        /// none. For people and stores only: no adapter sends it back to a model
+        /// (providers that need their reasoning back get it from
+        /// [`ToolCall::provider_data`] or [`ToolCall::thought_signature`], with its
+        /// signature), and it is in spans only with content capture on. Absent from
+        /// serialized messages when empty, so records written before it still load.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        reasoning: String,
     },
     /// The answers to every tool call of the preceding assistant turn, in emission order.
     ///
@@ -55,11 +67,31 @@ impl Message {
         }
     }
 
-    /// An assistant message with text and tool calls.
+    /// An assistant message with text and tool calls (and no reasoning; see
+    /// [`with_reasoning`](Self::with_reasoning)).
     pub fn assistant(text: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
         Self::Assistant {
             text: text.into(),
             tool_calls,
+            reasoning: String::new(),
+        }
+    }
+
+    /// This message with its reasoning text set, when it is an assistant turn; any
+    /// other message is returned unchanged.
+    #[must_use]
+    pub fn with_reasoning(mut self, text: impl Into<String>) -> Self {
+        if let Self::Assistant { reasoning, .. } = &mut self {
+            *reasoning = text.into();
+        }
+        self
+    }
+
+    /// The reasoning text of an assistant turn; empty for every other message.
+    pub fn reasoning(&self) -> &str {
+        match self {
+            Self::Assistant { reasoning, .. } => reasoning,
+            _ => "",
         }
     }
 
@@ -351,5 +383,27 @@ mod tests {
         let text = serde_json::to_string(&msgs).unwrap();
         let back: Vec<Message> = serde_json::from_str(&text).unwrap();
         assert_eq!(back, msgs);
+    }
+
+    #[test]
+    fn reasoning_is_kept_when_set_and_absent_when_empty() {
+        let plain = Message::assistant("ok", vec![]);
+        assert_eq!(
+            serde_json::to_value(&plain).unwrap(),
+            json!({"role": "assistant", "text": "ok", "tool_calls": []})
+        );
+        // A record written before the field loads with no reasoning.
+        let old: Message =
+            serde_json::from_value(json!({"role": "assistant", "text": "ok", "tool_calls": []}))
+                .unwrap();
+        assert_eq!(old.reasoning(), "");
+        let thought = plain.with_reasoning("Parcel late: shipping.");
+        let value = serde_json::to_value(&thought).unwrap();
+        assert_eq!(value["reasoning"], "Parcel late: shipping.");
+        let back: Message = serde_json::from_value(value).unwrap();
+        assert_eq!(back.reasoning(), "Parcel late: shipping.");
+        assert_eq!(back, thought);
+        // Only assistant turns carry reasoning.
+        assert_eq!(Message::user("hi").with_reasoning("x"), Message::user("hi"));
     }
 }

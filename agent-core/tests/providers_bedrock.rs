@@ -118,6 +118,7 @@ async fn stream_once(
                 format!("start {index} {id} {name}")
             }
             StreamDelta::ToolCallArguments { index, json } => format!("args {index} {json}"),
+            StreamDelta::Reasoning(r) => format!("reasoning {r}"),
             _ => "other".to_owned(),
         });
     };
@@ -744,4 +745,84 @@ async fn claude_through_the_global_profile_is_priced_as_anthropic_lists_it() {
     let regional = run(ROUTE).await;
     assert_eq!(regional.outcome, Ok(expected_triage()));
     assert_eq!(regional.usage.cost_usd, None);
+}
+
+#[tokio::test]
+async fn reasoning_content_is_read_into_the_transcript_and_never_sent_back() {
+    let server = MockServer::start().await;
+    mount_once(&server, reply("reasoning_tool_use.json")).await;
+    mount(&server, reply("submit.json")).await;
+    let lookup = CountingTool::lookup_order();
+    let config = triage(ROUTE, &server.uri())
+        .aws_region("us-east-1")
+        .tool(lookup.clone())
+        .build()
+        .unwrap();
+    let result = run_agent(&config, "My parcel A-1001 is a week late.").await;
+    assert_eq!(result.outcome, Ok(expected_triage()));
+    assert_eq!(lookup.calls(), 1);
+    let reasoning: Vec<&str> = result
+        .transcript
+        .iter()
+        .map(agent_core::Message::reasoning)
+        .filter(|r| !r.is_empty())
+        .collect();
+    assert_eq!(
+        reasoning,
+        ["The ticket names A-1001; look it up before routing."]
+    );
+    // The second request sends the turn's toolUse alone: no reasoning text, no signature.
+    let bodies = bodies(&server).await;
+    let sent = bodies[1].to_string();
+    assert!(!sent.contains("look it up before routing"), "{sent}");
+    assert!(!sent.contains("SIGNATURE"), "{sent}");
+    assert_eq!(
+        bodies[1]["messages"][1]["content"],
+        json!([{"toolUse": {"toolUseId": "tooluse_kZJMlvQmRJ6eAyJE5GIl7Q", "name": "lookup_order",
+                            "input": {"order_id": "A-1001"}}}])
+    );
+}
+
+#[tokio::test]
+async fn streamed_reasoning_content_arrives_as_reasoning_deltas() {
+    let server = MockServer::start().await;
+    mount_post(
+        &server,
+        STREAM_PATH,
+        event_stream(stream_fixture("reasoning_text.json")),
+        None,
+    )
+    .await;
+    let (response, deltas) = stream_once(&client(&server), &hello(MODEL)).await;
+    let response = response.unwrap();
+    assert_eq!(response.text, "Route it to shipping.");
+    assert_eq!(response.reasoning, "Late parcel: shipping.");
+    assert_eq!(response.usage.output_tokens, 21);
+    assert_eq!(
+        deltas,
+        [
+            "reasoning Late parcel: ",
+            "reasoning shipping.",
+            "text Route it to shipping."
+        ]
+    );
+}
+
+#[test]
+fn reasoning_settings_are_a_config_error_on_bedrock() {
+    let err = triage(ROUTE, "http://127.0.0.1:9")
+        .aws_region("us-east-1")
+        .reasoning(agent_core::Reasoning::budget(2_048))
+        .max_tokens(8_000)
+        .build()
+        .map(|_| ())
+        .unwrap_err();
+    match err {
+        agent_core::ConfigError::InvalidSetting {
+            setting: "reasoning",
+            reason,
+            ..
+        } => assert!(reason.contains("bedrock/"), "{reason}"),
+        other => panic!("not a reasoning error: {other}"),
+    }
 }

@@ -45,6 +45,15 @@ fn openai_submit() -> Value {
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
 }
 
+/// The non-empty reasoning texts of a transcript's assistant turns, in order.
+fn transcript_reasoning(transcript: &[agent_core::Message]) -> Vec<&str> {
+    transcript
+        .iter()
+        .map(agent_core::Message::reasoning)
+        .filter(|r| !r.is_empty())
+        .collect()
+}
+
 fn invalid(e: ConfigError) -> String {
     match e {
         ConfigError::InvalidSetting {
@@ -132,6 +141,10 @@ async fn anthropic_thinks_within_its_budget_and_gets_its_thinking_blocks_back() 
     let result = run_agent(&config, "Where is A-1001?").await;
     assert_eq!(result.outcome, Ok(expected_triage()));
     assert_eq!(tool.calls(), 1);
+    assert_eq!(
+        transcript_reasoning(&result.transcript),
+        ["The order id is in the ticket."]
+    );
     let sent = bodies(&server).await;
     for body in &sent {
         assert_eq!(
@@ -253,6 +266,85 @@ async fn streamed_thinking_arrives_as_reasoning_deltas() {
         }
     }
     assert_eq!(reasoning, "The parcel is late; shipping, severity 2.");
-    assert_eq!(result.unwrap().outcome, Ok(expected_triage()));
+    let result = result.unwrap();
+    assert_eq!(result.outcome, Ok(expected_triage()));
+    // The streamed reasoning is the transcript's too.
+    assert_eq!(
+        transcript_reasoning(&result.transcript),
+        [reasoning.as_str()]
+    );
     assert_eq!(bodies(&server).await[0]["thinking"]["budget_tokens"], 2048);
+}
+
+/// A reasoning turn that calls `lookup_order`, then `submit_output`, on each wire that
+/// returns reasoning as text: the reasoning is the first assistant turn's transcript
+/// part, and the next request carries none of it (compatible servers and Gemini take no
+/// reasoning back; the Responses API gets its own item back, encrypted, as it came).
+#[tokio::test]
+async fn reasoning_text_is_a_transcript_part_and_is_not_sent_back() {
+    const THOUGHT: &str = "A-1001 is named; look it up first.";
+    let lookup_args = json!({"order_id": "A-1001"}).to_string();
+    let cases: Vec<(&str, Vec<Value>)> = vec![
+        (
+            "dispatch/qwen",
+            vec![
+                json!({"id": "c1", "object": "chat.completion", "model": "qwen",
+                    "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": "",
+                        "reasoning_content": THOUGHT,
+                        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "lookup_order", "arguments": lookup_args}}]}}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}),
+                openai_submit(),
+            ],
+        ),
+        (
+            "gemini-2.5-flash",
+            vec![
+                json!({"candidates": [{"content": {"role": "model", "parts": [
+                        {"text": THOUGHT, "thought": true},
+                        {"functionCall": {"name": "lookup_order", "args": {"order_id": "A-1001"}}}]},
+                    "finishReason": "STOP", "index": 0}], "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5}}),
+                json!({"candidates": [{"content": {"role": "model", "parts": [{"functionCall": {"name": "submit_output", "args": submit_args()}}]},
+                    "finishReason": "STOP", "index": 0}], "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5}}),
+            ],
+        ),
+        (
+            "openai-responses/gpt-5-mini",
+            vec![
+                json!({"id": "resp_1", "object": "response", "status": "completed", "model": "gpt-5-mini",
+                    "output": [
+                        {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": THOUGHT}], "encrypted_content": "ENC=="},
+                        {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "lookup_order", "arguments": lookup_args, "status": "completed"}],
+                    "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}),
+                json!({"id": "resp_2", "object": "response", "status": "completed", "model": "gpt-5-mini",
+                    "output": [{"type": "function_call", "id": "fc_2", "call_id": "call_2", "name": "submit_output",
+                        "arguments": submit_args().to_string(), "status": "completed"}],
+                    "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}}),
+            ],
+        ),
+    ];
+    for (model, replies) in cases {
+        let server = server(replies).await;
+        let config = triage(model, &server.uri())
+            .tool(CountingTool::lookup_order())
+            .build()
+            .unwrap();
+        let result = run_agent(&config, "Where is A-1001?").await;
+        assert_eq!(result.outcome, Ok(expected_triage()), "{model}");
+        assert_eq!(
+            transcript_reasoning(&result.transcript),
+            [THOUGHT],
+            "{model}"
+        );
+        let sent = bodies(&server).await;
+        assert_eq!(sent.len(), 2, "{model}");
+        let second = sent[1].to_string();
+        if model.starts_with("openai-responses/") {
+            // Its own reasoning item goes back as it came (encrypted content and all),
+            // once, ahead of its call; the transcript part adds no other copy.
+            assert_eq!(second.matches(THOUGHT).count(), 1, "{second}");
+            assert!(second.contains("ENC=="), "{second}");
+        } else {
+            assert!(!second.contains(THOUGHT), "{model}: {second}");
+        }
+    }
 }

@@ -110,6 +110,13 @@ async fn a_run_page_escapes_model_and_user_text_and_hides_secrets() {
         page.contains("&lt;script&gt;alert('ticket')&lt;/script&gt; where is NW-1?"),
         "{page}"
     );
+    // The first turn's reasoning is shown, folded, as text.
+    assert!(
+        page.contains(
+            "<details class=\"reasoning\"><summary>reasoning</summary><pre>Look it up. &lt;script&gt;alert('thought')&lt;/script&gt;</pre></details>"
+        ),
+        "{page}"
+    );
     assert!(
         page.contains("&lt;script&gt;alert('answer')&lt;/script&gt;"),
         "{page}"

@@ -275,7 +275,9 @@ pub struct LlmRequest {
 pub(crate) fn message_bytes(m: &Message) -> usize {
     match m {
         Message::User { content } => content.len(),
-        Message::Assistant { text, tool_calls } => {
+        Message::Assistant {
+            text, tool_calls, ..
+        } => {
             text.len()
                 + tool_calls
                     .iter()
@@ -547,6 +549,14 @@ impl LlmResponse {
     #[must_use]
     pub fn with_request_id(mut self, id: impl Into<String>) -> Self {
         self.request_id = Some(id.into());
+        self
+    }
+
+    /// Sets the reasoning text (kept as the turn's transcript part,
+    /// [`Message::reasoning`]).
+    #[must_use]
+    pub fn with_reasoning(mut self, reasoning: impl Into<String>) -> Self {
+        self.reasoning = reasoning.into();
         self
     }
 }

@@ -60,7 +60,9 @@ pub(crate) fn turns(messages: &[Message]) -> Vec<Turn<'_>> {
                 answer_missing(&mut out, std::mem::take(&mut pending));
                 out.push(Turn::User(non_empty(content)));
             }
-            Message::Assistant { text, tool_calls } => {
+            Message::Assistant {
+                text, tool_calls, ..
+            } => {
                 answer_missing(&mut out, std::mem::take(&mut pending));
                 out.push(Turn::Assistant {
                     text,

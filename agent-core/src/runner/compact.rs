@@ -423,7 +423,9 @@ fn render(messages: &[Message]) -> String {
     for m in messages {
         match m {
             Message::User { content } => out.push_str(&format!("user: {}\n", cut(content))),
-            Message::Assistant { text, tool_calls } => {
+            Message::Assistant {
+                text, tool_calls, ..
+            } => {
                 if !text.is_empty() {
                     out.push_str(&format!("assistant: {}\n", cut(text)));
                 }
@@ -479,10 +481,7 @@ mod tests {
 
     fn turn(id: &str, result: &str) -> [Message; 2] {
         [
-            Message::Assistant {
-                text: String::new(),
-                tool_calls: vec![ToolCall::new(id, "lookup", json!({"q": "order"}))],
-            },
+            Message::assistant("", vec![ToolCall::new(id, "lookup", json!({"q": "order"}))]),
             Message::Tool {
                 results: vec![ToolResult::ok(id, "lookup", result)],
             },

@@ -3,8 +3,8 @@
 //! format (`{"role", "parts": [{"type": "text" | "tool_call" | "tool_call_response", ..}]}`,
 //! <https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/>).
 //!
-//! Only what the model sees is written: texts, tool calls (id, name, arguments) and tool
-//! results. Providers' opaque tokens (thought signatures, the Responses API's encrypted
+//! Only what the model sees or says is written: texts, the reasoning text a provider
+//! returned (a `reasoning` part), tool calls (id, name, arguments) and tool results. Providers' opaque tokens (thought signatures, the Responses API's encrypted
 //! reasoning in `provider_data`), request state and keys are not part of it.
 
 use serde_json::{Value, json};
@@ -26,14 +26,18 @@ pub(crate) fn input_messages(messages: &[Message]) -> String {
                 "role": "user",
                 "parts": [{"type": "text", "content": content}],
             }),
-            Message::Assistant { text, tool_calls } => json!({
+            Message::Assistant {
+                text,
+                tool_calls,
+                reasoning,
+            } => json!({
                 "role": "assistant",
-                "parts": assistant_parts(text, tool_calls),
+                "parts": assistant_parts(reasoning, text, tool_calls),
             }),
             // The provider's own blocks are not the conventions' parts: the text.
             Message::Paused { text, .. } => json!({
                 "role": "assistant",
-                "parts": assistant_parts(text, &[]),
+                "parts": assistant_parts("", text, &[]),
             }),
             Message::Tool { results } => json!({
                 "role": "tool",
@@ -55,14 +59,19 @@ pub(crate) fn input_messages(messages: &[Message]) -> String {
 pub(crate) fn output_messages(response: &LlmResponse) -> String {
     json!([{
         "role": "assistant",
-        "parts": assistant_parts(&response.text, &response.tool_calls),
+        "parts": assistant_parts(&response.reasoning, &response.text, &response.tool_calls),
         "finish_reason": response.stop_reason.as_str(),
     }])
     .to_string()
 }
 
-fn assistant_parts(text: &str, calls: &[ToolCall]) -> Vec<Value> {
-    let mut parts = Vec::with_capacity(calls.len() + 1);
+/// A turn's parts: its reasoning (`{"type": "reasoning"}`, the conventions' part for
+/// the model's thinking), its text, then its tool calls.
+fn assistant_parts(reasoning: &str, text: &str, calls: &[ToolCall]) -> Vec<Value> {
+    let mut parts = Vec::with_capacity(calls.len() + 2);
+    if !reasoning.is_empty() {
+        parts.push(json!({"type": "reasoning", "content": reasoning}));
+    }
     if !text.is_empty() {
         parts.push(json!({"type": "text", "content": text}));
     }
@@ -95,7 +104,8 @@ mod tests {
                         .with_thought_signature("SIG")
                         .with_provider_data(json!({"reasoning": [{"encrypted_content": "ENC"}]})),
                 ],
-            ),
+            )
+            .with_reasoning("The id is 1; look it up."),
             Message::tool_results(vec![ToolResult::ok("c1", "lookup", "found")]),
         ];
         let text = input_messages(&messages);
@@ -105,7 +115,10 @@ mod tests {
             value,
             json!([
                 {"role": "user", "parts": [{"type": "text", "content": "hi"}]},
-                {"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "lookup", "arguments": {"id": 1}}]},
+                {"role": "assistant", "parts": [
+                    {"type": "reasoning", "content": "The id is 1; look it up."},
+                    {"type": "tool_call", "id": "c1", "name": "lookup", "arguments": {"id": 1}}
+                ]},
                 {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "found"}]}
             ])
         );

@@ -70,9 +70,9 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         if !text.is_empty() {
             self.last_text.clone_from(&text);
         }
-        self.request
-            .messages
-            .push(Message::assistant(text.clone(), tool_calls.clone()));
+        self.request.messages.push(
+            Message::assistant(text.clone(), tool_calls.clone()).with_reasoning(reasoning.clone()),
+        );
         if let Some(events) = &self.events {
             for call in &tool_calls {
                 events.send(StreamEvent::ToolCallFinished {

@@ -228,8 +228,9 @@ fn transcript(trace: &TraceRecord) -> Markup {
             @for m in &trace.transcript {
                 @match m {
                     Message::User { content } => div.msg.user { strong { "user" } pre { (content) } },
-                    Message::Assistant { text, tool_calls } => div.msg.assistant {
+                    Message::Assistant { text, tool_calls, reasoning } => div.msg.assistant {
                         strong { "assistant" }
+                        @if !reasoning.is_empty() { details.reasoning { summary { "reasoning" } pre { (reasoning) } } }
                         @if !text.is_empty() { pre { (text) } }
                         @for call in tool_calls {
                             div.call data-call-id=(call.id) {

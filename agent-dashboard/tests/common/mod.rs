@@ -16,7 +16,9 @@ use std::time::Duration;
 
 use agent_core::store::{FeedbackStore, RunRecord};
 use agent_core::testing::ScriptedModel;
-use agent_core::{AgentConfig, AgentResult, Ending, RunOptions, json, run_agent_with, tool, tools};
+use agent_core::{
+    AgentConfig, AgentResult, Ending, LlmResponse, RunOptions, json, run_agent_with, tool, tools,
+};
 use agent_dashboard::Config;
 use agent_store::{DAY_MS, Store};
 
@@ -114,15 +116,19 @@ async fn lookup_order(order_id: String) -> String {
 pub const HOSTILE_INPUT: &str = "<script>alert('ticket')</script> where is NW-1?";
 /// The hostile queue of its answer.
 pub const HOSTILE_QUEUE: &str = "<script>alert('answer')</script>";
+/// The hostile reasoning text of its first turn.
+pub const HOSTILE_REASONING: &str = "Look it up. <script>alert('thought')</script>";
 
 /// One real run (scripted model: a tool call, then an answer) with hostile text in
 /// the input, the tool result and the answer; recorded with its trace.
 pub async fn real_run(store: &Store) -> AgentResult<Triage> {
-    let model = ScriptedModel::new()
-        .tool_call(
-            "lookup_order",
-            json!({"order_id": "NW-1<img src=x onerror=alert(1)>"}),
-        )
+    let model = ScriptedModel::new();
+    let call = model.call(
+        "lookup_order",
+        json!({"order_id": "NW-1<img src=x onerror=alert(1)>"}),
+    );
+    let model = model
+        .respond(LlmResponse::tool_calls(vec![call]).with_reasoning(HOSTILE_REASONING))
         .submit(json!({"queue": HOSTILE_QUEUE, "severity": 2}));
     let config: AgentConfig<Triage> = AgentConfig::builder("triage")
         .llm(model)

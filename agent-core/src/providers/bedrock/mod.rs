@@ -317,6 +317,21 @@ impl LlmClient for BedrockClient {
     fn output_capabilities(&self, model: &str) -> OutputCapabilities {
         OutputCapabilities::new(wire::choice_support(model).tool, false)
     }
+
+    /// Refused for every model: this adapter does not send reasoning settings yet
+    /// (Converse takes them per model family in `additionalModelRequestFields`, and
+    /// Claude's thinking blocks would have to go back with their signatures), so a
+    /// `.reasoning(..)` on a `bedrock/` model is a `ConfigError` at build rather than
+    /// a setting dropped in silence. Reasoning a model returns on its own (DeepSeek-R1's
+    /// `reasoningContent`) is still read into the turn's reasoning text.
+    fn check_reasoning(
+        &self,
+        _model: &str,
+        _reasoning: &crate::llm::Reasoning,
+        _max_tokens: u32,
+    ) -> Result<(), &'static str> {
+        Err("the bedrock/ route sends no reasoning settings yet")
+    }
 }
 
 #[cfg(test)]

@@ -34,6 +34,8 @@ struct Indexed {
 /// A content block being assembled.
 enum Block {
     Text(String),
+    /// `reasoningContent` text (the model's reasoning, apart from the answer).
+    Reasoning(String),
     ToolUse {
         /// The call's position among the turn's tool calls.
         call: usize,
@@ -113,6 +115,12 @@ impl EventAssembler {
             .and_then(Value::as_str)
             .filter(|t| !t.is_empty())
         {
+            if self.block(index).is_none() {
+                self.blocks.push((index, Block::Reasoning(String::new())));
+            }
+            if let Some(Block::Reasoning(text)) = self.block(index) {
+                text.push_str(more);
+            }
             sink.on_delta(StreamDelta::Reasoning(more));
         }
     }
@@ -177,6 +185,9 @@ impl Assembler for EventAssembler {
             .into_iter()
             .map(|(_, block)| match block {
                 Block::Text(text) => json!({"text": text}),
+                Block::Reasoning(text) => {
+                    json!({"reasoningContent": {"reasoningText": {"text": text}}})
+                }
                 Block::ToolUse { id, name, json, .. } => {
                     // The input as JSON text, parsed (and judged) like a non-streamed one.
                     json!({"toolUse": {"toolUseId": id, "name": name, "input": json}})

@@ -370,10 +370,18 @@ pub(crate) fn decode(reply: &Reply, key: Option<&ApiKey>) -> Result<LlmResponse,
         return Err(undecodable_body(&missing));
     };
     let mut text = String::new();
+    let mut reasoning = String::new();
     let mut tool_calls = Vec::new();
     for block in &message.content {
         if let Some(t) = block.get("text").and_then(Value::as_str) {
             text.push_str(t);
+        } else if let Some(t) = block
+            .pointer("/reasoningContent/reasoningText/text")
+            .and_then(Value::as_str)
+        {
+            // Reasoning models (DeepSeek-R1, Claude with thinking) send their reasoning
+            // in its own block (`ReasoningContentBlock`); redacted reasoning has no text.
+            reasoning.push_str(t);
         } else if let Some(call) = block.get("toolUse") {
             // A block of an unknown shape is ignored, as an unknown block type is.
             if let Ok(call) = WireToolUse::deserialize(call) {
@@ -394,5 +402,6 @@ pub(crate) fn decode(reply: &Reply, key: Option<&ApiKey>) -> Result<LlmResponse,
         .with_stop_reason(stop_reason(wire.stop_reason.as_deref()))
         .with_usage(usage);
     response.request_id = request_id(&reply.headers);
+    response.reasoning = reasoning;
     Ok(response)
 }
