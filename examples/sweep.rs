@@ -1,13 +1,21 @@
-//! A sweep: the triage config and three `with_` variants of it (another model, another
-//! output mode, a tighter `max_llm_calls`) over the labeled tickets, graded against
+//! A sweep: the triage config and `with_` variants of it (another model, other output
+//! modes, a tighter `max_llm_calls`) over the labeled tickets, graded against
 //! `examples/data/labels.json`; one table, a JSON file and an SVG chart.
 //!
 //! ```text
 //! cargo run --release --example sweep                   # the built-in test model
-//! AGENT_DISPATCH_URL=http://127.0.0.1:8080/v1 \
-//!   cargo run --release --example sweep -- --model dispatch/gemma
+//! AGENT_DISPATCH_URL=$(scripts/local-llm.sh --model qwen-1.5b) \
+//!   cargo run --release --example sweep -- --model dispatch/qwen
 //! cargo run --release --example sweep -- --model claude-sonnet-4-5 --alt-model claude-haiku-4-5
 //! ```
+//!
+//! On a hosted model the variants are: the base (output mode `auto`), another model, one
+//! other output mode (`--alt-mode`) and a tighter `max_llm_calls`. On a local model
+//! (`dispatch/`, `ollama/`), where each run costs seconds of the machine's CPU, they are
+//! the output modes themselves: the base (`auto`, which these routes resolve to
+//! `native`), `tool` (`--modes` to choose others), and the placeholder test model (a
+//! constant answer: the line a model's accuracy must clear); no budget variant unless
+//! `--tight-calls N` asks for one.
 //!
 //! The grader is `GroundTruth`: the queue exact (1 or 0), the severity 1 when exact, 0.5
 //! when one step off, 0 otherwise; the overall score is their mean, and a ticket without
@@ -37,7 +45,10 @@ const USAGE: &str = "usage: sweep [FLAGS]
                         gpt -> gpt-5-nano, a local model -> test, the placeholder model)
   --alt-mode MODE       the output mode of the mode variant (default: prompted, or tool
                         when the base is prompted)
-  --tight-calls N       max_llm_calls of the budget variant (default 2)
+  --modes M1,M2         one variant per output mode (auto, tool, native, prompted) instead
+                        of --alt-mode's one (default on dispatch/ and ollama/: tool)
+  --tight-calls N       max_llm_calls of the budget variant; 0: none (default 2, and 0 on
+                        dispatch/ and ollama/)
   --concurrency N       runs at a time over all variants (default 4)
   --limit N             only the first N tickets
   --max-tokens N        output-token cap per LLM call
@@ -49,7 +60,8 @@ struct Args {
     model: Option<String>,
     alt_model: Option<String>,
     alt_mode: Option<OutputMode>,
-    tight_calls: u32,
+    modes: Option<Vec<OutputMode>>,
+    tight_calls: Option<u32>,
     concurrency: usize,
     limit: Option<usize>,
     max_tokens: Option<u32>,
@@ -63,7 +75,8 @@ fn parse() -> Result<Option<Args>, String> {
         model: None,
         alt_model: None,
         alt_mode: None,
-        tight_calls: 2,
+        modes: None,
+        tight_calls: None,
         concurrency: 4,
         limit: None,
         max_tokens: None,
@@ -84,8 +97,16 @@ fn parse() -> Result<Option<Args>, String> {
                 let value = parser.value().map_err(text)?.string().map_err(text)?;
                 args.alt_mode = Some(value.parse()?);
             }
+            Long("modes") => {
+                let value = parser.value().map_err(text)?.string().map_err(text)?;
+                let modes = value
+                    .split(',')
+                    .map(|m| m.trim().parse::<OutputMode>())
+                    .collect::<Result<Vec<_>, _>>()?;
+                args.modes = Some(modes);
+            }
             Long("tight-calls") => {
-                args.tight_calls = parser.value().map_err(text)?.parse().map_err(text)?;
+                args.tight_calls = Some(parser.value().map_err(text)?.parse().map_err(text)?);
             }
             Long("concurrency") => {
                 args.concurrency = parser.value().map_err(text)?.parse().map_err(text)?;
@@ -156,9 +177,17 @@ fn grader() -> GroundTruth {
     )
 }
 
+/// Whether the model runs on this machine (`dispatch/`, `ollama/`): each run costs
+/// seconds of CPU, so the sweep compares output modes and skips the budget variant.
+fn is_local(choice: &ModelChoice) -> bool {
+    matches!(choice, ModelChoice::Named { model, .. }
+        if model.starts_with("dispatch/") || model.starts_with("ollama/"))
+}
+
 async fn run(args: Args) -> Result<(), String> {
     let choice = ModelChoice::resolve(args.model.clone());
     eprintln!("{}", choice.banner());
+    let local = is_local(&choice);
     let base: AgentConfig<Triage> = triage::triage_config(&data_dir(), &choice)?
         .with_(|b| match args.max_tokens {
             Some(n) => b.max_tokens(n),
@@ -182,22 +211,32 @@ async fn run(args: Args) -> Result<(), String> {
             }
         })
         .map_err(|e| format!("invalid config for --alt-model {alt}: {e}"))?;
-    let alt_mode = args.alt_mode.unwrap_or(match base.output_mode() {
-        OutputMode::Prompted => OutputMode::Tool,
-        _ => OutputMode::Prompted,
-    });
-    let mode_variant = base
-        .with_(|b| b.output_mode(alt_mode))
-        .map_err(|e| format!("invalid config: {e}"))?;
-    let tight = base
-        .with_(|b| b.max_llm_calls(args.tight_calls))
-        .map_err(|e| format!("invalid config: {e}"))?;
-    let variants = vec![
-        Variant::new(format!("base ({})", base.output_mode()), base.clone()),
+    let modes = match (&args.modes, args.alt_mode) {
+        (Some(modes), _) => modes.clone(),
+        (None, Some(mode)) => vec![mode],
+        (None, None) if local => vec![OutputMode::Tool],
+        (None, None) => vec![match base.output_mode() {
+            OutputMode::Prompted => OutputMode::Tool,
+            _ => OutputMode::Prompted,
+        }],
+    };
+    let mut variants = vec![
+        Variant::new(format!("base (auto: {})", base.output_mode()), base.clone()),
         Variant::new(format!("model {}", model_variant.model()), model_variant),
-        Variant::new(format!("mode {alt_mode}"), mode_variant),
-        Variant::new(format!("max_llm_calls {}", args.tight_calls), tight),
     ];
+    for mode in modes {
+        let variant = base
+            .with_(|b| b.output_mode(mode))
+            .map_err(|e| format!("invalid config for mode {mode}: {e}"))?;
+        variants.push(Variant::new(format!("mode {mode}"), variant));
+    }
+    let tight_calls = args.tight_calls.unwrap_or(if local { 0 } else { 2 });
+    if tight_calls > 0 {
+        let tight = base
+            .with_(|b| b.max_llm_calls(tight_calls))
+            .map_err(|e| format!("invalid config: {e}"))?;
+        variants.push(Variant::new(format!("max_llm_calls {tight_calls}"), tight));
+    }
 
     let mut tickets = triage::load_tickets(&data_dir().join("tickets"))?;
     if let Some(limit) = args.limit {

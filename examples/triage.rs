@@ -18,6 +18,7 @@ use std::process::ExitCode;
 use agent_core::run_batch;
 use agent_examples::cli::{self, Args, ModelChoice};
 use agent_examples::labels::{self, Accuracy};
+use agent_examples::lookups::Lookups;
 use agent_examples::triage::{self, data_dir};
 use agent_store::Store;
 
@@ -107,7 +108,8 @@ async fn run(args: Args) -> Result<(), String> {
             .collect();
         Accuracy::measure(&labels, &runs)
     });
-    let mut report = format!("\n{}", batch.receipt);
+    let runs: Vec<(&triage::Ticket, _)> = tickets.iter().zip(&batch.results).collect();
+    let mut report = format!("\n{}\n{}", batch.receipt, Lookups::measure(&runs));
     if let Some(accuracy) = accuracy.filter(|a| a.labeled > 0) {
         report.push_str(&format!("\n\n{accuracy}"));
     }

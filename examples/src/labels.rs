@@ -43,6 +43,59 @@ pub fn load(path: &Path) -> Result<Labels, String> {
         .collect()
 }
 
+/// The best constant guess over a set of labels: the most common queue and the most
+/// common severity, answered for every ticket, and how many labels each gets right. A
+/// model's accuracy means something only above this line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Baseline {
+    /// The most common labeled queue (ties: the first in name order).
+    pub queue: String,
+    /// The most common labeled severity (ties: the lowest).
+    pub severity: u8,
+    /// Labels whose queue is `queue`.
+    pub queue_right: usize,
+    /// Labels whose severity is `severity`.
+    pub severity_exact: usize,
+    /// Labels whose severity is at most one away from `severity`.
+    pub severity_within_one: usize,
+    /// Labels whose queue and severity are both the guess.
+    pub both: usize,
+}
+
+impl Baseline {
+    /// The constant guess for `labels` (all of them count, as every ticket gets the
+    /// guess); the default for no labels.
+    pub fn of<'a>(labels: impl IntoIterator<Item = &'a Label> + Clone) -> Self {
+        let mut queues: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut severities: BTreeMap<u8, usize> = BTreeMap::new();
+        for label in labels.clone() {
+            *queues.entry(label.queue.as_str()).or_default() += 1;
+            *severities.entry(label.severity).or_default() += 1;
+        }
+        // `max_by_key` keeps the last of equals: iterate in reverse for the first.
+        let Some((queue, _)) = queues.iter().rev().max_by_key(|(_, n)| **n) else {
+            return Self::default();
+        };
+        let Some((&severity, _)) = severities.iter().rev().max_by_key(|(_, n)| **n) else {
+            return Self::default();
+        };
+        let mut guess = Self {
+            queue: (*queue).to_owned(),
+            severity,
+            ..Self::default()
+        };
+        for label in labels {
+            let queue = label.queue == guess.queue;
+            let exact = label.severity == severity;
+            guess.queue_right += usize::from(queue);
+            guess.severity_exact += usize::from(exact);
+            guess.severity_within_one += usize::from(label.severity.abs_diff(severity) <= 1);
+            guess.both += usize::from(queue && exact);
+        }
+        guess
+    }
+}
+
 /// Accuracy of a batch against labels, per field.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Accuracy {
@@ -58,13 +111,18 @@ pub struct Accuracy {
     pub queue: usize,
     /// Answered with both fields as labeled.
     pub both: usize,
+    /// The best constant guess over the same labeled tickets.
+    pub baseline: Baseline,
 }
 
 impl Accuracy {
     /// Compares each answered result's JSON output (`severity`, `queue`) with the label
     /// of its ticket; tickets without a label are not counted.
     pub fn measure<T>(labels: &Labels, runs: &[(&str, &AgentResult<T>)]) -> Self {
-        let mut acc = Accuracy::default();
+        let mut acc = Accuracy {
+            baseline: Baseline::of(runs.iter().filter_map(|(ticket, _)| labels.get(*ticket))),
+            ..Accuracy::default()
+        };
         for (ticket, result) in runs {
             let Some(label) = labels.get(*ticket) else {
                 continue;
@@ -132,7 +190,17 @@ impl fmt::Display for Accuracy {
                 pct(n, self.labeled)
             )?;
         }
-        Ok(())
+        let b = &self.baseline;
+        writeln!(
+            f,
+            "constant guess (queue={}, severity={}), of labeled: severity exact {}, within 1 {}, queue {}, both {}",
+            b.queue,
+            b.severity,
+            pct(b.severity_exact, self.labeled),
+            pct(b.severity_within_one, self.labeled),
+            pct(b.queue_right, self.labeled),
+            pct(b.both, self.labeled),
+        )
     }
 }
 
@@ -198,6 +266,16 @@ mod tests {
                 severity_within_one: 3,
                 queue: 2,
                 both: 1,
+                // Four labels, one queue each (ties: the first name, billing); severities
+                // 1, 2, 3, 4 (ties: the lowest, 1).
+                baseline: Baseline {
+                    queue: "billing".into(),
+                    severity: 1,
+                    queue_right: 1,
+                    severity_exact: 1,
+                    severity_within_one: 2,
+                    both: 0,
+                },
             }
         );
         let table = acc.to_string();
@@ -205,6 +283,27 @@ mod tests {
         assert_eq!(
             queue_line.split_whitespace().collect::<Vec<_>>(),
             ["queue", "2/3", "(67%)", "2/4", "(50%)"]
+        );
+    }
+
+    #[test]
+    fn the_constant_guess_of_the_bundled_labels() {
+        let labels = load(&crate::triage::data_dir().join("labels.json")).unwrap();
+        let guess = Baseline::of(labels.values());
+        // From labels.json: billing, returns and shipping are 7 each (the tie goes to
+        // the first name), severity 2 is the most common (13 of 29); every label but
+        // the severity 4s is within one of 2.
+        assert_eq!((guess.queue.as_str(), guess.severity), ("billing", 2));
+        assert_eq!(guess.queue_right, 7);
+        assert_eq!(guess.severity_exact, 13);
+        assert_eq!(guess.severity_within_one, 27);
+        assert_eq!(
+            guess.severity_exact,
+            labels.values().filter(|l| l.severity == 2).count()
+        );
+        assert_eq!(
+            guess.severity_within_one,
+            labels.values().filter(|l| l.severity != 4).count()
         );
     }
 

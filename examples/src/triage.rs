@@ -216,12 +216,25 @@ pub async fn refund_status(
     })
 }
 
-/// The system prompt of the triage agent.
+/// The system prompt of the triage agent: the task, then the shop's severity scale (the
+/// one `examples/data/README.md` gives the labels by), written as a support lead would
+/// brief a new colleague.
 pub const SYSTEM_PROMPT: &str = "You triage support tickets for Northwind Outfitters, an outdoor \
 gear shop. Today is 2026-05-18. For each ticket: find the order it is about with lookup_order \
 (and refund_status for refund questions), compare what the customer says with the records, \
-then give your triage decision. Security and legal tickets are always severity 3 or 4. Hand \
-the ticket to a human with escalate_to_human only when it cannot be triaged at all.";
+then give your triage decision. Hand the ticket to a human with escalate_to_human only when \
+it cannot be triaged at all.
+
+Severity, from the customer's situation (not from how upset they sound):
+1 - nothing is wrong or nothing is urgent: a question, thanks, a suggestion, spam, a routine \
+return or exchange of an unwanted item, asking when a refund will arrive.
+2 - an ordinary problem with an order: late, damaged, wrong or missing items, a change or \
+cancellation to make before it ships.
+3 - money was taken wrongly or the customer is escalating: a double charge, a charge for a \
+cancelled order, a short refund, a parcel lost for good, a second complaint, weeks without an \
+answer.
+4 - security and legal matters: an account takeover, an order the customer did not place, \
+legal threats. Security and legal tickets are always severity 3 or 4.";
 
 /// The folder of the example data (`examples/data`).
 pub fn data_dir() -> PathBuf {

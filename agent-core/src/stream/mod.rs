@@ -47,8 +47,10 @@ pub enum StreamEvent<T> {
         text: String,
     },
     /// More of the model's reasoning (Anthropic's thinking, OpenAI-compatible
-    /// servers' `reasoning_content`), where the provider streams it. Not part of the
-    /// conversation or the answer.
+    /// servers' `reasoning_content`, Responses summaries, Bedrock's reasoning
+    /// content), where the provider streams it. Not the answer: the turn's whole
+    /// reasoning is kept in the transcript
+    /// ([`Message::reasoning`](crate::Message::reasoning)).
     ReasoningDelta {
         /// Which LLM call.
         llm_call: u32,
