@@ -7,6 +7,7 @@
 //! the model call differs: it streams, and what arrives is also sent to the caller.
 //! The last event is always [`StreamEvent::Finished`] with the [`AgentResult`].
 
+mod incremental;
 mod partial;
 mod sink;
 
