@@ -687,7 +687,7 @@ impl IncrementalJson {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::IncrementalJson;
@@ -856,7 +856,7 @@ mod tests {
     }
 
     /// A JSON value for the property test.
-    fn arb_value() -> impl Strategy<Value = Value> {
+    pub(crate) fn arb_value() -> impl Strategy<Value = Value> {
         let string = prop_oneof![
             "[a-z ]{0,8}",
             "[\"\\\\/\u{8}\u{c}\n\r\t\u{1}\u{1f} a-z]{0,8}",
@@ -887,7 +887,7 @@ mod tests {
 
     /// Writes `value` as JSON, escaping characters in strings at random (`\n`,
     /// `\uXXXX`, surrogate pairs) with whitespace at random between tokens.
-    fn write(value: &Value, rng: &mut fastrand::Rng, out: &mut String) {
+    pub(crate) fn write(value: &Value, rng: &mut fastrand::Rng, out: &mut String) {
         let ws = |rng: &mut fastrand::Rng, out: &mut String| {
             if rng.u8(..4) == 0 {
                 out.push_str([" ", "\n", "\t", "\r\n  "][rng.usize(..4)]);
