@@ -331,6 +331,13 @@ macro_rules! tools {
     }};
 }
 
+/// Benchmark entry points into crate-private code (`agent-core/benches/`). Not a public
+/// API: it may change in any release.
+#[doc(hidden)]
+pub mod __bench {
+    pub use crate::stream::bench_partial_output;
+}
+
 /// Re-exports and helpers for the code the macros generate. Not a public API: it may
 /// change in any release.
 #[doc(hidden)]

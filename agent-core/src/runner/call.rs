@@ -12,7 +12,7 @@ use crate::error::AgentError;
 use crate::llm::{LlmError, LlmErrorCause, LlmResponse, StopReason, ToolChoice};
 use crate::observe::RunEvent;
 use crate::output::{AgentOutput, SUBMIT_OUTPUT};
-use crate::stream::{PartialKind, StreamEvent, StreamSink, TurnSink};
+use crate::stream::{PartialKind, StreamEvent, TurnSink};
 
 use super::{Run, spans};
 
@@ -87,9 +87,10 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 Some(sink) => {
                     let outcome =
                         tokio::time::timeout(limit, client.complete_streaming(request, sink)).await;
-                    // The last batch of a client that does not flush.
+                    // The last batch of a client that does not flush, and the final
+                    // partial value if the sink held it back.
                     if matches!(outcome, Ok(Ok(_))) {
-                        sink.flush();
+                        sink.finish();
                     }
                     outcome
                 }

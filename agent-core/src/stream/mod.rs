@@ -7,6 +7,7 @@
 //! the model call differs: it streams, and what arrives is also sent to the caller.
 //! The last event is always [`StreamEvent::Finished`] with the [`AgentResult`].
 
+mod incremental;
 mod partial;
 mod sink;
 
@@ -27,6 +28,8 @@ use crate::run_options::RunOptions;
 
 pub use crate::llm::{StreamDelta, StreamSink};
 pub use partial::parse_partial;
+#[doc(hidden)]
+pub use sink::bench_partial_output;
 pub(crate) use sink::{Meter, PartialKind, TurnSink};
 
 /// One event of a streamed run (see [`run_agent_stream`]). `llm_call` is the round
@@ -102,6 +105,17 @@ pub enum StreamEvent<T> {
     /// [`Finished`](Self::Finished). Sent once per batch of pieces that arrived
     /// together (one network read, see [`StreamSink::flush`]) when the value changed,
     /// not once per fragment: fragments read at once would only repeat each other.
+    ///
+    /// The value is parsed incrementally (the work per piece does not grow with the
+    /// answer), and each event carries a copy of it, so on long answers it is sent
+    /// less often: at every batch that changed it while the answer is under 4 KiB;
+    /// above that, once the answer has grown by a sixteenth of its length since the
+    /// last value sent (copying then costs a constant amount per byte received); and
+    /// always at the end of the turn if it changed since the last one sent. A value is
+    /// never sent twice in a row. Answers the incremental parser does not follow (text
+    /// that is not JSON, or, in native and prompted modes, a reply that may hold
+    /// reasoning such as a `<think>` block or a fence) are parsed whole at each batch
+    /// and sent whenever the value changed, as before.
     PartialOutput {
         /// Which LLM call.
         llm_call: u32,
