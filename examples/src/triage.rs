@@ -42,8 +42,8 @@ pub struct Triage {
     /// money lost).
     #[schemars(range(min = 1, max = 4))]
     pub severity: u8,
-    /// The order the ticket is about, as lookup_order found it (like NW-10231); null if
-    /// the ticket names no order or the order does not exist.
+    /// The order the ticket is about, as lookup_order found it (NW- and five digits);
+    /// null if the ticket names no order or the order does not exist.
     #[schemars(regex(pattern = r"^NW-\d{5}$"))]
     pub order_id: Option<String>,
     /// One or two sentences for the agent who picks the ticket up: what happened and
@@ -140,7 +140,11 @@ pub struct NotFound(String);
 
 impl fmt::Display for NotFound {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "no order with id {:?}; ids look like NW-10231", self.0)
+        write!(
+            f,
+            "no order with id {:?}; ids are NW- and five digits",
+            self.0
+        )
     }
 }
 
@@ -187,7 +191,9 @@ impl OrderBook {
 }
 
 /// Look up an order: status, items, total, carrier, tracking number and delivery date.
-#[tool(params(order_id = "The order id, like NW-10231 (customers sometimes mistype it)."))]
+#[tool(params(
+    order_id = "The order id the ticket gives: NW- and five digits (customers sometimes mistype it)."
+))]
 pub async fn lookup_order(orders: State<OrderBook>, order_id: String) -> Result<Order, NotFound> {
     orders.find(&order_id).cloned()
 }
@@ -204,7 +210,7 @@ pub struct RefundView {
 
 /// Get the refund of an order, if any: requested, approved, rejected or paid, with the
 /// amount and dates.
-#[tool(params(order_id = "The order id, like NW-10231."))]
+#[tool(params(order_id = "The order id the ticket gives: NW- and five digits."))]
 pub async fn refund_status(
     orders: State<OrderBook>,
     order_id: String,
@@ -216,25 +222,12 @@ pub async fn refund_status(
     })
 }
 
-/// The system prompt of the triage agent: the task, then the shop's severity scale (the
-/// one `examples/data/README.md` gives the labels by), written as a support lead would
-/// brief a new colleague.
+/// The system prompt of the triage agent.
 pub const SYSTEM_PROMPT: &str = "You triage support tickets for Northwind Outfitters, an outdoor \
 gear shop. Today is 2026-05-18. For each ticket: find the order it is about with lookup_order \
 (and refund_status for refund questions), compare what the customer says with the records, \
-then give your triage decision. Hand the ticket to a human with escalate_to_human only when \
-it cannot be triaged at all.
-
-Severity, from the customer's situation (not from how upset they sound):
-1 - nothing is wrong or nothing is urgent: a question, thanks, a suggestion, spam, a routine \
-return or exchange of an unwanted item, asking when a refund will arrive.
-2 - an ordinary problem with an order: late, damaged, wrong or missing items, a change or \
-cancellation to make before it ships.
-3 - money was taken wrongly or the customer is escalating: a double charge, a charge for a \
-cancelled order, a short refund, a parcel lost for good, a second complaint, weeks without an \
-answer.
-4 - security and legal matters: an account takeover, an order the customer did not place, \
-legal threats. Security and legal tickets are always severity 3 or 4.";
+then give your triage decision. Security and legal tickets are always severity 3 or 4. Hand the ticket to a human \
+with escalate_to_human only when it cannot be triaged at all.";
 
 /// The folder of the example data (`examples/data`).
 pub fn data_dir() -> PathBuf {
