@@ -130,3 +130,73 @@ async fn openai_gets_the_schema_on_every_turn_and_the_pattern_as_written() {
         "^NW-\\d{5}$"
     );
 }
+
+/// The same lookup twice (the same result), then the answer (JSON text).
+struct Repeats(AtomicUsize);
+
+impl Respond for Repeats {
+    fn respond(&self, _request: &Request) -> ResponseTemplate {
+        let call = json!({"role": "assistant", "content": null, "tool_calls": [{
+            "id": "call_1", "type": "function",
+            "function": {"name": "lookup_order", "arguments": "{\"order_id\": \"NW-10231\"}"}}]});
+        match self.0.fetch_add(1, Ordering::SeqCst) {
+            0 | 1 => completion(call, "tool_calls"),
+            _ => completion(
+                json!({"role": "assistant", "content": json!({
+                    "severity": 2, "queue": "shipping", "summary": "Parcel A-1001 is a week late."
+                }).to_string()}),
+                "stop",
+            ),
+        }
+    }
+}
+
+async fn run_repeats(model: &str) -> (agent_core::AgentResult<Triage>, Vec<Value>) {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(Repeats(AtomicUsize::new(0)))
+        .mount(&server)
+        .await;
+    let base = format!("{}/v1", server.uri());
+    let config = triage(model, &base)
+        .output_mode(OutputMode::Native)
+        .tool(Lookup)
+        .build()
+        .unwrap();
+    let result = run_agent(&config, "Where is NW-10231?").await;
+    (result, bodies(&server).await)
+}
+
+#[tokio::test]
+async fn a_repeated_lookup_on_a_grammar_server_gets_the_answering_turn() {
+    let (result, bodies) = run_repeats("dispatch/qwen").await;
+    assert_eq!(result.outcome, Ok(expected_triage()));
+    assert_eq!(result.usage.tool_calls, 2);
+    assert_eq!(result.usage.llm_calls, 3);
+    assert_eq!(bodies.len(), 3);
+    // The third turn: the correction, then the schema as a grammar and no tool call.
+    let last = &bodies[2];
+    assert_eq!(last["response_format"]["type"], "json_schema");
+    assert_eq!(last["tool_choice"], "none");
+    let messages = last["messages"].as_array().unwrap();
+    let nudge = messages.last().unwrap();
+    assert_eq!(nudge["role"], "user");
+    assert!(
+        nudge["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("lookup_order returned the same result again"),
+        "{nudge}"
+    );
+    // Both calls were answered before the correction.
+    let answered = messages.iter().filter(|m| m["role"] == "tool").count();
+    assert_eq!(answered, 2);
+}
+
+#[tokio::test]
+async fn a_repeated_lookup_elsewhere_still_ends_stuck() {
+    // OpenAI shows the schema on every turn: a repeat there is the model looping.
+    let (result, bodies) = run_repeats("gpt-4o").await;
+    assert_eq!(result.category(), Some("stuck"));
+    assert_eq!(bodies.len(), 2);
+}

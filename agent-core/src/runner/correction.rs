@@ -104,6 +104,15 @@ pub(crate) fn tool_limit(limit: u32, output: &OutputPlan) -> String {
     )
 }
 
+/// The correction after a lookup repeated with the same result, when the run goes on to
+/// the answering turn (native output on a grammar server).
+pub(crate) fn repeated_lookup(tool: &str) -> String {
+    format!(
+        "{tool} returned the same result again: you have what it can tell you. Reply now \
+         with only your answer as a JSON object."
+    )
+}
+
 /// How to give the answer now, per output plan.
 fn answer_now(output: &OutputPlan) -> String {
     match output {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::config::OutputPlan;
-use crate::error::{AgentError, Attempt, AttemptKind};
+use crate::error::{AgentError, Attempt, AttemptKind, StuckReason};
 use crate::handover::CallOutcome;
 use crate::llm::{LlmResponse, StopReason};
 use crate::message::{Message, ToolCall, ToolResult};
@@ -356,9 +356,33 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             return Next::Stop(Err(AgentError::Escalated { reason, summary }));
         }
         match stuck {
+            Some(StuckReason::RepeatedCall { tool, .. }) if self.answers_instead_of_stuck() => {
+                // The lookup turns of a grammar server carry no schema, so a model that
+                // has what it needs may not see how to answer and ask again: give it
+                // the answering turn (the schema as a grammar, no tools) instead of
+                // ending the run.
+                let nudge = self.remember_correction(correction::repeated_lookup(&tool));
+                self.request.messages.push(Message::user(nudge));
+                self.force_answer = true;
+                Next::Continue
+            }
             Some(reason) => Next::Stop(Err(AgentError::Stuck { reason })),
             None => Next::Continue,
         }
+    }
+
+    /// Whether a repeated call gets the answering turn rather than ending the run
+    /// `stuck`: native output on a server whose grammar is withheld from the turns that
+    /// offer tools (`OutputCapabilities::native_blocks_tools`).
+    fn answers_instead_of_stuck(&self) -> bool {
+        let OutputPlan::Json(spec) = &self.cfg.output else {
+            return false;
+        };
+        spec.mode == crate::output::OutputMode::Native
+            && self
+                .client()
+                .output_capabilities(&self.request.model)
+                .native_blocks_tools
     }
 
     /// Records a malformed turn; ends the run when the corrections are used up.
