@@ -21,17 +21,19 @@ import sys
 from collections import defaultdict
 from typing import Any
 
-ORDER = ['ours', 'ours-stream', 'rig', 'pydantic-ai', 'bare', 'bare-stream', 'openai-py']
+ORDER = ['ours', 'ours-stream', 'ours-anthropic', 'ours-stream-anthropic', 'rig', 'pydantic-ai', 'bare', 'bare-stream', 'openai-py']
 LABEL = {
     'ours': 'agent-core',
     'ours-stream': 'agent-core, streamed (run_agent_stream)',
+    'ours-anthropic': 'agent-core, Anthropic wire',
+    'ours-stream-anthropic': 'agent-core, streamed, Anthropic wire',
     'rig': 'rig 0.44',
     'pydantic-ai': 'PydanticAI 2.68',
     'bare': 'bare reqwest (floor)',
     'bare-stream': 'bare reqwest, streamed (floor of streaming)',
     'openai-py': 'openai-py client (PydanticAI floor)',
 }
-FLOOR = {'ours': 'bare', 'ours-stream': 'bare-stream', 'rig': 'bare', 'bare': 'bare', 'bare-stream': 'bare-stream', 'pydantic-ai': 'openai-py', 'openai-py': 'openai-py'}
+FLOOR = {'ours': 'bare', 'ours-stream': 'bare-stream', 'ours-anthropic': 'bare', 'ours-stream-anthropic': 'bare-stream', 'rig': 'bare', 'bare': 'bare', 'bare-stream': 'bare-stream', 'pydantic-ai': 'openai-py', 'openai-py': 'openai-py'}
 
 
 def median(values: list[float]) -> float | None:

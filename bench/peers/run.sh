@@ -6,7 +6,9 @@
 #   REPS_OVERRIDE=10 bench/peers/run.sh  more repetitions (a busy machine)
 #   ONLY="ours bare" bench/peers/run.sh   only these frameworks (names: ours
 #                                         ours-stream rig pydantic-ai bare bare-stream
-#                                         openai-py)
+#                                         openai-py; not in the default set:
+#                                         ours-anthropic ours-stream-anthropic, the
+#                                         same runs on the Anthropic Messages wire)
 #
 # Builds every Rust crate of bench/peers (release), makes the Python venv
 # (bench/peers/.venv, pinned by pydantic/requirements.txt) if missing, starts two
@@ -60,7 +62,7 @@ echo "== build (release)" >&2
 PKGS=(-p mock-server)
 for fw in $ONLY; do
     case $fw in
-        ours|ours-stream) PKGS+=(-p ours) ;;
+        ours|ours-stream|ours-anthropic|ours-stream-anthropic) PKGS+=(-p ours) ;;
         rig) PKGS+=(-p rig-bench) ;;
         bare|bare-stream) PKGS+=(-p bare) ;;
         pydantic-ai|openai-py) NEED_PY=1 ;;
@@ -117,6 +119,7 @@ bench() {
     local line
     case $fw in
         ours|ours-stream|rig|bare|bare-stream) line=$("$BIN/$fw-bench" "$@") || line="{\"framework\":\"$fw\",\"scenario\":\"$1\",\"failed\":true}" ;;
+        ours-anthropic|ours-stream-anthropic) line=$(PEERS_WIRE=anthropic "$BIN/${fw%-anthropic}-bench" "$@") || line="{\"framework\":\"$fw\",\"scenario\":\"$1\",\"failed\":true}" ;;
         pydantic-ai|openai-py) line=$("${PY[@]}" "$fw" "$@") || line="{\"framework\":\"$fw\",\"scenario\":\"$1\",\"failed\":true}" ;;
     esac
     echo "$line" >> "$RAW"
@@ -134,7 +137,7 @@ done
 for c in 1 64; do
     echo "== http, concurrency $c ($REPS reps)" >&2
     for rep in $(seq "$REPS"); do
-        for fw in bare bare-stream ours ours-stream rig openai-py pydantic-ai; do
+        for fw in bare bare-stream ours ours-stream ours-anthropic ours-stream-anthropic rig openai-py pydantic-ai; do
             bench "$fw" http --url "$FAST" --concurrency "$c" \
                 --seconds "$HTTP_SECONDS" --warmup-seconds "$HTTP_WARMUP"
         done

@@ -15,52 +15,20 @@
 //! kept whole, as the non-streamed reply has them, so that a paused turn
 //! (`pause_turn`, C41) goes back as it came; thinking text goes to the sink as
 //! reasoning.
+//!
+//! Each event is read by [`event::read`] into typed structs that borrow its text (no
+//! `serde_json::Value` per event); only the assembled reply is a `Value`.
 
-use serde::Deserialize;
+mod event;
+#[cfg(test)]
+mod tests;
+
 use serde_json::{Map, Value, json};
 
 use super::wire::WireUsage;
 use crate::llm::{StreamDelta, StreamSink};
 use crate::providers::sse::{Assembler, Step};
-
-#[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum Event {
-    MessageStart {
-        message: StartMessage,
-    },
-    ContentBlockStart {
-        index: usize,
-        content_block: Value,
-    },
-    ContentBlockDelta {
-        index: usize,
-        delta: Value,
-    },
-    MessageDelta {
-        delta: Option<MessageDelta>,
-        usage: Option<Map<String, Value>>,
-    },
-    MessageStop,
-    Error {
-        error: Value,
-    },
-    /// `ping`, `content_block_stop` and event types added later.
-    #[serde(other)]
-    Other,
-}
-
-#[derive(Deserialize)]
-struct StartMessage {
-    id: Option<String>,
-    model: Option<String>,
-    usage: Option<Map<String, Value>>,
-}
-
-#[derive(Deserialize)]
-struct MessageDelta {
-    stop_reason: Option<String>,
-}
+use event::{Delta, Event, StartBlock, Usage};
 
 /// A content block being assembled.
 enum Block {
@@ -74,11 +42,17 @@ enum Block {
         start: Value,
         json: String,
     },
-    /// Any other block: as `content_block_start` gave it, with its deltas applied.
+    /// Any other block: as `content_block_start` gave it; its deltas are applied at the
+    /// end.
     Other {
         block: Value,
         /// The `input_json_delta` pieces (a `server_tool_use` input).
         json: String,
+        /// The `thinking_delta` and `signature_delta` pieces, once one came (appended to
+        /// the block's own text, which a piece replaces when it is not a string); only
+        /// for a block that is an object.
+        thinking: Option<String>,
+        signature: Option<String>,
     },
 }
 
@@ -91,7 +65,8 @@ pub(crate) struct EventAssembler {
     blocks: Vec<(usize, Block)>,
     calls: usize,
     stop_reason: Option<String>,
-    usage: Map<String, Value>,
+    /// The usage fields seen (`Some(None)`: sent as `null`).
+    usage: Usage,
 }
 
 impl EventAssembler {
@@ -105,60 +80,91 @@ impl EventAssembler {
             .map(|(_, b)| b)
     }
 
-    fn on_start(&mut self, index: usize, block: Value, sink: &mut dyn StreamSink) {
-        let text = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or_default();
-        let block = match block.get("type").and_then(Value::as_str) {
+    fn on_start(
+        &mut self,
+        index: usize,
+        raw: &serde_json::value::RawValue,
+        sink: &mut dyn StreamSink,
+    ) -> Result<(), serde_json::Error> {
+        let start = StartBlock::read(raw)?;
+        let text = |t: &event::Text<'_>| t.get().unwrap_or_default().to_owned();
+        let block = match start.kind.get() {
             Some("text") => {
-                let t = text("text");
+                let t = text(&start.text);
                 if !t.is_empty() {
-                    sink.on_delta(StreamDelta::Text(t));
+                    sink.on_delta(StreamDelta::Text(&t));
                 }
-                Block::Text(t.to_owned())
+                Block::Text(t)
             }
             Some("tool_use") => {
                 let call = self.calls;
                 self.calls += 1;
-                let (id, name) = (text("id").to_owned(), text("name").to_owned());
+                let (id, name) = (text(&start.id), text(&start.name));
                 sink.on_delta(StreamDelta::ToolCallStarted {
                     index: call,
                     id: &id,
                     name: &name,
                 });
+                let start = match start.input {
+                    Some(input) => serde_json::from_str(input.get())?,
+                    None => Value::Null,
+                };
                 Block::ToolUse {
                     call,
                     id,
                     name,
-                    start: block.get("input").cloned().unwrap_or(Value::Null),
+                    start,
                     json: String::new(),
                 }
             }
             _ => Block::Other {
-                block,
+                block: serde_json::from_str(raw.get())?,
                 json: String::new(),
+                thinking: None,
+                signature: None,
             },
         };
         self.blocks.push((index, block));
+        Ok(())
     }
 
     /// Hands the usage so far to the sink (kept for a stream cut before its end).
     fn report_usage(&self, sink: &mut dyn StreamSink) {
-        let map = Value::Object(self.usage.clone());
-        if let Ok(usage) = WireUsage::deserialize(&map) {
-            sink.on_usage(usage.tokens());
-        }
+        sink.on_usage(wire_usage(&self.usage).tokens());
     }
 
-    fn on_delta(&mut self, index: usize, delta: &Value, sink: &mut dyn StreamSink) {
-        let field = |key: &str| delta.get(key).and_then(Value::as_str);
-        match (field("type"), self.block(index)) {
+    /// Takes the fields of a `message_start` usage (every one present, `null` too) or of
+    /// a `message_delta` usage (cumulative counts: a later value replaces an earlier
+    /// one; `null` is skipped).
+    fn add_usage(&mut self, usage: Usage, nulls: bool) {
+        let merge = |to: &mut Option<Option<u64>>, from: Option<Option<u64>>| {
+            if let Some(value) = from.filter(|v| nulls || v.is_some()) {
+                *to = Some(value);
+            }
+        };
+        let u = &mut self.usage;
+        merge(&mut u.input_tokens, usage.input_tokens);
+        merge(&mut u.output_tokens, usage.output_tokens);
+        merge(
+            &mut u.cache_creation_input_tokens,
+            usage.cache_creation_input_tokens,
+        );
+        merge(
+            &mut u.cache_read_input_tokens,
+            usage.cache_read_input_tokens,
+        );
+    }
+
+    fn on_delta(&mut self, index: usize, delta: &Delta<'_>, sink: &mut dyn StreamSink) {
+        match (delta.kind.get(), self.block(index)) {
             (Some("text_delta"), Some(Block::Text(text))) => {
-                if let Some(more) = field("text").filter(|t| !t.is_empty()) {
+                if let Some(more) = delta.text.get().filter(|t| !t.is_empty()) {
                     text.push_str(more);
                     sink.on_delta(StreamDelta::Text(more));
                 }
             }
             (Some("input_json_delta"), Some(Block::ToolUse { call, json, .. })) => {
-                if let Some(more) = field("partial_json").filter(|t| !t.is_empty()) {
+                if let Some(more) = delta.partial_json.get().filter(|t| !t.is_empty()) {
                     json.push_str(more);
                     sink.on_delta(StreamDelta::ToolCallArguments {
                         index: *call,
@@ -167,32 +173,54 @@ impl EventAssembler {
                 }
             }
             (Some("input_json_delta"), Some(Block::Other { json, .. })) => {
-                if let Some(more) = field("partial_json") {
+                if let Some(more) = delta.partial_json.get() {
                     json.push_str(more);
                 }
             }
             (
                 Some(kind @ ("thinking_delta" | "signature_delta")),
-                Some(Block::Other { block, .. }),
-            ) => {
-                let key = if kind == "thinking_delta" {
-                    "thinking"
+                Some(Block::Other {
+                    block,
+                    thinking,
+                    signature,
+                    ..
+                }),
+            ) if block.is_object() => {
+                let (more, to) = if kind == "thinking_delta" {
+                    (delta.thinking.get(), thinking)
                 } else {
-                    "signature"
+                    (delta.signature.get(), signature)
                 };
-                if let (Some(more), Some(map)) = (field(key), block.as_object_mut()) {
+                if let Some(more) = more {
                     if kind == "thinking_delta" && !more.is_empty() {
                         sink.on_delta(StreamDelta::Reasoning(more));
                     }
-                    match map.get_mut(key) {
-                        Some(Value::String(text)) => text.push_str(more),
-                        _ => {
-                            map.insert(key.to_owned(), Value::String(more.to_owned()));
-                        }
-                    }
+                    to.get_or_insert_default().push_str(more);
                 }
             }
             _ => {}
+        }
+    }
+}
+
+/// The usage seen, as the non-streamed reply's.
+fn wire_usage(usage: &Usage) -> WireUsage {
+    WireUsage {
+        input_tokens: usage.input_tokens.flatten(),
+        output_tokens: usage.output_tokens.flatten(),
+        cache_creation_input_tokens: usage.cache_creation_input_tokens.flatten(),
+        cache_read_input_tokens: usage.cache_read_input_tokens.flatten(),
+    }
+}
+
+/// Appends the streamed `more` to the text at `key` of `block` (an object): to its
+/// string, or in place of a value that is not one.
+fn append(block: &mut Map<String, Value>, key: &str, more: Option<String>) {
+    let Some(more) = more else { return };
+    match block.get_mut(key) {
+        Some(Value::String(text)) => text.push_str(&more),
+        _ => {
+            block.insert(key.to_owned(), Value::String(more));
         }
     }
 }
@@ -204,36 +232,32 @@ impl Assembler for EventAssembler {
         if data.trim().is_empty() {
             return Step::More;
         }
-        let event: Event = match serde_json::from_str(data) {
+        let event = match event::read(data) {
             Ok(event) => event,
             Err(e) => return Step::Undecodable(e),
         };
         match event {
-            Event::MessageStart { message } => {
+            Event::MessageStart(message) => {
                 self.id = message.id;
                 self.model = message.model;
-                self.usage.extend(message.usage.unwrap_or_default());
+                self.add_usage(message.usage.unwrap_or_default(), true);
                 self.report_usage(sink);
             }
-            Event::ContentBlockStart {
-                index,
-                content_block,
-            } => self.on_start(index, content_block, sink),
-            Event::ContentBlockDelta { index, delta } => self.on_delta(index, &delta, sink),
-            Event::MessageDelta { delta, usage } => {
-                if let Some(reason) = delta.and_then(|d| d.stop_reason) {
+            Event::BlockStart { index, block } => {
+                if let Err(e) = self.on_start(index, block, sink) {
+                    return Step::Undecodable(e);
+                }
+            }
+            Event::BlockDelta { index, delta } => self.on_delta(index, &delta, sink),
+            Event::MessageDelta { stop_reason, usage } => {
+                if let Some(reason) = stop_reason {
                     self.stop_reason = Some(reason);
                 }
-                // Cumulative counts: a later value replaces an earlier one.
-                for (key, value) in usage.unwrap_or_default() {
-                    if !value.is_null() {
-                        self.usage.insert(key, value);
-                    }
-                }
+                self.add_usage(usage.unwrap_or_default(), false);
                 self.report_usage(sink);
             }
             Event::MessageStop => return Step::End,
-            Event::Error { error } => return Step::Failed(error),
+            Event::Error(error) => return Step::Failed(error),
             Event::Other => {}
         }
         Step::More
@@ -260,11 +284,18 @@ impl Assembler for EventAssembler {
                     };
                     json!({"type": "tool_use", "id": id, "name": name, "input": input})
                 }
-                Block::Other { mut block, json } => {
-                    if !json.trim().is_empty()
-                        && let Some(map) = block.as_object_mut()
-                    {
-                        map.insert("input".to_owned(), Value::String(json));
+                Block::Other {
+                    mut block,
+                    json,
+                    thinking,
+                    signature,
+                } => {
+                    if let Some(map) = block.as_object_mut() {
+                        append(map, "thinking", thinking);
+                        append(map, "signature", signature);
+                        if !json.trim().is_empty() {
+                            map.insert("input".to_owned(), Value::String(json));
+                        }
                     }
                     block
                 }
@@ -275,7 +306,26 @@ impl Assembler for EventAssembler {
             "model": self.model,
             "content": content,
             "stop_reason": self.stop_reason,
-            "usage": self.usage,
+            "usage": usage_json(&self.usage),
         })
     }
+}
+
+/// The usage seen, as a JSON object of the fields that came (`null` where sent so).
+fn usage_json(usage: &Usage) -> Value {
+    let mut map = Map::new();
+    for (key, value) in [
+        ("input_tokens", usage.input_tokens),
+        ("output_tokens", usage.output_tokens),
+        (
+            "cache_creation_input_tokens",
+            usage.cache_creation_input_tokens,
+        ),
+        ("cache_read_input_tokens", usage.cache_read_input_tokens),
+    ] {
+        if let Some(value) = value {
+            map.insert(key.to_owned(), json!(value));
+        }
+    }
+    Value::Object(map)
 }

@@ -407,10 +407,10 @@ enum WireBlock {
 
 #[derive(Deserialize)]
 pub(super) struct WireUsage {
-    input_tokens: Option<u64>,
-    output_tokens: Option<u64>,
-    cache_creation_input_tokens: Option<u64>,
-    cache_read_input_tokens: Option<u64>,
+    pub(super) input_tokens: Option<u64>,
+    pub(super) output_tokens: Option<u64>,
+    pub(super) cache_creation_input_tokens: Option<u64>,
+    pub(super) cache_read_input_tokens: Option<u64>,
 }
 
 impl WireUsage {

@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! BIN inproc --runs N [--warmup N]
-//! BIN http   --url URL --concurrency C [--seconds S] [--warmup-seconds S]
+//! BIN http   --url URL --concurrency C [--seconds S] [--warmup-seconds S] [--runs N]
 //! BIN parked --url URL --runs N [--warmup-url URL]
 //! ```
 //!
@@ -149,6 +149,9 @@ pub enum Scenario {
         seconds: f64,
         /// The unmeasured window before it (s).
         warmup_seconds: f64,
+        /// Exactly this many runs instead of the windows (no warm-up): for counting
+        /// instructions per run by two lengths.
+        runs: Option<u64>,
     },
     /// `runs` runs started at once against the slow mock server.
     Parked {
@@ -223,6 +226,7 @@ pub fn parse_cli() -> Result<Scenario, String> {
             concurrency: concurrency.unwrap_or(1),
             seconds: seconds.unwrap_or(3.0),
             warmup_seconds: warmup_seconds.unwrap_or(1.0),
+            runs,
         }),
         "parked" => Ok(Scenario::Parked {
             url: url.ok_or("parked needs --url")?,
@@ -371,6 +375,52 @@ where
     })
 }
 
+/// Closed-loop load, as [`http`], for exactly `runs` runs (no warm-up): the same
+/// fields.
+pub async fn http_runs<F, Fut>(concurrency: u64, runs: u64, run: F) -> Value
+where
+    F: Fn() -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), String>> + Send + 'static,
+{
+    let claimed = Arc::new(AtomicU64::new(0));
+    let errors = Arc::new(AtomicU64::new(0));
+    let first_error = Arc::new(std::sync::Mutex::new(None::<String>));
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    for _ in 0..concurrency.max(1) {
+        let (run, claimed, errors, first_error) = (
+            run.clone(),
+            Arc::clone(&claimed),
+            Arc::clone(&errors),
+            Arc::clone(&first_error),
+        );
+        workers.push(tokio::spawn(async move {
+            while claimed.fetch_add(1, Ordering::Relaxed) < runs {
+                if let Err(e) = run().await {
+                    errors.fetch_add(1, Ordering::Relaxed);
+                    if let Ok(mut slot) = first_error.lock() {
+                        slot.get_or_insert(e);
+                    }
+                }
+            }
+        }));
+    }
+    for worker in workers {
+        let _ = worker.await;
+    }
+    let elapsed = started.elapsed();
+    let errors = errors.load(Ordering::Relaxed);
+    let first_error = first_error.lock().ok().and_then(|e| e.clone());
+    json!({
+        "concurrency": concurrency,
+        "runs": runs - errors.min(runs),
+        "seconds": elapsed.as_secs_f64(),
+        "runs_per_s": runs as f64 / elapsed.as_secs_f64(),
+        "errors": errors,
+        "first_error": first_error,
+    })
+}
+
 /// Starts `runs` runs at once (against the slow server they all park on their
 /// request), waits for all, and reports this process's memory.
 ///
@@ -447,11 +497,15 @@ where
             concurrency,
             seconds,
             warmup_seconds,
+            runs,
         } => {
             let _guard = rt.enter();
             match http_run(url) {
                 Ok(run) => {
-                    let fields = rt.block_on(http(*concurrency, *seconds, *warmup_seconds, run));
+                    let fields = match runs {
+                        Some(runs) => rt.block_on(http_runs(*concurrency, *runs, run)),
+                        None => rt.block_on(http(*concurrency, *seconds, *warmup_seconds, run)),
+                    };
                     report(framework, scenario, fields);
                 }
                 Err(why) => report_pending(framework, scenario, &why),

@@ -9,6 +9,9 @@
 //!   rig's output-tool mode, `submit` for rig's extractor; else the last tool), with
 //!   valid arguments for the benchmark's `Triage` struct.
 //!
+//! `POST .../messages` answers the same turns in the Anthropic Messages API format
+//! (module [`anthropic`]), so a client can be measured on that wire too.
+//!
 //! Every reply is a standard `chat.completion` object with `usage`; a request with
 //! `"stream": true` gets the same completion as `chat.completion.chunk` events.
 //! `GET /stats` reports `{"requests", "inflight", "peak_inflight", "bad_requests"}`;
@@ -18,6 +21,8 @@
 //! `listening 127.0.0.1:PORT` on its first line of stdout (port 0 picks a free port).
 //! `--delay-ms` holds every completion that long before answering (the parked-memory
 //! scenario uses 5000).
+
+mod anthropic;
 
 use std::borrow::Cow;
 use std::convert::Infallible;
@@ -263,8 +268,10 @@ impl Server {
                 return self.stats_response();
             }
             (&Method::POST, p) if p.ends_with("/chat/completions") => {}
+            (&Method::POST, p) if p.ends_with("/messages") => {}
             _ => return error_response(StatusCode::NOT_FOUND, "not found"),
         }
+        let messages_api = path.ends_with("/messages");
         let stats = &self.stats;
         stats.requests.fetch_add(1, Ordering::Relaxed);
         let now = stats.inflight.fetch_add(1, Ordering::Relaxed) + 1;
@@ -277,7 +284,12 @@ impl Server {
                 return error_response(StatusCode::BAD_REQUEST, &format!("body: {e}"));
             }
         };
-        let response = match self.completion(&body) {
+        let reply = if messages_api {
+            self.message(&body)
+        } else {
+            self.completion(&body)
+        };
+        let response = match reply {
             Ok(Reply::Json(text)) => json_response(StatusCode::OK, text),
             Ok(Reply::Events(text)) => typed_response(StatusCode::OK, text, "text/event-stream"),
             Err(message) => {
@@ -327,26 +339,8 @@ impl Server {
             return Err("the request offers no tools".to_owned());
         }
         let has_tool_result = request.messages.iter().any(|m| m.role == "tool");
-        let (name, arguments, pieces) = if has_tool_result {
-            let output = OUTPUT_TOOLS
-                .iter()
-                .find(|o| names.contains(o))
-                .copied()
-                .or_else(|| names.last().copied())
-                .unwrap_or(OUTPUT_TOOLS[0]);
-            (output, &self.output_args_json, &self.output_args_fragments)
-        } else {
-            let user = if names.contains(&USER_TOOL) {
-                USER_TOOL
-            } else {
-                names
-                    .iter()
-                    .find(|n| !OUTPUT_TOOLS.contains(n))
-                    .copied()
-                    .ok_or("the request offers no user tool")?
-            };
-            (user, &self.tool_args_json, &self.tool_args_fragments)
-        };
+        let (name, output) = pick_tool(&names, has_tool_result)?;
+        let (arguments, pieces) = self.arguments(output);
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let created = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -410,6 +404,42 @@ impl Server {
             completion = completion_tokens,
             total = prompt_tokens + completion_tokens,
         )))
+    }
+}
+
+/// The tool a reply calls: the output tool once the request holds a tool result (found
+/// by name in `names`, the request's tools), else the user tool. `true` with the
+/// output tool.
+fn pick_tool<'n>(names: &[&'n str], has_tool_result: bool) -> Result<(&'n str, bool), String> {
+    if has_tool_result {
+        let output = OUTPUT_TOOLS
+            .iter()
+            .find_map(|o| names.iter().find(|n| *n == o).copied())
+            .or_else(|| names.last().copied())
+            .ok_or("the request offers no tools")?;
+        return Ok((output, true));
+    }
+    let user = if let Some(user) = names.iter().find(|n| **n == USER_TOOL) {
+        user
+    } else {
+        names
+            .iter()
+            .find(|n| !OUTPUT_TOOLS.contains(n))
+            .copied()
+            .ok_or("the request offers no user tool")?
+    };
+    Ok((user, false))
+}
+
+impl Server {
+    /// The arguments of the user tool's call or (`output`) the output tool's: as one
+    /// JSON string, and in `STREAM_FRAGMENTS` pieces, each a JSON string.
+    fn arguments(&self, output: bool) -> (&String, &Vec<String>) {
+        if output {
+            (&self.output_args_json, &self.output_args_fragments)
+        } else {
+            (&self.tool_args_json, &self.tool_args_fragments)
+        }
     }
 }
 

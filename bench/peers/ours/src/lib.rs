@@ -7,6 +7,11 @@
 //! - HTTP: `.model("dispatch/mock")` against the mock server (`AGENT_DISPATCH_URL`,
 //!   also passed as `base_url`), through the OpenAI-compatible adapter.
 //!
+//! - HTTP on the Anthropic wire (`PEERS_WIRE=anthropic`, reported as `ours-anthropic`
+//!   and `ours-stream-anthropic`): `.model("claude-sonnet-4-5")` with the mock's URL as
+//!   `base_url` and a dummy API key, through the Messages API adapter (`POST
+//!   /v1/messages`).
+//!
 //! - Streamed (`ours-stream-bench`): the same runs through `run_agent_stream`, every
 //!   event consumed; over HTTP the adapter asks for `stream: true` and reads the
 //!   mock's server-sent events.
@@ -137,7 +142,13 @@ async fn one_run(config: &AgentConfig<Output>, stream: bool) -> Result<(), Strin
 /// # Errors
 /// A bad command line or config.
 pub fn main_for(stream: bool) -> Result<(), Box<dyn std::error::Error>> {
-    let name = if stream { "ours-stream" } else { "ours" };
+    let anthropic = std::env::var("PEERS_WIRE").is_ok_and(|w| w == "anthropic");
+    let name = match (stream, anthropic) {
+        (false, false) => "ours",
+        (true, false) => "ours-stream",
+        (false, true) => "ours-anthropic",
+        (true, true) => "ours-stream-anthropic",
+    };
     let scenario = parse_cli()?;
     let inproc_config: AgentConfig<Output> = AgentConfig::builder("triage")
         .llm(TwoTurnModel::new()?)
@@ -149,8 +160,14 @@ pub fn main_for(stream: bool) -> Result<(), Box<dyn std::error::Error>> {
         &scenario,
         Some(|| one_run(&inproc_config, stream)),
         |url| {
-            let config = AgentConfig::<Output>::builder("triage")
-                .model("dispatch/mock")
+            let builder = if anthropic {
+                AgentConfig::<Output>::builder("triage")
+                    .model("claude-sonnet-4-5")
+                    .api_key("sk-ant-mock")
+            } else {
+                AgentConfig::<Output>::builder("triage").model("dispatch/mock")
+            };
+            let config = builder
                 // The scenario is the output tool; `dispatch/` would pick native output.
                 .output_mode(OutputMode::Tool)
                 .base_url(url)
