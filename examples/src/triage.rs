@@ -142,7 +142,8 @@ impl fmt::Display for NotFound {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "no order with id {:?}; ids are NW- and five digits",
+            "no order with id {:?} (ids are NW- and five digits); if the ticket gives no other \
+             id, triage it from what the customer wrote",
             self.0
         )
     }

@@ -132,7 +132,8 @@ pub struct OutputCapabilities {
     /// offer no tool or force the answer (`tool_choice: none`, the nudge and wrap-up
     /// turns), and turns that let the model look things up go without it; an answer
     /// such a turn writes as text is validated as usual, and a malformed one is
-    /// corrected on a turn that carries the schema.
+    /// corrected on a turn that carries the schema. A lookup repeated with the same
+    /// result (which ends a run `stuck` elsewhere) gets that answering turn instead.
     pub native_blocks_tools: bool,
 }
 
