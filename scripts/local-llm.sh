@@ -35,8 +35,8 @@
 #      fetched into $AGENT_LIVE_HOME in a private venv and checked;
 #   2. llama-server: $AGENT_LIVE_LLAMA_SERVER if set, else a build cached in
 #      $AGENT_LIVE_HOME, else `llama-server` on PATH, else built from the llama.cpp
-#      sources vendored in the llama-cpp-python sdist on PyPI (needs cmake, a C++
-#      compiler, ~8 minutes on 2 cores);
+#      sources vendored in the llama-cpp-python sdist on PyPI (needs a C++ compiler and
+#      cmake, from PyPI into the venv if not on PATH; ~8 minutes on 2 cores);
 #   3. serve on $AGENT_LIVE_HOST:$AGENT_LIVE_PORT with the chat template applied (--jinja),
 #      without weight repacking (-nr: the repacked AMX kernels of this build fault at
 #      warm-up on some CPUs) and with passive OpenMP threads (OMP_WAIT_POLICY=PASSIVE:
@@ -208,12 +208,19 @@ ensure_server() {
     SERVER=$(command -v llama-server)
     return
   fi
-  command -v cmake >/dev/null || die "cmake is needed to build llama-server (apt-get install cmake, brew install cmake), or set AGENT_LIVE_LLAMA_SERVER"
+  local py sdist=$LIVE_HOME/sdist
+  py=$(venv_python)
+  if ! command -v cmake >/dev/null; then
+    # No cmake on PATH (a fresh machine): PyPI's `cmake` package, in the script's venv.
+    if [[ ! -x $(dirname "$py")/cmake ]]; then
+      log "no cmake on PATH: installing it from PyPI into the venv"
+      "$py" -m pip install -q cmake >&2 || die "cmake is needed to build llama-server (apt-get install cmake, or pip install cmake), or set AGENT_LIVE_LLAMA_SERVER"
+    fi
+    PATH=$(dirname "$py"):$PATH
+  fi
   if [[ ! -f $SRC/CMakeLists.txt ]]; then
-    local py sdist=$LIVE_HOME/sdist
-    py=$(venv_python)
     log "downloading the llama-cpp-python $LLAMA_VERSION sources from PyPI"
-    "$py" -m pip download -q --no-deps --no-binary :all: -d "$sdist" "llama-cpp-python==$LLAMA_VERSION" >&2
+    "$py" -m pip download -q --no-deps --no-binary llama-cpp-python -d "$sdist" "llama-cpp-python==$LLAMA_VERSION" >&2
     tar -xzf "$sdist/llama_cpp_python-$LLAMA_VERSION.tar.gz" -C "$LIVE_HOME"
   fi
   log "building llama-server (several minutes; log: $LIVE_HOME/build.log)"
