@@ -3,6 +3,7 @@
 //! Wire format from the Messages API reference (<https://docs.anthropic.com/en/api/messages>)
 //! and anthropic-sdk-python; the rules that matter here are in `docs/providers.md`.
 
+mod response;
 mod stream;
 mod wire;
 
@@ -109,7 +110,7 @@ impl Wire for AnthropicClient {
     }
 
     fn decode(&self, reply: &Reply) -> Result<LlmResponse, LlmError> {
-        wire::decode(reply, self.transport.key())
+        response::decode(reply, self.transport.key())
     }
 }
 
@@ -122,7 +123,7 @@ impl Streams for AnthropicClient {
         status: u16,
         headers: HeaderMap,
     ) -> Result<LlmResponse, LlmError> {
-        wire::decode(
+        response::decode(
             &sse::reply(status, headers, &assembled),
             self.transport.key(),
         )

@@ -25,7 +25,7 @@ mod tests;
 
 use serde_json::{Map, Value, json};
 
-use super::wire::WireUsage;
+use super::response::WireUsage;
 use crate::llm::{StreamDelta, StreamSink};
 use crate::providers::sse::{Assembler, Step};
 use event::{Delta, Event, StartBlock, Usage};
