@@ -3,22 +3,23 @@
 //! Wire format from the Messages API reference (<https://docs.anthropic.com/en/api/messages>)
 //! and anthropic-sdk-python; the rules that matter here are in `docs/providers.md`.
 
+mod response;
 mod stream;
 mod wire;
 
 use std::fmt;
 
 use reqwest::header::{HeaderMap, HeaderValue};
-use serde_json::Value;
 
 use crate::error::ConfigError;
 use crate::llm::{
     LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, OutputCapabilities, StreamSink,
 };
+use crate::providers::ProviderOptions;
 use crate::providers::encoded::WireCache;
 use crate::providers::glue::{self, Streams, Wire};
 use crate::providers::http::{Reply, Transport};
-use crate::providers::{ProviderOptions, sse};
+use response::Assembled;
 use stream::EventAssembler;
 
 /// A client of the Anthropic Messages API.
@@ -109,7 +110,7 @@ impl Wire for AnthropicClient {
     }
 
     fn decode(&self, reply: &Reply) -> Result<LlmResponse, LlmError> {
-        wire::decode(reply, self.transport.key())
+        response::decode(reply, self.transport.key())
     }
 }
 
@@ -118,14 +119,11 @@ impl Streams for AnthropicClient {
 
     fn decode_streamed(
         &self,
-        assembled: Value,
-        status: u16,
+        assembled: Assembled,
+        _status: u16,
         headers: HeaderMap,
     ) -> Result<LlmResponse, LlmError> {
-        wire::decode(
-            &sse::reply(status, headers, &assembled),
-            self.transport.key(),
-        )
+        Ok(response::decode_assembled(assembled, &headers))
     }
 }
 

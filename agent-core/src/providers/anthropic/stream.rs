@@ -1,5 +1,5 @@
-//! Messages API streaming: message events assembled into the body of a non-streamed
-//! reply.
+//! Messages API streaming: message events assembled into the reply a non-streamed call
+//! would have returned ([`Assembled`], the non-streamed body's fields, typed).
 //!
 //! `message_start` carries the message (id, model, usage with the input tokens);
 //! `content_block_start` opens a block at an `index` (`text`, `tool_use` with its id
@@ -17,15 +17,18 @@
 //! reasoning.
 //!
 //! Each event is read by [`event::read`] into typed structs that borrow its text (no
-//! `serde_json::Value` per event); only the assembled reply is a `Value`.
+//! `serde_json::Value` per event); only the blocks kept whole are `Value`s. The
+//! assembled reply goes to [`decode_assembled`](super::response::decode_assembled),
+//! which normalizes it as `decode` does the non-streamed body, without writing it as
+//! JSON text and reading it again.
 
 mod event;
 #[cfg(test)]
 mod tests;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
-use super::wire::WireUsage;
+use super::response::{Assembled, AssembledBlock, WireUsage};
 use crate::llm::{StreamDelta, StreamSink};
 use crate::providers::sse::{Assembler, Step};
 use event::{Delta, Event, StartBlock, Usage};
@@ -226,7 +229,7 @@ fn append(block: &mut Map<String, Value>, key: &str, more: Option<String>) {
 }
 
 impl Assembler for EventAssembler {
-    type Output = Value;
+    type Output = Assembled;
 
     fn on_event(&mut self, _event: &str, data: &str, sink: &mut dyn StreamSink) -> Step {
         if data.trim().is_empty() {
@@ -263,12 +266,12 @@ impl Assembler for EventAssembler {
         Step::More
     }
 
-    fn finish(self) -> Value {
-        let content: Vec<Value> = self
+    fn finish(self) -> Assembled {
+        let content = self
             .blocks
             .into_iter()
             .map(|(_, block)| match block {
-                Block::Text(text) => json!({"type": "text", "text": text}),
+                Block::Text(text) => AssembledBlock::Text(text),
                 Block::ToolUse {
                     id,
                     name,
@@ -282,7 +285,7 @@ impl Assembler for EventAssembler {
                     } else {
                         Value::String(json)
                     };
-                    json!({"type": "tool_use", "id": id, "name": name, "input": input})
+                    AssembledBlock::ToolUse { id, name, input }
                 }
                 Block::Other {
                     mut block,
@@ -297,35 +300,16 @@ impl Assembler for EventAssembler {
                             map.insert("input".to_owned(), Value::String(json));
                         }
                     }
-                    block
+                    AssembledBlock::Other(block)
                 }
             })
             .collect();
-        json!({
-            "id": self.id,
-            "model": self.model,
-            "content": content,
-            "stop_reason": self.stop_reason,
-            "usage": usage_json(&self.usage),
-        })
-    }
-}
-
-/// The usage seen, as a JSON object of the fields that came (`null` where sent so).
-fn usage_json(usage: &Usage) -> Value {
-    let mut map = Map::new();
-    for (key, value) in [
-        ("input_tokens", usage.input_tokens),
-        ("output_tokens", usage.output_tokens),
-        (
-            "cache_creation_input_tokens",
-            usage.cache_creation_input_tokens,
-        ),
-        ("cache_read_input_tokens", usage.cache_read_input_tokens),
-    ] {
-        if let Some(value) = value {
-            map.insert(key.to_owned(), json!(value));
+        Assembled {
+            id: self.id,
+            model: self.model,
+            content,
+            stop_reason: self.stop_reason,
+            usage: wire_usage(&self.usage),
         }
     }
-    Value::Object(map)
 }
