@@ -335,6 +335,7 @@ macro_rules! tools {
 /// API: it may change in any release.
 #[doc(hidden)]
 pub mod __bench {
+    pub use crate::runner::bench_run_sizes as run_sizes;
     pub use crate::stream::bench_partial_output;
 }
 

@@ -266,7 +266,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         &mut self,
         run_id: Option<String>,
         thread: Option<String>,
-        resumed: Option<Resumed>,
+        resumed: Option<Box<Resumed>>,
     ) -> Option<AgentError> {
         if let Some(id) = &run_id
             && let Err(error) = check_run_id(id)
@@ -326,7 +326,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             pending: None,
         };
         let header = match resumed {
-            Some(resumed) => self.restore(&mut durable, resumed),
+            Some(resumed) => self.restore(&mut durable, *resumed),
             None => Header {
                 format: FORMAT,
                 run_id: durable.run_id.to_string(),

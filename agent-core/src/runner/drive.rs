@@ -50,15 +50,18 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             });
         }
         let tokens = self.tokens.clone();
-        let drive = AssertUnwindSafe(self.drive()).catch_unwind();
-        let timer = async {
-            match deadline_at {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
-        let cancelled = any_cancelled(&tokens);
         let bounded = async {
+            // The three futures are made in here, not outside: a future moved into this
+            // block is kept twice in it (as what the block captured and in `select!`'s
+            // own tuple), and the loop's is the run's largest (about 4 KiB per run).
+            let drive = AssertUnwindSafe(self.drive()).catch_unwind();
+            let timer = async {
+                match deadline_at {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let cancelled = any_cancelled(&tokens);
             tokio::select! {
                 biased;
                 outcome = drive => match outcome {
@@ -90,20 +93,27 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     }
 
     pub(super) async fn drive(&mut self) -> Result<T, AgentError> {
+        // The futures of the loop that do not wait on the model are boxed (when there is
+        // something to do): this future is held by every run for its whole life, mostly
+        // parked on the model, so it is only as large as the model call's (see
+        // `bench_run_sizes`).
         // A resumed run that stopped with a turn of tool calls unanswered.
         if let Some(calls) = self.take_pending().await
-            && let Next::Stop(outcome) = self.on_tool_calls(&calls).await
+            && let Next::Stop(outcome) = Box::pin(self.on_tool_calls(&calls)).await
         {
             return outcome;
         }
-        let (before, mut concurrent) = self.input_guardrails();
+        let (before, concurrent) = self.input_guardrails();
+        let mut concurrent = concurrent.map(Box::pin);
         if let Some(check) = before
-            && let Some(trip) = check.await
+            && let Some(trip) = Box::pin(check).await
         {
             return Err(self.tripped(trip, "input"));
         }
         loop {
-            self.save_checkpoint(Phase::BeforeCall).await?;
+            if self.durable.is_some() {
+                Box::pin(self.save_checkpoint(Phase::BeforeCall)).await?;
+            }
             self.check_before_call()?;
             self.compact_if_needed().await;
             let (called, trip) = match concurrent.take() {
@@ -111,7 +121,6 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 Some(check) => {
                     // The first call and the concurrent input guardrails together: a
                     // trip drops the call; a call that returns first waits for them.
-                    let check = Box::pin(check);
                     let call = Box::pin(self.call_model());
                     match futures::future::select(check, call).await {
                         futures::future::Either::Left((Some(trip), call)) => {
@@ -148,7 +157,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             self.failures.clear();
             self.force_answer = false;
             let before = self.request.messages.len();
-            let next = self.on_turn(response).await;
+            let next = Box::pin(self.on_turn(response)).await;
             if self.events.is_some() {
                 self.send_results(before);
             }

@@ -123,7 +123,7 @@ async fn run<T: AgentOutput>(
     input: String,
     mut options: RunOptions,
     events: Option<EventSender<T>>,
-    resumed: Option<checkpoint::Resumed>,
+    resumed: Option<Box<checkpoint::Resumed>>,
 ) -> AgentResult<T> {
     let cfg: &Compiled<T> = &config.inner;
     let started = Instant::now();
@@ -149,9 +149,12 @@ async fn run<T: AgentOutput>(
     if !options.metadata.is_empty() {
         span.record("agent.metadata", tracing::field::debug(&options.metadata));
     }
-    // Stores (memory, retrieval, recorders): nothing happens without them.
+    // Stores (memory, retrieval, recorders): nothing happens without them. Their
+    // futures, and the finished checkpoint's, are boxed: this future is held by every
+    // run for its whole life, mostly parked on the model, so it is only as large as the
+    // loop's (see `bench_run_sizes`).
     let mut prepared = if cfg.settings.stores.any() {
-        stores::before_run(cfg, &trace_id, &input, &mut options)
+        Box::pin(stores::before_run(cfg, &trace_id, &input, &mut options))
             .instrument(span.clone())
             .await
     } else {
@@ -209,17 +212,26 @@ async fn run<T: AgentOutput>(
         usage: &result.usage,
         duration,
     });
-    if prepared.is_active() && !fenced {
-        stores::after_run(cfg, prepared, &mut result)
-            .instrument(span.clone())
-            .await;
+    let after = prepared.is_active() && !fenced;
+    if !after && durable.is_none() {
+        return result;
     }
-    // A paused run's last checkpoint is its pause; it finishes when it resumes.
-    let durable = durable.filter(|_| result.ending() != Ending::Paused);
-    checkpoint::save_finished(durable, &mut result, &run_observers)
-        .instrument(span)
-        .await;
-    result
+    // The result goes into the boxed tail and back, so this future holds no room for
+    // it while the run is under way.
+    Box::pin(async move {
+        if after {
+            stores::after_run(cfg, prepared, &mut result)
+                .instrument(span.clone())
+                .await;
+        }
+        // A paused run's last checkpoint is its pause; it finishes when it resumes.
+        let durable = durable.filter(|_| result.ending() != Ending::Paused);
+        checkpoint::save_finished(durable, &mut result, &run_observers)
+            .instrument(span)
+            .await;
+        result
+    })
+    .await
 }
 
 /// What the loop does after a turn.
@@ -300,4 +312,82 @@ struct Run<'c, T> {
     max_handoffs: u32,
     /// What compaction decisions need (see `compact.rs`).
     compactor: compact::Compactor,
+}
+
+/// The sizes (bytes) of a run's state and of the futures a parked run holds inline,
+/// for `config`: `agent_core::__bench::run_sizes`, for the memory breakdown of the
+/// parked benchmark (`bench/peers`). Nothing runs: the futures are made and dropped.
+#[doc(hidden)]
+pub fn bench_run_sizes<T: AgentOutput>(config: &AgentConfig<T>) -> Vec<(&'static str, usize)> {
+    use std::mem::{size_of, size_of_val};
+    let mut sizes = vec![
+        ("run_agent future", size_of_val(&run_agent(config, "x"))),
+        (
+            "run future",
+            size_of_val(&run(
+                config,
+                "x".to_owned(),
+                RunOptions::default(),
+                None,
+                None,
+            )),
+        ),
+        ("Run", size_of::<Run<'_, T>>()),
+        ("LlmRequest", size_of::<LlmRequest>()),
+        ("Usage", size_of::<Usage>()),
+        ("Guard", size_of::<Guard>()),
+        ("Observers", size_of::<Observers>()),
+        ("compact::Compactor", size_of::<compact::Compactor>()),
+        ("pause::Decisions", size_of::<crate::pause::Decisions>()),
+        ("child::Reserved", size_of::<child::Reserved>()),
+        ("Option<AgentError>", size_of::<Option<AgentError>>()),
+        ("Option<Scores>", size_of::<Option<Scores>>()),
+        ("stores::Prepared", size_of::<stores::Prepared>()),
+        ("AgentResult<T>", size_of::<AgentResult<T>>()),
+        ("RunOptions", size_of::<RunOptions>()),
+        (
+            "Option<Box<Resumed>>",
+            size_of::<Option<Box<checkpoint::Resumed>>>(),
+        ),
+        ("Resumed", size_of::<checkpoint::Resumed>()),
+        ("tracing::Span", size_of::<tracing::Span>()),
+    ];
+    let mut run = Run::new(
+        &config.inner,
+        Arc::from("t"),
+        "x".to_owned(),
+        RunOptions::default(),
+        None,
+    );
+    sizes.push(("drive_bounded future", size_of_val(&run.drive_bounded())));
+    sizes.push(("drive future", size_of_val(&run.drive())));
+    sizes.push(("call_model future", size_of_val(&run.call_model())));
+    sizes.push((
+        "on_turn future",
+        size_of_val(&run.on_turn(crate::llm::LlmResponse::tool_calls(Vec::new()))),
+    ));
+    sizes.push(("on_tool_calls future", size_of_val(&run.on_tool_calls(&[]))));
+    sizes.push((
+        "compact_if_needed future",
+        size_of_val(&run.compact_if_needed()),
+    ));
+    sizes.push((
+        "save_checkpoint future",
+        size_of_val(&run.save_checkpoint(checkpoint::Phase::BeforeCall)),
+    ));
+    sizes.push(("take_pending future", size_of_val(&run.take_pending())));
+    sizes.push((
+        "on_provider_failure future",
+        size_of_val(&run.on_provider_failure(LlmError::transient("x"))),
+    ));
+    sizes.push((
+        "attach_durable future",
+        size_of_val(&run.attach_durable(None, None, None)),
+    ));
+    let mut options = RunOptions::default();
+    sizes.push((
+        "stores::before_run future",
+        size_of_val(&stores::before_run(&config.inner, "t", "x", &mut options)),
+    ));
+    sizes
 }

@@ -182,7 +182,7 @@ pub async fn resume_agent_with<T: AgentOutput>(
         seq: claim.seq,
         writer,
     };
-    Ok(super::run(config, input, options, None, Some(resumed)).await)
+    Ok(super::run(config, input, options, None, Some(Box::new(resumed))).await)
 }
 
 /// How the config differs from the checkpoint's run, output first, then tools by name.

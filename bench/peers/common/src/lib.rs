@@ -129,6 +129,105 @@ pub fn check_triage(triage: &Triage) -> Result<(), String> {
     }
 }
 
+/// A counting global allocator (feature `count-alloc`): the bytes and blocks live on
+/// the heap, for the parked scenario's heap bytes per run. Built only with
+/// `--features peers-common/count-alloc`; the binaries measured by `run.sh` use the
+/// system allocator unwrapped.
+#[cfg(feature = "count-alloc")]
+pub mod heap {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+    /// Bytes asked for and not yet freed.
+    static LIVE_BYTES: AtomicUsize = AtomicUsize::new(0);
+    /// The same in glibc malloc chunks: `max(32, size + 8 rounded up to 16)` each.
+    static LIVE_CHUNK: AtomicUsize = AtomicUsize::new(0);
+    /// Blocks allocated and not yet freed.
+    static LIVE_BLOCKS: AtomicUsize = AtomicUsize::new(0);
+    /// The most `LIVE_CHUNK` has been since [`reset_peak`].
+    static PEAK_CHUNK: AtomicUsize = AtomicUsize::new(0);
+
+    /// What glibc's malloc takes for a block of `size` bytes (64-bit).
+    fn chunk(size: usize) -> usize {
+        ((size + 8 + 15) & !15).max(32)
+    }
+
+    fn added(size: usize) {
+        LIVE_BYTES.fetch_add(size, Relaxed);
+        LIVE_BLOCKS.fetch_add(1, Relaxed);
+        let live = LIVE_CHUNK.fetch_add(chunk(size), Relaxed) + chunk(size);
+        PEAK_CHUNK.fetch_max(live, Relaxed);
+    }
+
+    fn removed(size: usize) {
+        LIVE_BYTES.fetch_sub(size, Relaxed);
+        LIVE_BLOCKS.fetch_sub(1, Relaxed);
+        LIVE_CHUNK.fetch_sub(chunk(size), Relaxed);
+    }
+
+    /// The system allocator, counted.
+    pub struct Counting;
+
+    // SAFETY: every call is forwarded to `System` unchanged; only counters are added.
+    unsafe impl GlobalAlloc for Counting {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            // SAFETY: the caller's contract is `System`'s.
+            let p = unsafe { System.alloc(layout) };
+            if !p.is_null() {
+                added(layout.size());
+            }
+            p
+        }
+
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            // SAFETY: as `alloc`.
+            let p = unsafe { System.alloc_zeroed(layout) };
+            if !p.is_null() {
+                added(layout.size());
+            }
+            p
+        }
+
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // SAFETY: as `alloc`.
+            unsafe { System.dealloc(ptr, layout) };
+            removed(layout.size());
+        }
+
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            // SAFETY: as `alloc`.
+            let p = unsafe { System.realloc(ptr, layout, new_size) };
+            if !p.is_null() {
+                removed(layout.size());
+                added(new_size);
+            }
+            p
+        }
+    }
+
+    #[global_allocator]
+    static GLOBAL: Counting = Counting;
+
+    /// `(bytes, glibc chunk bytes, blocks)` live now.
+    pub fn live() -> (usize, usize, usize) {
+        (
+            LIVE_BYTES.load(Relaxed),
+            LIVE_CHUNK.load(Relaxed),
+            LIVE_BLOCKS.load(Relaxed),
+        )
+    }
+
+    /// Starts a new peak at the chunk bytes live now.
+    pub fn reset_peak() {
+        PEAK_CHUNK.store(LIVE_CHUNK.load(Relaxed), Relaxed);
+    }
+
+    /// The most chunk bytes live since [`reset_peak`].
+    pub fn peak_chunk() -> usize {
+        PEAK_CHUNK.load(Relaxed)
+    }
+}
+
 /// One scenario, from the command line.
 #[derive(Clone, Debug)]
 pub enum Scenario {
@@ -433,8 +532,36 @@ where
     Fut: Future<Output = Result<(), String>> + Send + 'static,
 {
     let (idle_kib, _) = rss_kib();
+    #[cfg(feature = "count-alloc")]
+    let (heap_idle, sampler) = {
+        heap::reset_peak();
+        let idle = heap::live();
+        // Every 100 ms, the live heap; the sample with the most bytes is kept (its
+        // blocks are the blocks live at the peak).
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let sampler = tokio::spawn(async move {
+            let mut best = heap::live();
+            while !flag.load(Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let now = heap::live();
+                if now.1 > best.1 {
+                    best = now;
+                }
+            }
+            best
+        });
+        (idle, (stop, sampler))
+    };
     let started = Instant::now();
-    let tasks: Vec<_> = (0..runs).map(|_| tokio::spawn(run())).collect();
+    let first = run();
+    // The task's future: what each parked run holds inline (in the task's allocation).
+    let future_bytes = std::mem::size_of_val(&first);
+    let tasks: Vec<_> = std::iter::once(first)
+        .chain((1..runs).map(|_| run()))
+        .take(usize::try_from(runs).unwrap_or(usize::MAX))
+        .map(tokio::spawn)
+        .collect();
     let mut ok = 0_u64;
     let mut errors = 0_u64;
     let mut first_error = None;
@@ -453,7 +580,8 @@ where
     }
     let wall = started.elapsed();
     let (_, peak_kib) = rss_kib();
-    json!({
+    #[allow(unused_mut)]
+    let mut fields = json!({
         "runs": runs,
         "ok": ok,
         "errors": errors,
@@ -461,7 +589,31 @@ where
         "wall_s": wall.as_secs_f64(),
         "idle_kib": idle_kib,
         "peak_kib": peak_kib,
-    })
+        "future_bytes": future_bytes,
+    });
+    #[cfg(feature = "count-alloc")]
+    {
+        let (stop, sampler) = sampler;
+        stop.store(true, Ordering::Relaxed);
+        let sample = sampler.await.unwrap_or_default();
+        let per_run = |now: usize, idle: usize| (now as f64 - idle as f64) / runs.max(1) as f64;
+        if let Value::Object(map) = &mut fields {
+            map.insert(
+                "heap".to_owned(),
+                json!({
+                    "idle_bytes": heap_idle.0,
+                    "idle_chunk_bytes": heap_idle.1,
+                    "idle_blocks": heap_idle.2,
+                    "peak_chunk_bytes": heap::peak_chunk(),
+                    "peak_chunk_bytes_per_run": per_run(heap::peak_chunk(), heap_idle.1),
+                    "sample_bytes_per_run": per_run(sample.0, heap_idle.0),
+                    "sample_chunk_bytes_per_run": per_run(sample.1, heap_idle.1),
+                    "sample_blocks_per_run": per_run(sample.2, heap_idle.2),
+                }),
+            );
+        }
+    }
+    fields
 }
 
 /// Runs the scenario with the given run factories and prints the report; the usual

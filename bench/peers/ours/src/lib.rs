@@ -175,6 +175,18 @@ pub fn main_for(stream: bool) -> Result<(), Box<dyn std::error::Error>> {
                 .tools(tools![lookup_order])
                 .build()
                 .map_err(|e| format!("agent-core config: {e}"))?;
+            if std::env::var_os("PEERS_SIZES").is_some() {
+                // The memory breakdown of a parked run: the sizes of its state and
+                // futures (bytes), to stderr.
+                let mut sizes = agent_core::__bench::run_sizes(&config);
+                sizes.push((
+                    "one_run future",
+                    std::mem::size_of_val(&one_run(&config, stream)),
+                ));
+                for (what, bytes) in sizes {
+                    eprintln!("size {what}: {bytes}");
+                }
+            }
             let config = Arc::new(config);
             Ok(move || {
                 let config = Arc::clone(&config);
