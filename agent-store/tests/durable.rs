@@ -299,7 +299,7 @@ impl Case<'_> {
             .env(EFFECTS, &self.effects)
             .env(HANG_AT, hang_at.to_string())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null());
+            .stderr(self.stderr_file(run_id));
         if let Place::Postgres { schema, .. } = self.place {
             command.env(SCHEMA, schema);
         }
@@ -319,10 +319,28 @@ impl Case<'_> {
         None
     }
 
+    /// Where a child of this run writes its stderr (appended: a killed child's text
+    /// stays, and the finishing child's follows it).
+    fn stderr_path(&self, run_id: &str) -> PathBuf {
+        self.effects.with_file_name(format!("stderr.{run_id}.txt"))
+    }
+
+    fn stderr_file(&self, run_id: &str) -> Stdio {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.stderr_path(run_id))
+            .map_or_else(|_| Stdio::null(), Stdio::from)
+    }
+
     /// A child that runs to the end; its `done` JSON.
     fn finish(&self, run_id: &str) -> Value {
         let mut child = self.spawn(run_id, 0);
-        let line = Self::wait_for(&mut child, "done ").expect("the child finishes");
+        let Some(line) = Self::wait_for(&mut child, "done ") else {
+            let status = child.wait().unwrap();
+            let stderr = std::fs::read_to_string(self.stderr_path(run_id)).unwrap_or_default();
+            panic!("the child of {run_id} did not finish ({status}); its stderr:\n{stderr}");
+        };
         assert!(child.wait().unwrap().success());
         serde_json::from_str(line.trim_start_matches("done ")).unwrap()
     }
