@@ -10,40 +10,46 @@ use crate::message::{ToolCall, ToolResult};
 /// JSON with object keys sorted and no whitespace, so `{"b":1, "a":2}` and
 /// `{"a":2,"b":1}` compare equal.
 pub(crate) fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
+    let mut out = Vec::new();
     write_canonical(value, &mut out);
-    out
+    // Only serde_json's own output and ASCII punctuation went in: always UTF-8.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-fn write_canonical(value: &Value, out: &mut String) {
+/// Appends `value` to `out` canonically; strings and scalars as serde_json writes them
+/// (written straight into `out`: no text per key or scalar).
+fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort();
-            out.push('{');
+            out.push(b'{');
             for (i, key) in keys.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
+                // Writing to a Vec cannot fail, and a string always serializes.
+                let _ = serde_json::to_writer(&mut *out, key);
+                out.push(b':');
                 if let Some(v) = map.get(key) {
                     write_canonical(v, out);
                 }
             }
-            out.push('}');
+            out.push(b'}');
         }
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_canonical(item, out);
             }
-            out.push(']');
+            out.push(b']');
         }
-        other => out.push_str(&other.to_string()),
+        other => {
+            let _ = serde_json::to_writer(&mut *out, other);
+        }
     }
 }
 
@@ -98,34 +104,37 @@ impl Guard {
         results: &[ToolResult],
     ) -> Option<StuckReason> {
         let mut fired = None;
-        let mut this_turn: HashSet<(String, String)> = HashSet::new();
-        for (call, result) in calls.iter().zip(results) {
+        for (i, (call, result)) in calls.iter().zip(results).enumerate() {
             if call.arguments_error.is_some() {
                 continue;
             }
-            let key = (call.name.clone(), canonical_json(&call.arguments));
-            if !this_turn.insert(key.clone()) {
+            // The same call earlier in this turn (a turn holds few calls: a scan, no set).
+            let repeated_in_turn = calls[..i].iter().any(|earlier| {
+                earlier.arguments_error.is_none()
+                    && earlier.name == call.name
+                    && earlier.arguments == call.arguments
+            });
+            if repeated_in_turn {
                 continue;
             }
-            let outcome = (result.content.clone(), result.is_error);
             let record = self
                 .calls
-                .entry(key.clone())
+                .entry((call.name.clone(), canonical_json(&call.arguments)))
                 .and_modify(|r| {
-                    r.same_streak = if r.last == outcome {
-                        r.same_streak + 1
-                    } else {
-                        1
-                    };
+                    let same = r.last.1 == result.is_error && r.last.0 == result.content;
+                    r.same_streak = if same { r.same_streak + 1 } else { 1 };
                     r.error_streak = if result.is_error {
                         r.error_streak + 1
                     } else {
                         0
                     };
-                    r.last.clone_from(&outcome);
+                    if !same {
+                        r.last.0.clone_from(&result.content);
+                        r.last.1 = result.is_error;
+                    }
                 })
                 .or_insert_with(|| CallRecord {
-                    last: outcome.clone(),
+                    last: (result.content.clone(), result.is_error),
                     same_streak: 1,
                     error_streak: u32::from(result.is_error),
                 });
@@ -138,8 +147,8 @@ impl Guard {
             };
             if let (Some(times), None) = (times, &fired) {
                 fired = Some(StuckReason::RepeatedCall {
-                    tool: key.0,
-                    arguments: key.1,
+                    tool: call.name.clone(),
+                    arguments: canonical_json(&call.arguments),
                     times,
                 });
             }
