@@ -227,9 +227,13 @@ impl<T: Serialize, E: Display + 'static> ToolReturn for Result<T, E> {
 }
 
 fn content<T: Serialize>(value: &T) -> Result<String, ToolError> {
-    match serde_json::to_value(value) {
-        Ok(Value::String(text)) => Ok(text),
-        Ok(other) => Ok(other.to_string()),
+    // Written straight to JSON text (no `Value` in between); a value that serializes
+    // to a JSON string is its text, unquoted, as a `String` result is.
+    match serde_json::to_string(value) {
+        Ok(text) if text.starts_with('"') => {
+            Ok(serde_json::from_str::<String>(&text).unwrap_or(text))
+        }
+        Ok(text) => Ok(text),
         Err(e) => Err(ToolError::new(format!(
             "the tool's result does not serialize to JSON: {e}"
         ))),
@@ -278,5 +282,76 @@ pub const fn duplicate_tool_message(names: &[&'static str]) -> Option<DuplicateM
             .push("`: tool names must be unique"),
         ),
         None => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::collections::{BTreeMap, HashMap};
+
+    use super::*;
+
+    /// The result text as it was made before it was written directly: through a
+    /// `Value`.
+    fn through_value<T: Serialize>(value: &T) -> String {
+        match serde_json::to_value(value).unwrap() {
+            Value::String(text) => text,
+            other => other.to_string(),
+        }
+    }
+
+    #[derive(Serialize)]
+    struct Order {
+        id: &'static str,
+        status: Option<&'static str>,
+        total: f64,
+        lines: Vec<(u32, &'static str)>,
+        by_line: BTreeMap<u32, bool>,
+    }
+
+    #[test]
+    fn results_are_the_text_a_value_would_give() {
+        let order = Order {
+            id: "A-1001",
+            status: None,
+            total: 12.5,
+            lines: vec![(1, "boots \"trail\"")],
+            by_line: BTreeMap::from([(1, true), (2, false)]),
+        };
+        let text = Plain(&order).into_tool_result().unwrap();
+        assert_eq!(
+            text,
+            r#"{"id":"A-1001","status":null,"total":12.5,"lines":[[1,"boots \"trail\""]],"by_line":{"1":true,"2":false}}"#
+        );
+        assert_eq!(text, through_value(&order));
+        for plain in ["shipped", "", "line\nbreak \"quoted\" \u{e9}"] {
+            assert_eq!(Plain(plain).into_tool_result().unwrap(), plain);
+            assert_eq!(plain, through_value(&plain));
+        }
+        assert_eq!(Plain(f64::NAN).into_tool_result().unwrap(), "null");
+        assert_eq!(Plain(()).into_tool_result().unwrap(), "null");
+        assert_eq!(Plain(7_u8).into_tool_result().unwrap(), "7");
+        let ok: Result<Vec<&str>, ToolError> = Ok(vec!["a"]);
+        assert_eq!(ok.into_tool_result().unwrap(), r#"["a"]"#);
+    }
+
+    #[test]
+    fn errors_stay_errors() {
+        let fatal = ToolError::fatal("card declined");
+        let err: Result<u8, ToolError> = Err(fatal.clone());
+        assert_eq!(err.into_tool_result().unwrap_err(), fatal);
+        let other: Result<u8, std::fmt::Error> = Err(std::fmt::Error);
+        assert_eq!(
+            other.into_tool_result().unwrap_err(),
+            ToolError::new(std::fmt::Error.to_string())
+        );
+        let bad_keys = HashMap::from([((1, 2), "pair keys are not JSON")]);
+        let error = Plain(bad_keys).into_tool_result().unwrap_err();
+        assert!(
+            error.to_string().contains("does not serialize to JSON"),
+            "{error}"
+        );
     }
 }
