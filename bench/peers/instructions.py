@@ -162,6 +162,7 @@ def main():
                         samples[client].append((secs[1] - secs[0]) / n * 1e6)
                 for client, us in samples.items():
                     results[("http", conc, client, "cpu")] = statistics.median(us)
+                    results[("http", conc, client, "cpu_samples")] = us
                     record = {"measure": "cpu_us", "mode": "http", "concurrency": conc,
                               "client": client, "runs": [n, 2 * n],
                               "per_run_samples": [round(u, 2) for u in us],
@@ -214,13 +215,14 @@ def report(results, opts):
         print()
         print(f"# CPU time per run (user + system, HTTP c={conc}, runs {opts.cpu_runs} and {2 * opts.cpu_runs}, median of {opts.reps})")
         print()
-        print("| client | us/run | against its floor |")
-        print("|---|---:|---:|")
+        print("| client | us/run | against its floor | samples (a wide spread: the machine was busy) |")
+        print("|---|---:|---:|---|")
         for client in opts.only:
             v = get(("http", conc, client, "cpu"))
             floor = floors.get(client)
             against = ratio(v, get(("http", conc, floor, "cpu"))) if floor else "(floor)" if client.startswith("bare") else f"{ratio(v, get(('http', conc, 'ours', 'cpu')))} x ours"
-            print(f"| {client} | {v:.2f} | {against} |")
+            spread = ", ".join(f"{u:.2f}" for u in get(("http", conc, client, "cpu_samples")))
+            print(f"| {client} | {v:.2f} | {against} | {spread} |")
 
 
 if __name__ == "__main__":
