@@ -60,6 +60,56 @@ async fn row_submit_alone_invalid_feeds_errors_back_and_loops() {
         fed_back[0].content
     );
     assert_requests_well_formed(&reqs);
+    // The transcript in order: the input, the rejected call, its error result, the
+    // accepted call and its result (each call in its assistant message, the result
+    // after it).
+    let shape: Vec<String> = r
+        .transcript
+        .iter()
+        .map(|m| match m {
+            Message::User { .. } => "user".to_owned(),
+            Message::Assistant { tool_calls, .. } => format!(
+                "assistant {}",
+                tool_calls
+                    .iter()
+                    .map(|c| format!("{}#{}", c.name, c.id))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            Message::Tool { results } => format!(
+                "tool {}",
+                results
+                    .iter()
+                    .map(|r| format!("{}#{}", r.name, r.call_id))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    let first = &reqs[1].messages[1];
+    let Message::Assistant { tool_calls, .. } = first else {
+        panic!("the second request's second message is the first call: {first:?}");
+    };
+    let id1 = &tool_calls[0].id;
+    let Some(Message::Assistant { tool_calls, .. }) = r.transcript.get(3) else {
+        panic!(
+            "the fourth message is the accepted call: {:?}",
+            r.transcript
+        );
+    };
+    let id2 = &tool_calls[0].id;
+    assert_eq!(
+        shape,
+        [
+            "user".to_owned(),
+            format!("assistant submit_output#{id1}"),
+            format!("tool submit_output#{id1}"),
+            format!("assistant submit_output#{id2}"),
+            format!("tool submit_output#{id2}"),
+        ]
+    );
+    assert_eq!(reqs[1].messages, r.transcript[..3]);
 }
 
 #[tokio::test]

@@ -38,7 +38,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         }
     }
 
-    pub(super) async fn on_submit(&mut self, call: &ToolCall) -> Next<T> {
+    pub(super) fn on_submit(&mut self, call: &ToolCall) -> Next<T> {
         let errors = match &call.arguments_error {
             Some(error) => ValidationErrors::one(format!("/: {error}")),
             None => match self.accept(&call.arguments) {

@@ -70,19 +70,33 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         if !text.is_empty() {
             self.last_text.clone_from(&text);
         }
+        // A lone submit_output or escalate_to_human call is judged on the call alone:
+        // nothing in its handling reads the transcript, and none of it awaits, so the
+        // assistant message goes in after it, at the place it would have had, with the
+        // call moved in rather than copied.
+        let provider_stop = matches!(
+            stop_reason,
+            StopReason::Refusal | StopReason::ContentFilter | StopReason::ContextWindowExceeded
+        );
+        if !provider_stop && tool_calls.len() == 1 && self.is_terminal(&tool_calls[0].name) {
+            self.send_calls_finished(&tool_calls);
+            let at = self.request.messages.len();
+            let call = &tool_calls[0];
+            let next = if call.name == SUBMIT_OUTPUT {
+                self.on_submit(call)
+            } else {
+                self.on_escalate(call)
+            };
+            self.request.messages.insert(
+                at,
+                Message::assistant(text, tool_calls).with_reasoning(reasoning),
+            );
+            return next;
+        }
         self.request.messages.push(
             Message::assistant(text.clone(), tool_calls.clone()).with_reasoning(reasoning.clone()),
         );
-        if let Some(events) = &self.events {
-            for call in &tool_calls {
-                events.send(StreamEvent::ToolCallFinished {
-                    llm_call: self.usage.llm_calls,
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    arguments: call.arguments.clone(),
-                });
-            }
-        }
+        self.send_calls_finished(&tool_calls);
         match stop_reason {
             // Provider-declared stops that are not answers: the same input gets the
             // same answer, so no nudge and no retry.
@@ -124,14 +138,22 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         if !terminal.is_empty() && tool_calls.len() > 1 {
             return self.on_ambiguous(&tool_calls, terminal[0].name.clone());
         }
-        if let Some(call) = terminal.first() {
-            return if call.name == SUBMIT_OUTPUT {
-                self.on_submit(call).await
-            } else {
-                self.on_escalate(call)
-            };
-        }
         self.on_tool_calls(&tool_calls).await
+    }
+
+    /// Sends [`StreamEvent::ToolCallFinished`] for each of the turn's calls (streamed
+    /// runs only).
+    fn send_calls_finished(&self, tool_calls: &[ToolCall]) {
+        if let Some(events) = &self.events {
+            for call in tool_calls {
+                events.send(StreamEvent::ToolCallFinished {
+                    llm_call: self.usage.llm_calls,
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                });
+            }
+        }
     }
 
     pub(super) fn is_terminal(&self, name: &str) -> bool {
