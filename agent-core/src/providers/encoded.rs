@@ -88,9 +88,82 @@ pub(crate) fn raw<S: serde::Serialize + ?Sized>(
     serde_json::value::to_raw_value(value)
 }
 
+/// Serializes a request body into a buffer of `hint` bytes (see [`size_hint`]) instead
+/// of serde_json's 128, which grows four or five times (each a copy) for an ordinary
+/// request; a buffer left much larger than its body is shrunk, so a run waiting on its
+/// reply holds no more than the body.
+///
+/// # Errors
+/// serde_json's error (it has none for the adapters' types).
+pub(crate) fn body<S: serde::Serialize + ?Sized>(
+    value: &S,
+    hint: usize,
+) -> Result<Vec<u8>, serde_json::Error> {
+    let mut buffer = Vec::with_capacity(hint);
+    serde_json::to_writer(&mut buffer, value)?;
+    if buffer.capacity() - buffer.len() > SLACK {
+        buffer.shrink_to_fit();
+    }
+    Ok(buffer)
+}
+
+/// An allowance per tool definition for [`size_hint`] where the adapter does not know
+/// the encoded size (bytes).
+pub(crate) const TOOL_BYTES: usize = 384;
+
+/// Spare bytes [`body`] leaves in a buffer rather than shrink it (a shrink is a call to
+/// the allocator).
+const SLACK: usize = 256;
+
+/// An estimate of a request body's size in bytes (`fixed`: the bytes known exactly,
+/// such as cached tool definitions): the texts it carries, plus an allowance for the
+/// JSON around them. Low for arguments and escapes, which only costs a growth.
+pub(crate) fn size_hint(request: &crate::llm::LlmRequest, fixed: usize) -> usize {
+    use crate::message::Message;
+    let texts: usize = request
+        .messages
+        .iter()
+        .map(|m| match m {
+            Message::User { content } => content.len() + 32,
+            Message::Assistant {
+                text, tool_calls, ..
+            } => {
+                text.len()
+                    + 48
+                    + tool_calls
+                        .iter()
+                        .map(|c| c.id.len() + c.name.len() + 160)
+                        .sum::<usize>()
+            }
+            Message::Tool { results } => results
+                .iter()
+                .map(|r| r.content.len() + r.call_id.len() + 64)
+                .sum(),
+            Message::Paused { text, .. } => text.len() + 256,
+        })
+        .sum();
+    256 + fixed + request.system.as_ref().map_or(0, String::len) + texts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_body_is_the_bytes_serde_json_writes_in_a_buffer_near_its_size() {
+        let value = serde_json::json!({"model": "m", "messages": ["x".repeat(3000)]});
+        let expected = serde_json::to_vec(&value).unwrap();
+        for hint in [0, 16, 3000, 3100, 64 * 1024] {
+            let bytes = body(&value, hint).unwrap();
+            assert_eq!(bytes, expected, "hint {hint}");
+            assert!(
+                bytes.capacity() - bytes.len() <= SLACK,
+                "hint {hint}: capacity {} for {} bytes",
+                bytes.capacity(),
+                bytes.len()
+            );
+        }
+    }
     use std::sync::atomic::{AtomicU32, Ordering};
 
     #[test]

@@ -12,6 +12,7 @@ use crate::llm::{LlmError, LlmRequest, LlmResponse, StopReason, TokenUsage, Tool
 use crate::message::{Message, ToolCall};
 use crate::providers::ApiKey;
 use crate::providers::classify::{ErrorBody, embedded_error, request_id, undecodable};
+use crate::providers::encoded::TOOL_BYTES;
 use crate::providers::history::{self, Turn};
 use crate::providers::http::Reply;
 use crate::providers::normalize::fill_ids;
@@ -199,8 +200,11 @@ pub(crate) fn encode(request: &LlmRequest) -> Result<Vec<u8>, LlmError> {
         },
         tool_config,
     };
-    serde_json::to_vec(&body)
-        .map_err(|e| LlmError::permanent(format!("cannot serialize the bedrock request: {e}")))
+    crate::providers::encoded::body(
+        &body,
+        crate::providers::encoded::size_hint(request, TOOL_BYTES * request.tools.len()),
+    )
+    .map_err(|e| LlmError::permanent(format!("cannot serialize the bedrock request: {e}")))
 }
 
 /// The conversation as Converse messages: roles alternate (Converse rejects two
