@@ -63,26 +63,22 @@ async fn row_submit_alone_invalid_feeds_errors_back_and_loops() {
     // The transcript in order: the input, the rejected call, its error result, the
     // accepted call and its result (each call in its assistant message, the result
     // after it).
+    let named = |role: &str, pairs: Vec<(&String, &String)>| {
+        let pairs: Vec<String> = pairs.iter().map(|(n, id)| format!("{n}#{id}")).collect();
+        format!("{role} {}", pairs.join(","))
+    };
     let shape: Vec<String> = r
         .transcript
         .iter()
         .map(|m| match m {
             Message::User { .. } => "user".to_owned(),
-            Message::Assistant { tool_calls, .. } => format!(
-                "assistant {}",
-                tool_calls
-                    .iter()
-                    .map(|c| format!("{}#{}", c.name, c.id))
-                    .collect::<Vec<_>>()
-                    .join(",")
+            Message::Assistant { tool_calls, .. } => named(
+                "assistant",
+                tool_calls.iter().map(|c| (&c.name, &c.id)).collect(),
             ),
-            Message::Tool { results } => format!(
-                "tool {}",
-                results
-                    .iter()
-                    .map(|r| format!("{}#{}", r.name, r.call_id))
-                    .collect::<Vec<_>>()
-                    .join(",")
+            Message::Tool { results } => named(
+                "tool",
+                results.iter().map(|r| (&r.name, &r.call_id)).collect(),
             ),
             other => format!("{other:?}"),
         })

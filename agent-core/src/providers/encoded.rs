@@ -88,14 +88,28 @@ pub(crate) fn raw<S: serde::Serialize + ?Sized>(
     serde_json::value::to_raw_value(value)
 }
 
-/// Serializes a request body into a buffer of `hint` bytes (see [`size_hint`]) instead
-/// of serde_json's 128, which grows four or five times (each a copy) for an ordinary
-/// request; a buffer left much larger than its body is shrunk, so a run waiting on its
-/// reply holds no more than the body.
+/// Serializes the body of `request` into a buffer sized by [`size_hint`] instead of
+/// serde_json's 128 bytes, which grow four or five times (each a copy) for an ordinary
+/// request. `known`: the bytes of the parts the adapter knows exactly (its cached tool
+/// definitions and output schema); `None` allows [`TOOL_BYTES`] per tool.
 ///
 /// # Errors
 /// serde_json's error (it has none for the adapters' types).
-pub(crate) fn body<S: serde::Serialize + ?Sized>(
+pub(crate) fn request_body<S: serde::Serialize + ?Sized>(
+    value: &S,
+    request: &crate::llm::LlmRequest,
+    known: Option<usize>,
+) -> Result<Vec<u8>, serde_json::Error> {
+    let fixed = known.unwrap_or(TOOL_BYTES * request.tools.len());
+    body(value, size_hint(request, fixed))
+}
+
+/// Serializes `value` into a buffer of `hint` bytes; a buffer left much larger than its
+/// body is shrunk, so a run waiting on its reply holds no more than the body.
+///
+/// # Errors
+/// serde_json's error.
+fn body<S: serde::Serialize + ?Sized>(
     value: &S,
     hint: usize,
 ) -> Result<Vec<u8>, serde_json::Error> {
@@ -107,9 +121,9 @@ pub(crate) fn body<S: serde::Serialize + ?Sized>(
     Ok(buffer)
 }
 
-/// An allowance per tool definition for [`size_hint`] where the adapter does not know
-/// the encoded size (bytes).
-pub(crate) const TOOL_BYTES: usize = 384;
+/// An allowance per tool definition for [`request_body`] where the adapter does not
+/// know the encoded size (bytes).
+const TOOL_BYTES: usize = 384;
 
 /// Spare bytes [`body`] leaves in a buffer rather than shrink it (a shrink is a call to
 /// the allocator).
@@ -118,7 +132,7 @@ const SLACK: usize = 256;
 /// An estimate of a request body's size in bytes (`fixed`: the bytes known exactly,
 /// such as cached tool definitions): the texts it carries, plus an allowance for the
 /// JSON around them. Low for arguments and escapes, which only costs a growth.
-pub(crate) fn size_hint(request: &crate::llm::LlmRequest, fixed: usize) -> usize {
+fn size_hint(request: &crate::llm::LlmRequest, fixed: usize) -> usize {
     use crate::message::Message;
     let texts: usize = request
         .messages
@@ -148,22 +162,6 @@ pub(crate) fn size_hint(request: &crate::llm::LlmRequest, fixed: usize) -> usize
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_body_is_the_bytes_serde_json_writes_in_a_buffer_near_its_size() {
-        let value = serde_json::json!({"model": "m", "messages": ["x".repeat(3000)]});
-        let expected = serde_json::to_vec(&value).unwrap();
-        for hint in [0, 16, 3000, 3100, 64 * 1024] {
-            let bytes = body(&value, hint).unwrap();
-            assert_eq!(bytes, expected, "hint {hint}");
-            assert!(
-                bytes.capacity() - bytes.len() <= SLACK,
-                "hint {hint}: capacity {} for {} bytes",
-                bytes.capacity(),
-                bytes.len()
-            );
-        }
-    }
     use std::sync::atomic::{AtomicU32, Ordering};
 
     #[test]
@@ -185,5 +183,21 @@ mod tests {
         let b: Arc<[u32]> = Arc::from(vec![3]);
         assert_eq!(cache.get_or_encode(&b, encode).unwrap().get(), "[3]");
         assert_eq!(calls.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_body_is_the_bytes_serde_json_writes_in_a_buffer_near_its_size() {
+        let value = serde_json::json!({"model": "m", "messages": ["x".repeat(3000)]});
+        let expected = serde_json::to_vec(&value).unwrap();
+        for hint in [0, 16, 3000, 3100, 64 * 1024] {
+            let bytes = body(&value, hint).unwrap();
+            assert_eq!(bytes, expected, "hint {hint}");
+            assert!(
+                bytes.capacity() - bytes.len() <= SLACK,
+                "hint {hint}: capacity {} for {} bytes",
+                bytes.capacity(),
+                bytes.len()
+            );
+        }
     }
 }

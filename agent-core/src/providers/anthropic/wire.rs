@@ -9,7 +9,7 @@ use serde_json::value::RawValue;
 use super::clamp_temperature;
 use crate::llm::{LlmError, LlmRequest, ToolChoice};
 use crate::message::ToolCall;
-use crate::providers::encoded::{self, TOOL_BYTES, WireCache, raw};
+use crate::providers::encoded::{WireCache, raw, request_body};
 use crate::providers::history::{self, Turn};
 use crate::schema;
 
@@ -271,11 +271,7 @@ pub(crate) fn encode_body(
         thinking,
         stream,
     };
-    encoded::body(
-        &body,
-        encoded::size_hint(request, TOOL_BYTES * request.tools.len()),
-    )
-    .map_err(failed)
+    request_body(&body, request, None).map_err(failed)
 }
 
 /// The conversation as Anthropic messages: user-side turns (text and tool results) that

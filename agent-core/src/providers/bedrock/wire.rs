@@ -12,7 +12,7 @@ use crate::llm::{LlmError, LlmRequest, LlmResponse, StopReason, TokenUsage, Tool
 use crate::message::{Message, ToolCall};
 use crate::providers::ApiKey;
 use crate::providers::classify::{ErrorBody, embedded_error, request_id, undecodable};
-use crate::providers::encoded::TOOL_BYTES;
+use crate::providers::encoded::request_body;
 use crate::providers::history::{self, Turn};
 use crate::providers::http::Reply;
 use crate::providers::normalize::fill_ids;
@@ -200,11 +200,8 @@ pub(crate) fn encode(request: &LlmRequest) -> Result<Vec<u8>, LlmError> {
         },
         tool_config,
     };
-    crate::providers::encoded::body(
-        &body,
-        crate::providers::encoded::size_hint(request, TOOL_BYTES * request.tools.len()),
-    )
-    .map_err(|e| LlmError::permanent(format!("cannot serialize the bedrock request: {e}")))
+    request_body(&body, request, None)
+        .map_err(|e| LlmError::permanent(format!("cannot serialize the bedrock request: {e}")))
 }
 
 /// The conversation as Converse messages: roles alternate (Converse rejects two

@@ -11,7 +11,7 @@ use crate::llm::{LlmError, LlmRequest, LlmResponse, StopReason, TokenUsage, Tool
 use crate::message::{Message, ToolCall};
 use crate::providers::ApiKey;
 use crate::providers::classify::{ErrorBody, embedded_error, request_id, undecodable};
-use crate::providers::encoded::{self, TOOL_BYTES, WireCache, raw};
+use crate::providers::encoded::{WireCache, raw, request_body};
 use crate::providers::history::{self, Turn};
 use crate::providers::http::Reply;
 use crate::providers::normalize::fill_ids;
@@ -298,11 +298,7 @@ pub(crate) fn encode(request: &LlmRequest, cache: &WireCache) -> Result<Vec<u8>,
             thinking_config: thinking_config(request),
         },
     };
-    encoded::body(
-        &body,
-        encoded::size_hint(request, TOOL_BYTES * request.tools.len()),
-    )
-    .map_err(failed)
+    request_body(&body, request, None).map_err(failed)
 }
 
 /// The conversation as Gemini contents: user-side turns (text and function responses)

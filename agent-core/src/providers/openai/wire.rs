@@ -13,7 +13,7 @@ use crate::llm::{
 use crate::message::{Message, ToolCall};
 use crate::providers::ApiKey;
 use crate::providers::classify::{ErrorBody, embedded_error, request_id, undecodable};
-use crate::providers::encoded::{self, WireCache, raw};
+use crate::providers::encoded::{WireCache, raw, request_body};
 use crate::providers::history::{self, Turn};
 use crate::providers::http::Reply;
 use crate::providers::normalize::{fill_ids, recover_tool_calls};
@@ -187,7 +187,7 @@ pub(crate) fn encode_body(
     };
     let fixed = tools.as_ref().map_or(0, |t| t.get().len())
         + response_format.as_ref().map_or(0, |f| f.get().len());
-    encoded::body(&body, encoded::size_hint(request, fixed)).map_err(failed)
+    request_body(&body, request, Some(fixed)).map_err(failed)
 }
 
 /// The `tools` array: each definition with its parameters through [`schema::for_openai`]
