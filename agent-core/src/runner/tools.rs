@@ -168,7 +168,7 @@ pub(crate) async fn run_tool_calls<T>(
     let max_bytes = cfg.settings.budgets.max_tool_result_bytes;
     let capture = cfg.settings.budgets.capture_content;
     let guardrails = cfg.settings.guardrails.tool.as_slice();
-    let jobs = calls.iter().zip(plans).map(|(call, plan)| async move {
+    let mut jobs = calls.iter().zip(plans).map(|(call, plan)| async move {
         let started = Instant::now();
         let executed = match plan {
             Plan::Answer(result) => {
@@ -224,6 +224,17 @@ pub(crate) async fn run_tool_calls<T>(
         });
         executed
     });
+    // The usual turn has one call: it is awaited alone, without the buffered stream's
+    // queue and task. Boxed, so that the turn's future does not hold the call's
+    // (about 4.7 KiB) inline, to be copied whenever the turn's future is.
+    if calls.len() == 1 {
+        let only = jobs.next().map(Box::pin);
+        drop(jobs);
+        return match only {
+            Some(job) => vec![job.await],
+            None => Vec::new(),
+        };
+    }
     // Collected before the await: the `Map` above (a closure returning an async block)
     // held across the await keeps rustc from proving the run's future `Send`
     // ("implementation of `FnOnce` is not general enough"), and then
