@@ -304,6 +304,14 @@ fn empty_object() -> Value {
     Value::Object(serde_json::Map::new())
 }
 
+/// `value` as compact JSON text. `serde_json::to_string` writes into a byte buffer;
+/// `Value`'s `Display` (`value.to_string()`) goes through `fmt::Write` a piece at a
+/// time and costs about twice the instructions. The text is the same.
+pub(crate) fn json_text(value: &Value) -> String {
+    // A `Value` always serializes (its map keys are strings).
+    serde_json::to_string(value).unwrap_or_else(|_| value.to_string())
+}
+
 /// The JSON kind of a value, for messages ("a string", "an array", ...).
 pub(crate) fn json_kind(value: &Value) -> &'static str {
     match value {

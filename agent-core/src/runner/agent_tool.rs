@@ -137,7 +137,7 @@ impl<U: AgentOutput + Sync> Tool for AgentTool<U> {
         Box::pin(async move {
             let input = match (&self.input_schema, arguments.get("input")) {
                 (None, Some(Value::String(text))) => text.clone(),
-                _ => arguments.to_string(),
+                _ => crate::message::json_text(&arguments),
             };
             let link: Option<Arc<CallLink>> = context
                 .link()

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::config::CompactionPlan;
 use crate::llm::{LlmRequest, TokenUsage, ToolChoice, message_bytes};
-use crate::message::Message;
+use crate::message::{Message, json_text};
 use crate::observe::RunEvent;
 use crate::output::AgentOutput;
 
@@ -433,7 +433,7 @@ fn render(messages: &[Message]) -> String {
                     out.push_str(&format!(
                         "assistant called {} with {}\n",
                         c.name,
-                        cut(&c.arguments.to_string())
+                        cut(&json_text(&c.arguments))
                     ));
                 }
             }

@@ -8,7 +8,7 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use crate::error::{AgentError, AttemptKind};
-use crate::message::{Message, ToolCall, ToolResult};
+use crate::message::{Message, ToolCall, ToolResult, json_text};
 use crate::output::{AgentOutput, ESCALATE_TO_HUMAN};
 use crate::validate::ValidationErrors;
 use tokio_util::sync::CancellationToken;
@@ -43,7 +43,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             Some(error) => ValidationErrors::one(format!("/: {error}")),
             None => match self.accept(&call.arguments) {
                 Ok(value) => {
-                    self.output = call.arguments.to_string();
+                    self.output = json_text(&call.arguments);
                     return Next::Stop(Ok(value));
                 }
                 Err(errors) => errors,
@@ -143,7 +143,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                         .unwrap_or_default()
                         .to_owned()
                 };
-                self.output = call.arguments.to_string();
+                self.output = json_text(&call.arguments);
                 self.model_summary = Some(field("summary"));
                 Next::Stop(Err(AgentError::Escalated {
                     reason: field("reason"),

@@ -12,7 +12,7 @@ use crate::config::{Compiled, CompiledTool, ToolTable};
 use crate::error::panic_message;
 use crate::guardrail::ToolGuardrail;
 use crate::handover::CallOutcome;
-use crate::message::{ToolCall, ToolResult};
+use crate::message::{ToolCall, ToolResult, json_text};
 use crate::observe::RunEvent;
 use crate::pause::PauseReason;
 use crate::runner::child::{CallLink, RunLink};
@@ -304,7 +304,7 @@ async fn execute(
         otel.status_code = tracing::field::Empty,
     );
     if capture {
-        span.record("gen_ai.tool.call.arguments", call.arguments.to_string());
+        span.record("gen_ai.tool.call.arguments", json_text(&call.arguments));
     }
     let mut context = ToolContext::new(
         &call.id,
