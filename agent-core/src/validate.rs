@@ -75,22 +75,43 @@ pub(crate) fn deserialize<T: DeserializeOwned>(instance: &Value) -> Result<T, Va
 /// its value (serde reads an integer into an `f64`); a non-whole number (`3.5`) is left
 /// as it is, so validation names its path.
 pub fn whole_numbers_as_integers(value: &mut Value) {
-    // Iterative: arguments may nest deeply (up to the sanitizer's depth limit).
-    let mut stack: Vec<&mut Value> = vec![value];
-    while let Some(node) = stack.pop() {
+    // Iterative: arguments may nest deeply (up to the sanitizer's depth limit). Only
+    // nested arrays and objects go on the stack, so flat arguments allocate nothing.
+    let mut stack: Vec<&mut Value> = Vec::new();
+    let mut node = value;
+    loop {
         match node {
-            Value::Number(n) if n.is_f64() => {
-                if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0 && f.is_finite()) {
-                    if f >= i64::MIN as f64 && f < i64::MAX as f64 {
-                        *node = Value::from(f as i64);
-                    } else if f >= 0.0 && f < u64::MAX as f64 {
-                        *node = Value::from(f as u64);
-                    }
-                }
-            }
-            Value::Array(items) => stack.extend(items.iter_mut()),
-            Value::Object(map) => stack.extend(map.values_mut()),
-            _ => {}
+            Value::Array(items) => items.iter_mut().for_each(|v| visit(v, &mut stack)),
+            Value::Object(map) => map.values_mut().for_each(|v| visit(v, &mut stack)),
+            other => integer_if_whole(other),
+        }
+        match stack.pop() {
+            Some(next) => node = next,
+            None => break,
+        }
+    }
+}
+
+/// A container goes on the stack; anything else is fixed where it is.
+fn visit<'a>(value: &'a mut Value, stack: &mut Vec<&'a mut Value>) {
+    if matches!(value, Value::Array(_) | Value::Object(_)) {
+        stack.push(value);
+    } else {
+        integer_if_whole(value);
+    }
+}
+
+/// A whole float (`3.0`) becomes the integer (`3`) when one represents it.
+fn integer_if_whole(value: &mut Value) {
+    let Value::Number(n) = value else { return };
+    if !n.is_f64() {
+        return;
+    }
+    if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0 && f.is_finite()) {
+        if f >= i64::MIN as f64 && f < i64::MAX as f64 {
+            *value = Value::from(f as i64);
+        } else if f >= 0.0 && f < u64::MAX as f64 {
+            *value = Value::from(f as u64);
         }
     }
 }
@@ -136,6 +157,36 @@ impl std::error::Error for ValidationErrors {}
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn whole_numbers_become_integers_at_every_depth() {
+        let mut value = json!({
+            "a": 3.0,
+            "b": [1.0, 2.5, {"c": -4.0, "d": [[7.0e0]]}],
+            "e": "3.0",
+            "f": 1e300,
+            "g": 18446744073709549568.0,
+            "h": 5
+        });
+        whole_numbers_as_integers(&mut value);
+        assert_eq!(value["a"], json!(3));
+        assert!(value["a"].is_i64());
+        assert_eq!(value["b"], json!([1, 2.5, {"c": -4, "d": [[7]]}]));
+        assert!(value["b"][2]["d"][0][0].is_i64());
+        assert_eq!(value["e"], json!("3.0"));
+        // Too large for any integer type: left a float.
+        assert!(value["f"].is_f64());
+        // Above i64, below u64::MAX: an unsigned integer.
+        assert!(value["g"].is_u64());
+        assert_eq!(value["h"], json!(5));
+        // A bare number, and a scalar that is not one.
+        let mut root = json!(2.0);
+        whole_numbers_as_integers(&mut root);
+        assert!(root.is_i64());
+        let mut text = json!("x");
+        whole_numbers_as_integers(&mut text);
+        assert_eq!(text, json!("x"));
+    }
 
     fn triage_schema() -> Value {
         json!({

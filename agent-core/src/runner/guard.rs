@@ -10,7 +10,8 @@ use crate::message::{ToolCall, ToolResult};
 /// JSON with object keys sorted and no whitespace, so `{"b":1, "a":2}` and
 /// `{"a":2,"b":1}` compare equal.
 pub(crate) fn canonical_json(value: &Value) -> String {
-    let mut out = Vec::new();
+    // Room for a usual call's arguments at once, instead of growing from 8 bytes.
+    let mut out = Vec::with_capacity(64);
     write_canonical(value, &mut out);
     // Only serde_json's own output and ASCII punctuation went in: always UTF-8.
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
@@ -21,18 +22,20 @@ pub(crate) fn canonical_json(value: &Value) -> String {
 fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
             out.push(b'{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
+            // Keys that come sorted (one key, or written in the schema's order when it
+            // is alphabetical) are written in place, without a sorted copy.
+            if map.keys().is_sorted() {
+                for (i, (key, v)) in map.iter().enumerate() {
+                    write_entry(i, key, v, out);
                 }
-                // Writing to a Vec cannot fail, and a string always serializes.
-                let _ = serde_json::to_writer(&mut *out, key);
-                out.push(b':');
-                if let Some(v) = map.get(key) {
-                    write_canonical(v, out);
+            } else {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort_unstable();
+                for (i, key) in keys.into_iter().enumerate() {
+                    if let Some(v) = map.get(key) {
+                        write_entry(i, key, v, out);
+                    }
                 }
             }
             out.push(b'}');
@@ -51,6 +54,17 @@ fn write_canonical(value: &Value, out: &mut Vec<u8>) {
             let _ = serde_json::to_writer(&mut *out, other);
         }
     }
+}
+
+/// Appends the `i`-th entry of an object (`,` before all but the first).
+fn write_entry(i: usize, key: &str, value: &Value, out: &mut Vec<u8>) {
+    if i > 0 {
+        out.push(b',');
+    }
+    // Writing to a Vec cannot fail, and a string always serializes.
+    let _ = serde_json::to_writer(&mut *out, key);
+    out.push(b':');
+    write_canonical(value, out);
 }
 
 /// What one call (tool name and canonical arguments) returned last, and how often in
@@ -249,6 +263,12 @@ mod tests {
         let b: Value = serde_json::from_str(r#"{"a":"s","b":[1,{"x":2,"y":1}]}"#).unwrap();
         assert_eq!(canonical_json(&a), canonical_json(&b));
         assert_eq!(canonical_json(&a), r#"{"a":"s","b":[1,{"x":2,"y":1}]}"#);
+        // Sorted outside, unsorted inside, escapes and an empty object.
+        let c = json!({"a": {"z": 1, "b": "q\"x"}, "b": [], "c": {}});
+        assert_eq!(
+            canonical_json(&c),
+            r#"{"a":{"b":"q\"x","z":1},"b":[],"c":{}}"#
+        );
     }
 
     fn turn(g: &mut Guard, call: &ToolCall, content: &str, is_error: bool) -> Option<StuckReason> {
