@@ -1,7 +1,6 @@
 //! The checks `build()` makes: settings, tool names and schemas, the output tool; and
 //! the compiled tool table.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -91,11 +90,11 @@ pub(super) fn check_output_tool(def: &ToolDefinition) -> Result<(), ConfigError>
     check_object_schema(SUBMIT_OUTPUT, &def.parameters).map(drop)
 }
 
-type ToolTable = (Vec<CompiledTool>, HashMap<String, usize>);
+type ToolTable = (Vec<CompiledTool>, foldhash::HashMap<String, usize>);
 
 pub(super) fn compile_tools<T>(s: &Settings<T>) -> Result<ToolTable, ConfigError> {
     let mut tools = Vec::with_capacity(s.tools.len());
-    let mut index = HashMap::with_capacity(s.tools.len());
+    let mut index = foldhash::HashMap::with_capacity_and_hasher(s.tools.len(), Default::default());
     for entry in s.tools.entries() {
         let name = &entry.definition.name;
         if !is_legal_tool_name(name) {

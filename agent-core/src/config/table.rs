@@ -15,8 +15,9 @@ use super::{Compiled, CompiledTool};
 pub(crate) struct ToolTable {
     /// The user tools, in registration order (a source's tools where it was added).
     pub(crate) tools: Vec<Arc<CompiledTool>>,
-    /// A tool's position in `tools`, by name.
-    pub(crate) index: HashMap<String, usize>,
+    /// A tool's position in `tools`, by name (foldhash: it is looked up three times
+    /// per call, and SipHash was most of a lookup's cost).
+    pub(crate) index: foldhash::HashMap<String, usize>,
     /// Every tool offered in an ordinary turn: the user tools, then `submit_output`,
     /// then `escalate_to_human` when enabled.
     pub(crate) offered: Arc<[ToolDefinition]>,
@@ -30,7 +31,7 @@ pub(crate) struct ToolTable {
 impl ToolTable {
     pub(crate) fn new(
         tools: Vec<Arc<CompiledTool>>,
-        index: HashMap<String, usize>,
+        index: foldhash::HashMap<String, usize>,
         offered: Arc<[ToolDefinition]>,
         versions: Vec<u64>,
     ) -> Self {
@@ -80,8 +81,8 @@ impl<T> Compiled<T> {
         let registry = &self.settings.tools;
         let sources = registry.sources();
         let mut tools: Vec<Arc<CompiledTool>> = Vec::new();
-        let mut index = HashMap::new();
-        let mut add = |tool: Arc<CompiledTool>, index: &mut HashMap<String, usize>| {
+        let mut index = foldhash::HashMap::default();
+        let mut add = |tool: Arc<CompiledTool>, index: &mut foldhash::HashMap<String, usize>| {
             let name = tool.definition.name.clone();
             if index.contains_key(&name) {
                 tracing::warn!(tool = %name, "a tool source offers a tool whose name is taken; it is left out");

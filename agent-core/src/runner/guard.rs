@@ -1,6 +1,6 @@
 //! No-progress guards: repeated identical calls, and turns that learn nothing new.
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
 use serde_json::Value;
 

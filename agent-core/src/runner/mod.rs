@@ -38,7 +38,7 @@ pub use replay::replay;
 pub use resume::{resume_agent, resume_agent_with};
 pub(crate) use stores::flush_stores;
 
-use std::collections::HashSet;
+use foldhash::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! The state of one run: building it from the config and the run's options, the tools
 //! offered per turn, and the bookkeeping of calls, events and cancellation.
 
-use std::collections::HashSet;
+use foldhash::{HashSet, HashSetExt};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! Makes a model turn's tool calls safe to run, answer and re-send to any provider,
 //! whatever the client returned.
 
-use std::collections::HashSet;
+use foldhash::HashSet;
 
 use serde_json::Value;
 
@@ -131,6 +131,7 @@ fn deeper_than(value: &Value, limit: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use foldhash::HashSetExt;
     use serde_json::json;
 
     fn nested(depth: usize) -> Value {
