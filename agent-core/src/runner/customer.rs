@@ -49,5 +49,10 @@ pub(crate) fn message<T>(settings: &Settings<T>, result: &AgentResult<T>) -> Str
         .customer_messages
         .get(&ending)
         .map_or(default_template(ending), String::as_str);
-    template.replace("{trace_id}", &result.trace_id)
+    // Most templates hold no placeholder: a copy, without the substring search.
+    if template.contains('{') {
+        template.replace("{trace_id}", &result.trace_id)
+    } else {
+        template.to_owned()
+    }
 }

@@ -1,6 +1,5 @@
 //! Trace ids, panic messages, and observer calls behind a catch boundary.
 
-use std::fmt::Write;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
@@ -34,10 +33,18 @@ pub(crate) fn record_finish_reasons(span: &tracing::Span, reason: &str) {
 
 /// A random W3C-style trace id: 32 lowercase hex digits.
 pub(crate) fn new_trace_id() -> String {
-    let mut id = String::with_capacity(32);
-    let value = fastrand::u128(1..);
-    let _ = write!(id, "{value:032x}");
-    id
+    hex32(fastrand::u128(1..))
+}
+
+/// `value` as 32 lowercase hex digits, most significant first: what `{:032x}` writes,
+/// without going through a formatter.
+fn hex32(value: u128) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut digits = [0u8; 32];
+    for (i, digit) in digits.iter_mut().enumerate() {
+        *digit = DIGITS[(value >> (4 * (31 - i))) as usize & 0xf];
+    }
+    String::from_utf8(digits.to_vec()).unwrap_or_default()
 }
 
 /// Calls the observer, if any; a panic in it is caught and traced.
@@ -62,5 +69,29 @@ impl Observers {
     pub(crate) fn notify(&self, event: &RunEvent<'_>) {
         notify(self.config.as_deref(), event);
         notify(self.run.as_deref(), event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trace_ids_are_32_lowercase_hex_digits_as_format_writes_them() {
+        for value in [
+            1,
+            0xabc,
+            u128::MAX,
+            0x0123_4567_89ab_cdef_fedc_ba98_7654_3210,
+        ] {
+            assert_eq!(hex32(value), format!("{value:032x}"));
+        }
+        let id = new_trace_id();
+        assert_eq!(id.len(), 32);
+        assert!(
+            id.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        );
+        assert_ne!(id, "0".repeat(32));
     }
 }
