@@ -162,15 +162,7 @@ impl Transport {
         body: Vec<u8>,
         extra: HeaderMap,
     ) -> Result<Reply, LlmError> {
-        let sent = self
-            .client
-            .post(url.clone())
-            .headers(self.headers.clone())
-            .headers(extra)
-            .body(body)
-            .send()
-            .await;
-        let mut response = match sent {
+        let mut response = match self.send(url, body, extra, None).await {
             Ok(response) => response,
             Err(e) => return Err(self.transport_error(url, e, None)),
         };
@@ -233,6 +225,44 @@ impl Transport {
         }
     }
 
+    /// Sends one POST: this transport's headers, then `extra` (a name in both takes
+    /// `extra`'s values), then `accept` when given.
+    ///
+    /// The request is put together directly, its header map a clone of the
+    /// transport's, rather than through reqwest's builder, which would copy each header
+    /// into a new map. A URL with a user name or password still goes through the
+    /// builder, which turns them into basic authentication.
+    async fn send(
+        &self,
+        url: &Url,
+        body: Vec<u8>,
+        extra: HeaderMap,
+        accept: Option<HeaderValue>,
+    ) -> Result<reqwest::Response, reqwest::Error> {
+        if !url.username().is_empty() || url.password().is_some() {
+            let mut builder = self
+                .client
+                .post(url.clone())
+                .headers(self.headers.clone())
+                .headers(extra);
+            if let Some(accept) = accept {
+                builder = builder.header(ACCEPT, accept);
+            }
+            return builder.body(body).send().await;
+        }
+        let mut request = reqwest::Request::new(reqwest::Method::POST, url.clone());
+        let headers = request.headers_mut();
+        headers.clone_from(&self.headers);
+        if !extra.is_empty() {
+            headers.extend(extra);
+        }
+        if let Some(accept) = accept {
+            headers.append(ACCEPT, accept);
+        }
+        *request.body_mut() = Some(body.into());
+        self.client.execute(request).await
+    }
+
     /// POSTs `body` to `url` for a streamed reply, with `extra` headers (see
     /// [`post_with`](Self::post_with)) and the stream's media type in `accept`: a 2xx
     /// response whose body is still to be read, or the classified error of any other
@@ -247,16 +277,7 @@ impl Transport {
         extra: HeaderMap,
         accept: HeaderValue,
     ) -> Result<Streaming, LlmError> {
-        let sent = self
-            .client
-            .post(url.clone())
-            .headers(self.headers.clone())
-            .headers(extra)
-            .header(ACCEPT, accept)
-            .body(body)
-            .send()
-            .await;
-        let mut response = match sent {
+        let mut response = match self.send(url, body, extra, Some(accept)).await {
             Ok(response) => response,
             Err(e) => return Err(self.transport_error(url, e, None)),
         };
@@ -520,5 +541,83 @@ mod tests {
         };
         assert!(error.is_transient(), "{error}");
         assert!(error.status.is_none());
+    }
+
+    /// The headers a request carries: the transport's, `extra`'s in place of the same
+    /// names, `accept` for a streamed reply; a URL's user name and password become
+    /// basic authentication and leave the URL.
+    #[tokio::test]
+    async fn a_request_carries_the_transports_headers_with_extra_in_place_of_the_same_names() {
+        use wiremock::matchers::{method, path};
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/x"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("{}"))
+            .mount(&server)
+            .await;
+        let mut headers = HeaderMap::new();
+        headers.insert("x-a", HeaderValue::from_static("transport"));
+        headers.insert("x-keep", HeaderValue::from_static("kept"));
+        let transport = Transport::new(
+            "test",
+            &format!("{}/v1/x", server.uri()),
+            headers.clone(),
+            None,
+            &ProviderOptions::default(),
+        )
+        .unwrap();
+        let mut extra = HeaderMap::new();
+        extra.insert("x-a", HeaderValue::from_static("extra-1"));
+        extra.append("x-a", HeaderValue::from_static("extra-2"));
+        extra.insert("x-b", HeaderValue::from_static("b"));
+        let reply = transport
+            .post_with(transport.url(), b"{\"k\":1}".to_vec(), extra.clone())
+            .await
+            .unwrap();
+        assert_eq!(reply.body, b"{}");
+        let streamed = transport
+            .post_streaming_with(
+                transport.url(),
+                b"{}".to_vec(),
+                extra,
+                HeaderValue::from_static("text/event-stream"),
+            )
+            .await
+            .unwrap();
+        assert_eq!(streamed.status, 200);
+        let user = format!(
+            "{}/v1/x",
+            server.uri().replace("http://", "http://us%20er:p%40ss@")
+        );
+        let with_user =
+            Transport::new("test", &user, headers, None, &ProviderOptions::default()).unwrap();
+        with_user.post(b"{}".to_vec()).await.unwrap();
+
+        let received = server.received_requests().await.unwrap();
+        assert_eq!(received.len(), 3);
+        let values = |i: usize, name: &str| -> Vec<String> {
+            received[i]
+                .headers
+                .get_all(name)
+                .iter()
+                .map(|v| v.to_str().unwrap().to_owned())
+                .collect()
+        };
+        for i in 0..2 {
+            assert_eq!(values(i, "x-a"), ["extra-1", "extra-2"]);
+            assert_eq!(values(i, "x-b"), ["b"]);
+            assert_eq!(values(i, "x-keep"), ["kept"]);
+            assert_eq!(values(i, "content-type"), ["application/json"]);
+            assert!(values(i, "authorization").is_empty());
+        }
+        assert_eq!(received[0].body, b"{\"k\":1}");
+        assert!(values(0, "accept").iter().all(|v| v != "text/event-stream"));
+        assert_eq!(values(1, "accept"), ["text/event-stream"]);
+        // "us er:p@ss", percent-decoded, in base64.
+        assert_eq!(values(2, "authorization"), ["Basic dXMgZXI6cEBzcw=="]);
+        assert_eq!(values(2, "x-a"), ["transport"]);
+        assert_eq!(received[2].url.path(), "/v1/x");
+        assert_eq!(received[2].url.username(), "");
     }
 }
