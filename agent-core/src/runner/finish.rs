@@ -41,7 +41,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         );
         let mut transcript = self.request.messages;
         answer_last_turn(&mut transcript, &outcome);
-        let agent = self.agents.last().cloned().unwrap_or_default();
+        let agent = self.cfg.settings.name.clone();
         let mut result = AgentResult {
             agent,
             outcome,

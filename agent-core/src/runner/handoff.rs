@@ -92,7 +92,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             return Ok(());
         };
         let limit = self.max_handoffs;
-        if self.agents.len() > limit as usize {
+        if self.handoffs >= limit {
             return Err(AgentError::Stuck {
                 reason: StuckReason::Handoffs { limit },
             });
@@ -106,7 +106,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             from,
             to,
         });
-        self.agents.push(to.to_owned());
+        self.handoffs += 1;
         self.cfg = target;
         self.table = Arc::clone(&target.table);
         self.route = 0;

@@ -305,9 +305,9 @@ struct Run<'c, T> {
     reserved: child::Reserved,
     /// A guardrail that tripped during the turn: the run ends with it after the turn.
     trip: Option<AgentError>,
-    /// The agents that had the conversation, in order: the config's, then each one
-    /// handed off to (see `handoff.rs`).
-    agents: Vec<String>,
+    /// How many times the conversation was handed to another agent (see
+    /// `handoff.rs`); the agent that has it now is `cfg`'s.
+    handoffs: u32,
     /// The first agent's `max_handoffs`: the bound of the whole run.
     max_handoffs: u32,
     /// What compaction decisions need (see `compact.rs`).

@@ -122,7 +122,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             link: None,
             reserved: super::child::Reserved::default(),
             trip: None,
-            agents: vec![s.name.clone()],
+            handoffs: 0,
             max_handoffs: s.budgets.max_handoffs,
             compactor: super::compact::Compactor::new(own_start),
         }
