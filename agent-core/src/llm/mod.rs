@@ -16,8 +16,8 @@ pub(crate) use crate::output::OutputSpec;
 use crate::tool::ToolDefinition;
 pub use error::{LlmError, LlmErrorCause, LlmErrorKind};
 pub use reasoning::{Effort, Reasoning};
-pub(crate) use sink::replay;
 pub use sink::{StreamDelta, StreamSink};
+pub(crate) use sink::{push_piece, replay};
 
 /// The future an [`LlmClient`] returns.
 pub type LlmFuture<'a> = Pin<Box<dyn Future<Output = Result<LlmResponse, LlmError>> + Send + 'a>>;

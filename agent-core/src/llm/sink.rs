@@ -72,6 +72,21 @@ where
     }
 }
 
+/// Appends a streamed piece to the text assembled so far, reserving
+/// [`FIRST_PIECE_RESERVE`] bytes (or the piece's length, if longer) at the first: a
+/// turn's text and arguments arrive in many small pieces, and growing from the first
+/// piece's few bytes would reallocate and copy four or five times before 128 bytes.
+pub(crate) fn push_piece(text: &mut String, piece: &str) {
+    if text.capacity() == 0 {
+        text.reserve(piece.len().max(FIRST_PIECE_RESERVE));
+    }
+    text.push_str(piece);
+}
+
+/// What [`push_piece`] reserves for the first piece (bytes): enough for the arguments
+/// of a typical tool call, a few words of text.
+pub(crate) const FIRST_PIECE_RESERVE: usize = 128;
+
 /// Hands a whole turn to `sink`: its text, then each tool call (start, then its
 /// arguments as JSON text), as one batch.
 pub(crate) fn replay(response: &LlmResponse, sink: &mut dyn StreamSink) {
@@ -88,4 +103,34 @@ pub(crate) fn replay(response: &LlmResponse, sink: &mut dyn StreamSink) {
         sink.on_delta(StreamDelta::ToolCallArguments { index, json: &json });
     }
     sink.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_piece_reserves_room_for_the_next_ones() {
+        let mut text = String::new();
+        push_piece(&mut text, "{\"a\"");
+        assert_eq!(text.capacity(), FIRST_PIECE_RESERVE);
+        let before = text.as_ptr();
+        for _ in 0..30 {
+            push_piece(&mut text, ":1,\"");
+        }
+        assert_eq!(text.len(), 4 + 30 * 4);
+        assert_eq!(text.as_ptr(), before, "no reallocation below the reserve");
+        assert!(text.starts_with("{\"a\":1,\""));
+
+        let long = "x".repeat(3 * FIRST_PIECE_RESERVE);
+        let mut text = String::new();
+        push_piece(&mut text, &long);
+        assert_eq!(text, long);
+        assert!(text.capacity() >= long.len());
+
+        // Text that already has room is only appended to.
+        let mut text = String::with_capacity(8);
+        push_piece(&mut text, "ab");
+        assert_eq!((text.as_str(), text.capacity()), ("ab", 8));
+    }
 }

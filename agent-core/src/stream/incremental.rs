@@ -188,7 +188,7 @@ impl IncrementalJson {
 
     /// Parses the next piece of the document.
     pub(crate) fn push(&mut self, piece: &str) {
-        self.text.push_str(piece);
+        crate::llm::push_piece(&mut self.text, piece);
         if self.poisoned {
             return;
         }
@@ -286,7 +286,7 @@ impl IncrementalJson {
             } => {
                 *len += s.len();
                 match self.current()? {
-                    Value::String(string) => string.push_str(s),
+                    Value::String(string) => crate::llm::push_piece(string, s),
                     _ => return None,
                 }
             }

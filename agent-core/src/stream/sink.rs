@@ -279,7 +279,7 @@ impl<T: Send> StreamSink for TurnSink<T> {
                 });
                 if self.kind == PartialKind::Text {
                     let old_len = self.answer.len();
-                    self.answer.push_str(text);
+                    crate::llm::push_piece(&mut self.answer, text);
                     self.dirty = true;
                     self.feed(old_len);
                 }
@@ -301,7 +301,7 @@ impl<T: Send> StreamSink for TurnSink<T> {
             StreamDelta::ToolCallArguments { index, json } => {
                 if self.submit_index == Some(index) && !json.is_empty() {
                     let old_len = self.answer.len();
-                    self.answer.push_str(json);
+                    crate::llm::push_piece(&mut self.answer, json);
                     self.dirty = true;
                     self.feed(old_len);
                 }

@@ -162,13 +162,13 @@ impl EventAssembler {
         match (delta.kind.get(), self.block(index)) {
             (Some("text_delta"), Some(Block::Text(text))) => {
                 if let Some(more) = delta.text.get().filter(|t| !t.is_empty()) {
-                    text.push_str(more);
+                    crate::llm::push_piece(text, more);
                     sink.on_delta(StreamDelta::Text(more));
                 }
             }
             (Some("input_json_delta"), Some(Block::ToolUse { call, json, .. })) => {
                 if let Some(more) = delta.partial_json.get().filter(|t| !t.is_empty()) {
-                    json.push_str(more);
+                    crate::llm::push_piece(json, more);
                     sink.on_delta(StreamDelta::ToolCallArguments {
                         index: *call,
                         json: more,
@@ -177,7 +177,7 @@ impl EventAssembler {
             }
             (Some("input_json_delta"), Some(Block::Other { json, .. })) => {
                 if let Some(more) = delta.partial_json.get() {
-                    json.push_str(more);
+                    crate::llm::push_piece(json, more);
                 }
             }
             (

@@ -97,14 +97,14 @@ impl EventAssembler {
             if let Some(Block::Text(text)) = self.block(index)
                 && !more.is_empty()
             {
-                text.push_str(more);
+                crate::llm::push_piece(text, more);
                 sink.on_delta(StreamDelta::Text(more));
             }
         } else if let Some(more) = delta.pointer("/toolUse/input").and_then(Value::as_str) {
             if let Some(Block::ToolUse { call, json, .. }) = self.block(index)
                 && !more.is_empty()
             {
-                json.push_str(more);
+                crate::llm::push_piece(json, more);
                 sink.on_delta(StreamDelta::ToolCallArguments {
                     index: *call,
                     json: more,
@@ -119,7 +119,7 @@ impl EventAssembler {
                 self.blocks.push((index, Block::Reasoning(String::new())));
             }
             if let Some(Block::Reasoning(text)) = self.block(index) {
-                text.push_str(more);
+                crate::llm::push_piece(text, more);
             }
             sink.on_delta(StreamDelta::Reasoning(more));
         }

@@ -103,7 +103,7 @@ impl ChunkAssembler {
             }
         };
         if !arguments.is_empty() {
-            self.calls[at].arguments.push_str(arguments);
+            crate::llm::push_piece(&mut self.calls[at].arguments, arguments);
             sink.on_delta(StreamDelta::ToolCallArguments {
                 index: at,
                 json: arguments,
