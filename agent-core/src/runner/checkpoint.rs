@@ -258,23 +258,33 @@ fn check_run_id(id: &str) -> Result<(), AgentError> {
 }
 
 impl<'c, T: AgentOutput> Run<'c, T> {
-    /// Gives the run its id and, with a checkpoint store, its checkpointing: a fresh run
-    /// checks that its id has no checkpoint yet; a resumed one takes its state back.
-    /// Returns the error that ends the run before any request, if any (then nothing is
-    /// checkpointed).
+    /// Gives the run its id: the caller's (checked), else the trace id.
+    ///
+    /// # Errors
+    /// [`AgentError::InvalidRun`] for an id that is empty, too long or holds a NUL.
+    pub(super) fn attach_run_id(&mut self, run_id: Option<String>) -> Result<Arc<str>, AgentError> {
+        if let Some(id) = &run_id {
+            check_run_id(id)?;
+        }
+        let run_id: Arc<str> = run_id.map_or_else(|| Arc::clone(&self.trace_id), Arc::from);
+        self.run_id = Arc::clone(&run_id);
+        Ok(run_id)
+    }
+
+    /// Gives the run its id ([`attach_run_id`](Self::attach_run_id)) and, with a
+    /// checkpoint store, its checkpointing: a fresh run checks that its id has no
+    /// checkpoint yet; a resumed one takes its state back. Returns the error that ends
+    /// the run before any request, if any (then nothing is checkpointed).
     pub(super) async fn attach_durable(
         &mut self,
         run_id: Option<String>,
         thread: Option<String>,
         resumed: Option<Box<Resumed>>,
     ) -> Option<AgentError> {
-        if let Some(id) = &run_id
-            && let Err(error) = check_run_id(id)
-        {
-            return Some(error);
-        }
-        let run_id: Arc<str> = run_id.map_or_else(|| Arc::clone(&self.trace_id), Arc::from);
-        self.run_id = Arc::clone(&run_id);
+        let run_id = match self.attach_run_id(run_id) {
+            Ok(run_id) => run_id,
+            Err(error) => return Some(error),
+        };
         let cfg = self.cfg;
         let store = cfg.settings.stores.checkpoints.clone()?;
         let timeout = cfg.settings.stores.timeout;

@@ -5,11 +5,14 @@ use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use futures::FutureExt;
+use futures::future::Either;
 
 use crate::error::AgentError;
+use crate::llm::{LlmError, LlmResponse};
 use crate::output::AgentOutput;
 
 use super::checkpoint::Phase;
+use super::guardrails::Trip;
 use super::{Next, Run, any_cancelled};
 
 impl<'c, T: AgentOutput> Run<'c, T> {
@@ -55,9 +58,11 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             // block is kept twice in it (as what the block captured and in `select!`'s
             // own tuple), and the loop's is the run's largest (about 4 KiB per run).
             let drive = AssertUnwindSafe(self.drive()).catch_unwind();
+            // The timer and the cancellation's wait are boxed when there is one: most
+            // runs have neither, and this future is held for the whole run.
             let timer = async {
                 match deadline_at {
-                    Some(at) => tokio::time::sleep_until(at).await,
+                    Some(at) => Box::pin(tokio::time::sleep_until(at)).await,
                     None => std::future::pending().await,
                 }
             };
@@ -103,56 +108,39 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         {
             return outcome;
         }
-        let (before, concurrent) = self.input_guardrails();
-        let mut concurrent = concurrent.map(Box::pin);
-        if let Some(check) = before
-            && let Some(trip) = Box::pin(check).await
-        {
-            return Err(self.tripped(trip, "input"));
-        }
+        // In a block: a local of the function body would keep its room in this future
+        // at every later await, the model call's included.
+        let mut concurrent = {
+            let (before, concurrent) = self.input_guardrails();
+            if let Some(check) = before
+                && let Some(trip) = Box::pin(check).await
+            {
+                return Err(self.tripped(trip, "input"));
+            }
+            concurrent.map(Box::pin)
+        };
         loop {
             if self.durable.is_some() {
                 Box::pin(self.save_checkpoint(Phase::BeforeCall)).await?;
             }
             self.check_before_call()?;
             self.compact_if_needed().await;
-            let (called, trip) = match concurrent.take() {
-                None => (Some(self.call_model().await), None),
-                Some(check) => {
-                    // The first call and the concurrent input guardrails together: a
-                    // trip drops the call; a call that returns first waits for them.
-                    let call = Box::pin(self.call_model());
-                    match futures::future::select(check, call).await {
-                        futures::future::Either::Left((Some(trip), call)) => {
-                            drop(call);
-                            (None, Some(trip))
-                        }
-                        futures::future::Either::Left((None, call)) => (Some(call.await), None),
-                        futures::future::Either::Right((called, check)) => {
-                            (Some(called), check.await)
-                        }
+            // In a block, for the same reason: the call's outcome keeps no room at the
+            // turn's await.
+            let response = {
+                let called = match concurrent.take() {
+                    None => self.call_model().await?,
+                    // The first call with the concurrent input guardrails: boxed, as is
+                    // the handling of a failed call below, so that neither keeps room.
+                    Some(check) => Box::pin(self.call_model_guarded(check)).await?,
+                };
+                match called {
+                    Ok(response) => response,
+                    Err(error) => {
+                        Box::pin(self.on_provider_failure(error)).await?;
+                        continue;
                     }
                 }
-            };
-            if let Some(trip) = trip {
-                // A call that returned still cost its tokens; nothing of its turn runs.
-                if let Some(Ok(Ok(response))) = &called {
-                    self.add_usage(response);
-                }
-                return Err(self.tripped(trip, "input"));
-            }
-            let Some(called) = called else {
-                return Err(AgentError::Internal {
-                    message: "no LLM call and no guardrail trip".to_owned(),
-                });
-            };
-            let response = match called {
-                Ok(Ok(response)) => response,
-                Ok(Err(error)) => {
-                    self.on_provider_failure(error).await?;
-                    continue;
-                }
-                Err(panicked) => return Err(panicked),
             };
             self.failures.clear();
             self.force_answer = false;
@@ -170,5 +158,38 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 Next::Stop(outcome) => return outcome,
             }
         }
+    }
+
+    /// The first LLM call together with the concurrent input guardrails: a trip drops
+    /// the call (a call that returned still cost its tokens; nothing of its turn runs);
+    /// a call that returns first waits for them.
+    ///
+    /// # Errors
+    /// The trip as [`AgentError::GuardrailTripped`], or a fault of the call
+    /// (`call_model`'s outer error); the provider's error is the inner one.
+    async fn call_model_guarded(
+        &mut self,
+        check: std::pin::Pin<Box<impl Future<Output = Option<Trip>>>>,
+    ) -> Result<Result<LlmResponse, LlmError>, AgentError> {
+        let call = Box::pin(self.call_model());
+        let (called, trip) = match futures::future::select(check, call).await {
+            Either::Left((Some(trip), call)) => {
+                drop(call);
+                (None, Some(trip))
+            }
+            Either::Left((None, call)) => (Some(call.await), None),
+            Either::Right((called, check)) => (Some(called), check.await),
+        };
+        if let Some(trip) = trip {
+            if let Some(Ok(Ok(response))) = &called {
+                self.add_usage(response);
+            }
+            return Err(self.tripped(trip, "input"));
+        }
+        called.unwrap_or_else(|| {
+            Err(AgentError::Internal {
+                message: "no LLM call and no guardrail trip".to_owned(),
+            })
+        })
     }
 }

@@ -61,11 +61,12 @@ use tokio_util::sync::CancellationToken;
 use guard::Guard;
 use trace::{Observers, trace_id_of};
 
-/// Resolves when any of the tokens is cancelled; never, when there is none.
+/// Resolves when any of the tokens is cancelled; never, when there is none. A token's
+/// wait is boxed, so that the futures holding this one keep no room for it.
 async fn any_cancelled(tokens: &[CancellationToken]) {
     match tokens {
         [] => std::future::pending().await,
-        [one] => one.cancelled().await,
+        [one] => Box::pin(one.cancelled()).await,
         many => {
             let waits = many.iter().map(|t| Box::pin(t.cancelled()));
             futures::future::select_all(waits).await;
@@ -81,11 +82,16 @@ async fn any_cancelled(tokens: &[CancellationToken]) {
 /// Tokio runtime with timers (`#[tokio::main]` has one); polled outside one, the run
 /// ends at once with [`AgentError::Internal`] saying so, before any request. Dropping the returned future stops the run, including its
 /// in-flight request and tool calls.
-pub async fn run_agent<T: AgentOutput>(
+///
+/// Use it as an `async fn` (`run_agent(&config, input).await`): nothing runs until the
+/// returned future is polled, except that `input` is turned into a `String` at the call.
+/// It is written as a function returning the run's future so that the future, held by
+/// every run for its whole life, keeps no second copy of its arguments.
+pub fn run_agent<T: AgentOutput>(
     config: &AgentConfig<T>,
     input: impl Into<String>,
-) -> AgentResult<T> {
-    run_agent_with(config, input, RunOptions::default()).await
+) -> impl Future<Output = AgentResult<T>> {
+    run(config, input.into(), RunOptions::default(), None, None)
 }
 
 /// Runs the agent on `input` with per-run inputs: request-scoped state, a cancellation
@@ -97,141 +103,173 @@ pub async fn run_agent<T: AgentOutput>(
 /// [`AgentError::InvalidRun`], before any request. With stores in the config (memory,
 /// retriever, feedback and trace stores), their calls come before and after the run,
 /// each bounded by `store_timeout`; see [`crate::store`].
-pub async fn run_agent_with<T: AgentOutput>(
+///
+/// Use it as an `async fn`, as [`run_agent`] (the same form, for the same reason).
+pub fn run_agent_with<T: AgentOutput>(
     config: &AgentConfig<T>,
     input: impl Into<String>,
     options: RunOptions,
-) -> AgentResult<T> {
-    run(config, input.into(), options, None, None).await
+) -> impl Future<Output = AgentResult<T>> {
+    run(config, input.into(), options, None, None)
 }
 
 /// The run behind [`crate::run_agent_stream`]: [`run_agent_with`], with the model calls
 /// streamed and the run's events sent to `events`.
-pub(crate) async fn run_streamed<T: AgentOutput>(
+pub(crate) fn run_streamed<T: AgentOutput>(
     config: &AgentConfig<T>,
     input: String,
     options: RunOptions,
     events: EventSender<T>,
-) -> AgentResult<T> {
-    run(config, input, options, Some(events), None).await
+) -> impl Future<Output = AgentResult<T>> {
+    run(config, input, options, Some(events), None)
 }
 
 /// One run; `events` is set for a streamed run, `resumed` for a run taken over from its
 /// checkpoint.
-async fn run<T: AgentOutput>(
+///
+/// A plain function returning an `async move` block, not an `async fn`: an `async fn`
+/// keeps each argument twice in its future (the argument, and the local it is moved
+/// into), and this future is held by every run for its whole life.
+#[allow(
+    clippy::manual_async_fn,
+    reason = "an async fn would keep each argument twice in the run's future"
+)]
+fn run<T: AgentOutput>(
     config: &AgentConfig<T>,
     input: String,
     mut options: RunOptions,
     events: Option<EventSender<T>>,
     resumed: Option<Box<checkpoint::Resumed>>,
-) -> AgentResult<T> {
-    let cfg: &Compiled<T> = &config.inner;
-    let started = Instant::now();
-    let span = tracing::info_span!(
-        "invoke_agent",
-        otel.name = %format_args!("invoke_agent {}", cfg.settings.name),
-        gen_ai.operation.name = "invoke_agent",
-        gen_ai.agent.name = %cfg.settings.name,
-        gen_ai.provider.name = %cfg.client.provider(),
-        gen_ai.request.model = %cfg.wire_model,
-        trace_id = tracing::field::Empty,
-        agent.metadata = tracing::field::Empty,
-        agent.ending = tracing::field::Empty,
-        error.type = tracing::field::Empty,
-        otel.status_code = tracing::field::Empty,
-    );
-    // The OpenTelemetry trace id of this span when an OTel layer exports it, else random.
-    let trace_id: Arc<str> = match &resumed {
-        Some(resumed) => Arc::from(resumed.header.trace_id.as_str()),
-        None => Arc::from(trace_id_of(&span)),
-    };
-    span.record("trace_id", &*trace_id);
-    if !options.metadata.is_empty() {
-        span.record("agent.metadata", tracing::field::debug(&options.metadata));
-    }
-    // Stores (memory, retrieval, recorders): nothing happens without them. Their
-    // futures, and the finished checkpoint's, are boxed: this future is held by every
-    // run for its whole life, mostly parked on the model, so it is only as large as the
-    // loop's (see `bench_run_sizes`).
-    let mut prepared = if cfg.settings.stores.any() {
-        Box::pin(stores::before_run(cfg, &trace_id, &input, &mut options))
-            .instrument(span.clone())
-            .await
-    } else {
-        stores::Prepared::none()
-    };
-    let run_id = options.run_id.take();
-    let thread = options.thread.clone();
-    if let Some(resumed) = &resumed {
-        // The thread's messages before this run, as the run first saw them.
-        prepared.set_history_len(resumed.header.history_len);
-    }
-    let is_resumed = resumed.is_some();
-    let mut run = Run::new(cfg, Arc::clone(&trace_id), input, options, events);
-    prepared.apply_context(&mut run.request.system);
-    // The thread's summary, written before the run: its tokens are the run's.
-    if let Some((tokens, price)) = prepared.summary_tokens.take() {
-        run.count_summary(tokens, price.as_ref());
-    }
-    if prepared.summary_failed {
-        run.usage.compaction_failures = run.usage.compaction_failures.saturating_add(1);
-    } else if prepared.thread_summary_written() {
-        run.usage.compactions = run.usage.compactions.saturating_add(1);
-    }
-    let refused = run
-        .attach_durable(run_id, thread, resumed)
-        .instrument(span.clone())
-        .await;
-    run.notify(&RunEvent::RunStarted {
-        trace_id: &trace_id,
-        agent: &cfg.settings.name,
-    });
-    // A resumed run passed the thread cap when it started.
-    let thread_refusal = prepared.take_refusal().filter(|_| !is_resumed);
-    let outcome = match refused.or(thread_refusal) {
-        Some(refused) => Err(refused),
-        None => run.drive_bounded().instrument(span.clone()).await,
-    };
-    let duration = started.elapsed() + run.elapsed_before();
-    run.release_reservation();
-    let durable = run.durable.take();
-    // A run another process took over leaves the stores to that process.
-    let fenced = durable.as_ref().is_some_and(|d| d.is_fenced());
-    let run_observers = run.observers.clone();
-    let mut result = run.finish(outcome, duration);
-    let ending = result.ending();
-    span.record("agent.ending", ending.as_str());
-    if let Some(category) = result.category() {
-        span.record("error.type", category);
-        span.record("otel.status_code", "error");
-    }
-    run_observers.notify(&RunEvent::RunEnded {
-        trace_id: &trace_id,
-        ending,
-        category: result.category(),
-        usage: &result.usage,
-        duration,
-    });
-    let after = prepared.is_active() && !fenced;
-    if !after && durable.is_none() {
-        return result;
-    }
-    // The result goes into the boxed tail and back, so this future holds no room for
-    // it while the run is under way.
-    Box::pin(async move {
-        if after {
-            stores::after_run(cfg, prepared, &mut result)
-                .instrument(span.clone())
-                .await;
+) -> impl Future<Output = AgentResult<T>> {
+    async move {
+        let cfg: &Compiled<T> = &config.inner;
+        let started = Instant::now();
+        let span = tracing::info_span!(
+            "invoke_agent",
+            otel.name = %format_args!("invoke_agent {}", cfg.settings.name),
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.agent.name = %cfg.settings.name,
+            gen_ai.provider.name = %cfg.client.provider(),
+            gen_ai.request.model = %cfg.wire_model,
+            trace_id = tracing::field::Empty,
+            agent.metadata = tracing::field::Empty,
+            agent.ending = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
+        // The OpenTelemetry trace id of this span when an OTel layer exports it, else random.
+        let trace_id: Arc<str> = match &resumed {
+            Some(resumed) => Arc::from(resumed.header.trace_id.as_str()),
+            None => Arc::from(trace_id_of(&span)),
+        };
+        span.record("trace_id", &*trace_id);
+        if !options.metadata.is_empty() {
+            span.record("agent.metadata", tracing::field::debug(&options.metadata));
         }
-        // A paused run's last checkpoint is its pause; it finishes when it resumes.
-        let durable = durable.filter(|_| result.ending() != Ending::Paused);
-        checkpoint::save_finished(durable, &mut result, &run_observers)
-            .instrument(span)
-            .await;
-        result
-    })
-    .await
+        // Stores (memory, retrieval, recorders): nothing happens without them. Their
+        // futures, and the finished checkpoint's, are boxed: this future is held by every
+        // run for its whole life, mostly parked on the model, so it is only as large as the
+        // loop's (see `bench_run_sizes`).
+        // The set-up before the loop, in a block: what it holds (the stores' prepared
+        // state, the refusals) keeps no room in this future while the loop runs. The
+        // prepared state goes on only when the stores have work after the run (boxed),
+        // and a refusal boxed (rare).
+        let (mut run, prepared, refusal) = {
+            let mut prepared = if cfg.settings.stores.any() {
+                let prepared = Box::pin(stores::before_run(cfg, &trace_id, &input, &mut options))
+                    .instrument(span.clone())
+                    .await;
+                Some(Box::new(prepared))
+            } else {
+                None
+            };
+            let run_id = options.run_id.take();
+            let thread = options.thread.clone();
+            if let Some(resumed) = &resumed
+                && let Some(prepared) = prepared.as_mut()
+            {
+                // The thread's messages before this run, as the run first saw them.
+                prepared.set_history_len(resumed.header.history_len);
+            }
+            let is_resumed = resumed.is_some();
+            let mut run = Run::new(cfg, Arc::clone(&trace_id), input, options, events);
+            if let Some(prepared) = prepared.as_mut() {
+                prepared.apply_context(&mut run.request.system);
+                // The thread's summary, written before the run: its tokens are the run's.
+                if let Some((tokens, price)) = prepared.summary_tokens.take() {
+                    run.count_summary(tokens, price.as_ref());
+                }
+                if prepared.summary_failed {
+                    run.usage.compaction_failures = run.usage.compaction_failures.saturating_add(1);
+                } else if prepared.thread_summary_written() {
+                    run.usage.compactions = run.usage.compactions.saturating_add(1);
+                }
+            }
+            let refused = if cfg.settings.stores.checkpoints.is_some() {
+                Box::pin(run.attach_durable(run_id, thread, resumed))
+                    .instrument(span.clone())
+                    .await
+            } else {
+                run.attach_run_id(run_id).err()
+            };
+            run.notify(&RunEvent::RunStarted {
+                trace_id: &trace_id,
+                agent: &cfg.settings.name,
+            });
+            // A resumed run passed the thread cap when it started.
+            let thread_refusal = prepared
+                .as_mut()
+                .and_then(|p| p.take_refusal())
+                .filter(|_| !is_resumed);
+            let refusal = refused.or(thread_refusal).map(Box::new);
+            let prepared = prepared.filter(|p| p.is_active());
+            (run, prepared, refusal)
+        };
+        let outcome = match refusal {
+            Some(refused) => Err(*refused),
+            None => run.drive_bounded().instrument(span.clone()).await,
+        };
+        let duration = started.elapsed() + run.elapsed_before();
+        run.release_reservation();
+        let durable = run.durable.take();
+        // A run another process took over leaves the stores to that process.
+        let fenced = durable.as_ref().is_some_and(|d| d.is_fenced());
+        let run_observers = run.observers.clone();
+        let mut result = run.finish(outcome, duration);
+        let ending = result.ending();
+        span.record("agent.ending", ending.as_str());
+        if let Some(category) = result.category() {
+            span.record("error.type", category);
+            span.record("otel.status_code", "error");
+        }
+        run_observers.notify(&RunEvent::RunEnded {
+            trace_id: &trace_id,
+            ending,
+            category: result.category(),
+            usage: &result.usage,
+            duration,
+        });
+        let after = prepared.is_some() && !fenced;
+        if !after && durable.is_none() {
+            return result;
+        }
+        // The result goes into the boxed tail and back, so this future holds no room for
+        // it while the run is under way.
+        Box::pin(async move {
+            if let Some(prepared) = prepared.filter(|_| after) {
+                stores::after_run(cfg, *prepared, &mut result)
+                    .instrument(span.clone())
+                    .await;
+            }
+            // A paused run's last checkpoint is its pause; it finishes when it resumes.
+            let durable = durable.filter(|_| result.ending() != Ending::Paused);
+            checkpoint::save_finished(durable, &mut result, &run_observers)
+                .instrument(span)
+                .await;
+            result
+        })
+        .await
+    }
 }
 
 /// What the loop does after a turn.
@@ -351,6 +389,12 @@ pub fn bench_run_sizes<T: AgentOutput>(config: &AgentConfig<T>) -> Vec<(&'static
         ),
         ("Resumed", size_of::<checkpoint::Resumed>()),
         ("tracing::Span", size_of::<tracing::Span>()),
+        ("LlmResponse", size_of::<crate::llm::LlmResponse>()),
+        ("LlmError", size_of::<LlmError>()),
+        (
+            "call_model's outcome",
+            size_of::<Result<Result<crate::llm::LlmResponse, LlmError>, AgentError>>(),
+        ),
     ];
     let mut run = Run::new(
         &config.inner,

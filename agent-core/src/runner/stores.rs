@@ -59,11 +59,6 @@ pub(crate) struct Prepared {
 }
 
 impl Prepared {
-    /// Nothing prepared: the config has no store.
-    pub(crate) fn none() -> Self {
-        Self::inactive()
-    }
-
     /// Whether the after-run hook has anything to do.
     pub(crate) fn is_active(&self) -> bool {
         self.active
