@@ -151,7 +151,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             }
             // An output guardrail that tripped on an answer of this turn.
             if let Some(tripped) = self.trip.take() {
-                return Err(tripped);
+                return Err(*tripped);
             }
             match next {
                 Next::Continue => {}

@@ -102,7 +102,7 @@ impl<T: AgentOutput> Run<'_, T> {
                     return Err(ValidationErrors::one(format!("/: {feedback}")));
                 }
                 Ok(Verdict::Trip(reason)) => {
-                    self.trip = Some(self.tripped((g.name.clone(), reason), "output"));
+                    self.trip = Some(Box::new(self.tripped((g.name.clone(), reason), "output")));
                     return Err(ValidationErrors::one(format!(
                         "/: the guardrail {} tripped",
                         g.name
@@ -113,7 +113,7 @@ impl<T: AgentOutput> Run<'_, T> {
                         "the guardrail panicked: {}",
                         panic_message(payload.as_ref())
                     );
-                    self.trip = Some(self.tripped((g.name.clone(), reason), "output"));
+                    self.trip = Some(Box::new(self.tripped((g.name.clone(), reason), "output")));
                     return Err(ValidationErrors::one(format!(
                         "/: the guardrail {} tripped",
                         g.name

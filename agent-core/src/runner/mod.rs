@@ -341,8 +341,9 @@ struct Run<'c, T> {
     link: Option<Arc<child::RunLink>>,
     /// The estimate of the LLM call under way, reserved in the pools above this run.
     reserved: child::Reserved,
-    /// A guardrail that tripped during the turn: the run ends with it after the turn.
-    trip: Option<AgentError>,
+    /// A guardrail that tripped during the turn: the run ends with it after the turn
+    /// (boxed: rare, and `Run` is held by every run).
+    trip: Option<Box<AgentError>>,
     /// How many times the conversation was handed to another agent (see
     /// `handoff.rs`); the agent that has it now is `cfg`'s.
     handoffs: u32,

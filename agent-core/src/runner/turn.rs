@@ -341,10 +341,10 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 && self.trip.is_none()
             {
                 self.guardrail_intervened(&trip.0, "tool_before", "trip", Some(&call.id));
-                self.trip = Some(AgentError::GuardrailTripped {
+                self.trip = Some(Box::new(AgentError::GuardrailTripped {
                     guardrail: trip.0,
                     reason: trip.1,
-                });
+                }));
             }
             if escalation.is_none() {
                 escalation = done.escalation.take();
@@ -370,7 +370,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         }
         // A tool guardrail that tripped, likewise.
         if let Some(tripped) = self.trip.take() {
-            return Next::Stop(Err(tripped));
+            return Next::Stop(Err(*tripped));
         }
         // A tool that said a person must take over, likewise.
         if let Some((reason, summary)) = escalation {
