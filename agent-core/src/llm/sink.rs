@@ -85,7 +85,7 @@ pub(crate) fn push_piece(text: &mut String, piece: &str) {
 
 /// What [`push_piece`] reserves for the first piece (bytes): enough for the arguments
 /// of a typical tool call, a few words of text.
-pub(crate) const FIRST_PIECE_RESERVE: usize = 128;
+const FIRST_PIECE_RESERVE: usize = 128;
 
 /// Hands a whole turn to `sink`: its text, then each tool call (start, then its
 /// arguments as JSON text), as one batch.

@@ -166,14 +166,12 @@ fn run<T: AgentOutput>(
         if !options.metadata.is_empty() {
             span.record("agent.metadata", tracing::field::debug(&options.metadata));
         }
-        // Stores (memory, retrieval, recorders): nothing happens without them. Their
-        // futures, and the finished checkpoint's, are boxed: this future is held by every
-        // run for its whole life, mostly parked on the model, so it is only as large as the
-        // loop's (see `bench_run_sizes`).
-        // The set-up before the loop, in a block: what it holds (the stores' prepared
-        // state, the refusals) keeps no room in this future while the loop runs. The
-        // prepared state goes on only when the stores have work after the run (boxed),
-        // and a refusal boxed (rare).
+        // This future is held by every run for its whole life, mostly parked on the
+        // model, so it is kept only as large as the loop's (see `bench_run_sizes`): the
+        // stores' futures (nothing happens without stores) and the finished checkpoint's
+        // are boxed, and the set-up before the loop sits in a block, so what it holds
+        // keeps no room while the loop runs. The stores' prepared state goes on (boxed)
+        // only when they have work after the run; a refusal is boxed (rare).
         let (mut run, prepared, refusal) = {
             let mut prepared = if cfg.settings.stores.any() {
                 let prepared = Box::pin(stores::before_run(cfg, &trace_id, &input, &mut options))
