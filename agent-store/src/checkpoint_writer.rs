@@ -59,28 +59,64 @@ pub(crate) struct LedgerRow {
     pub(crate) writer: Option<String>,
 }
 
-/// One write of a batch.
-pub(crate) enum Item {
-    /// A fenced checkpoint save.
-    Save(CheckpointRow),
-    /// A ledger entry (fenced or not).
-    Tool(LedgerRow),
+/// One write of a batch: a checkpoint, ledger entries, or both (one boundary of a run:
+/// stored together, and its outcome is theirs). In the transaction, a fenced entry comes
+/// after its item's checkpoint, so that a refused checkpoint refuses it too.
+pub(crate) struct Item {
+    save: Option<CheckpointRow>,
+    tools: Vec<LedgerRow>,
 }
 
 impl Item {
-    fn run_id(&self) -> &str {
-        match self {
-            Item::Save(row) => &row.run_id,
-            Item::Tool(row) => &row.run_id,
+    /// A fenced checkpoint save.
+    pub(crate) fn save(row: CheckpointRow) -> Self {
+        Self {
+            save: Some(row),
+            tools: Vec::new(),
         }
     }
 
-    fn call_id(&self) -> Option<&str> {
+    /// A ledger entry (fenced or not).
+    pub(crate) fn tool(row: LedgerRow) -> Self {
+        Self::boundary(None, vec![row])
+    }
+
+    /// A boundary's checkpoint (if any) and ledger entries.
+    pub(crate) fn boundary(save: Option<CheckpointRow>, tools: Vec<LedgerRow>) -> Self {
+        Self { save, tools }
+    }
+}
+
+/// One row of a batch, flattened out of its item.
+enum Write<'a> {
+    Save(&'a CheckpointRow),
+    Tool(&'a LedgerRow),
+}
+
+impl Write<'_> {
+    fn key(&self) -> (&str, Option<&str>) {
         match self {
-            Item::Save(_) => None,
-            Item::Tool(row) => Some(&row.call_id),
+            Write::Save(row) => (&row.run_id, None),
+            Write::Tool(row) => (&row.run_id, Some(&row.call_id)),
         }
     }
+}
+
+/// The rows of `items` in order, each with its item's index and, for a fenced entry
+/// that follows its item's checkpoint, that checkpoint's row index.
+fn flatten(items: &[Item]) -> Vec<(usize, Write<'_>, Option<usize>)> {
+    let mut rows = Vec::with_capacity(items.len() + 1);
+    for (i, item) in items.iter().enumerate() {
+        let save = item.save.as_ref().map(|row| {
+            rows.push((i, Write::Save(row), None));
+            rows.len() - 1
+        });
+        for row in &item.tools {
+            let after = save.filter(|_| row.writer.is_some());
+            rows.push((i, Write::Tool(row), after));
+        }
+    }
+    rows
 }
 
 type Reply = oneshot::Sender<Result<SaveOutcome, StoreError>>;
@@ -159,20 +195,26 @@ async fn guarded(shared: &Shared, items: &[Item]) -> Result<Vec<SaveOutcome>, St
     }
 }
 
-/// The indices of `items` in rounds: in each round, every key at most once, and each
-/// key's writes in the order they were queued.
-fn rounds(items: &[Item]) -> Vec<Vec<usize>> {
+/// The indices of `rows` in rounds: in each round, every key at most once, each key's
+/// writes in the order they were queued, and a row that follows a checkpoint (the third
+/// field) in that checkpoint's round or a later one (in a round, the checkpoints are
+/// written first).
+fn rounds(rows: &[(usize, Write<'_>, Option<usize>)]) -> Vec<Vec<usize>> {
     let mut rounds: Vec<Vec<usize>> = Vec::new();
-    let mut next: HashMap<(&str, Option<&str>), usize> = HashMap::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
-        let round = next.entry((item.run_id(), item.call_id())).or_insert(0);
-        if *round == rounds.len() {
+    let mut round_of: Vec<usize> = Vec::with_capacity(rows.len());
+    let mut next: HashMap<(&str, Option<&str>), usize> = HashMap::with_capacity(rows.len());
+    for (i, (_, row, after)) in rows.iter().enumerate() {
+        let at_least = after.and_then(|a| round_of.get(a).copied()).unwrap_or(0);
+        let slot = next.entry(row.key()).or_insert(0);
+        let round = (*slot).max(at_least);
+        *slot = round + 1;
+        round_of.push(round);
+        if round == rounds.len() {
             rounds.push(Vec::new());
         }
-        if let Some(r) = rounds.get_mut(*round) {
+        if let Some(r) = rounds.get_mut(round) {
             r.push(i);
         }
-        *round += 1;
     }
     rounds
 }
@@ -217,21 +259,23 @@ const LEDGER_TAIL_POSTGRES: &str = ") AS t), owner AS (SELECT c.run_id, c.writer
      WHERE v.writer IS NULL OR NOT EXISTS \
      (SELECT 1 FROM owner o WHERE o.run_id = v.run_id AND o.writer <> v.writer)";
 
-/// Writes one batch in one transaction; the outcome of each item, in order.
+/// Writes one batch in one transaction; the outcome of each item, in order (stored
+/// only if each of its rows was).
 async fn write(shared: &Shared, items: &[Item]) -> Result<Vec<SaveOutcome>, StoreError> {
     shared.ready().await?;
-    let mut outcomes = vec![SaveOutcome::Fenced; items.len()];
+    let rows = flatten(items);
+    let mut stored_rows = vec![false; rows.len()];
     let ledger_tail = match shared.backend {
         Backend::Postgres => LEDGER_TAIL_POSTGRES,
         _ => LEDGER_TAIL_SQLITE,
     };
-    let rounds = rounds(items);
+    let rounds = rounds(&rows);
     write_tx!(shared, DB, tx => {
         for round in &rounds {
             let saves: Vec<(usize, &CheckpointRow)> = round
                 .iter()
-                .filter_map(|&i| match items.get(i) {
-                    Some(Item::Save(row)) => Some((i, row)),
+                .filter_map(|&i| match rows.get(i) {
+                    Some((_, Write::Save(row), _)) => Some((i, *row)),
                     _ => None,
                 })
                 .collect();
@@ -253,16 +297,16 @@ async fn write(shared: &Shared, items: &[Item]) -> Result<Vec<SaveOutcome>, Stor
                 for row in &stored {
                     let run_id: String = row.try_get(0).map_err(db_error)?;
                     if let Some((i, _)) = chunk.iter().find(|(_, r)| r.run_id == run_id)
-                        && let Some(o) = outcomes.get_mut(*i)
+                        && let Some(o) = stored_rows.get_mut(*i)
                     {
-                        *o = SaveOutcome::Saved;
+                        *o = true;
                     }
                 }
             }
             let tools: Vec<(usize, &LedgerRow)> = round
                 .iter()
-                .filter_map(|&i| match items.get(i) {
-                    Some(Item::Tool(row)) => Some((i, row)),
+                .filter_map(|&i| match rows.get(i) {
+                    Some((_, Write::Tool(row), _)) => Some((i, *row)),
                     _ => None,
                 })
                 .collect();
@@ -286,14 +330,20 @@ async fn write(shared: &Shared, items: &[Item]) -> Result<Vec<SaveOutcome>, Stor
                     if let Some((i, _)) = chunk
                         .iter()
                         .find(|(_, r)| r.run_id == run_id && r.call_id == call_id)
-                        && let Some(o) = outcomes.get_mut(*i)
+                        && let Some(o) = stored_rows.get_mut(*i)
                     {
-                        *o = SaveOutcome::Saved;
+                        *o = true;
                     }
                 }
             }
         }
     })?;
+    let mut outcomes = vec![SaveOutcome::Saved; items.len()];
+    for ((item, _, _), stored) in rows.iter().zip(stored_rows) {
+        if !stored && let Some(o) = outcomes.get_mut(*item) {
+            *o = SaveOutcome::Fenced;
+        }
+    }
     Ok(outcomes)
 }
 
@@ -301,20 +351,24 @@ async fn write(shared: &Shared, items: &[Item]) -> Result<Vec<SaveOutcome>, Stor
 mod tests {
     use super::*;
 
-    fn tool(run: &str, call: &str) -> Item {
-        Item::Tool(LedgerRow {
+    fn ledger(run: &str, call: &str, writer: Option<&str>) -> LedgerRow {
+        LedgerRow {
             run_id: run.into(),
             call_id: call.into(),
             tool: "t".into(),
             status: "started",
             updated_at_ms: 0,
             body: String::new(),
-            writer: None,
-        })
+            writer: writer.map(str::to_owned),
+        }
     }
 
-    fn save(run: &str) -> Item {
-        Item::Save(CheckpointRow {
+    fn tool(run: &str, call: &str) -> Item {
+        Item::tool(ledger(run, call, None))
+    }
+
+    fn checkpoint(run: &str) -> CheckpointRow {
+        CheckpointRow {
             run_id: run.into(),
             seq: 1,
             finished: false,
@@ -324,7 +378,11 @@ mod tests {
             state: String::new(),
             writer: String::new(),
             taken_at: 0,
-        })
+        }
+    }
+
+    fn save(run: &str) -> Item {
+        Item::save(checkpoint(run))
     }
 
     #[test]
@@ -338,7 +396,28 @@ mod tests {
             save("b"),
             save("a"),
         ];
-        assert_eq!(rounds(&items), vec![vec![0, 1, 2, 5], vec![3, 4], vec![6]]);
+        assert_eq!(
+            rounds(&flatten(&items)),
+            vec![vec![0, 1, 2, 5], vec![3, 4], vec![6]]
+        );
         assert!(rounds(&[]).is_empty());
+    }
+
+    #[test]
+    fn a_fenced_entry_comes_no_earlier_than_its_items_checkpoint() {
+        let items = vec![
+            save("a"),
+            // Its checkpoint goes to round 1 (after the first save of "a"): its fenced
+            // entry too, though its key is new; its unfenced entry stays in round 0.
+            Item::boundary(
+                Some(checkpoint("a")),
+                vec![ledger("a", "c1", None), ledger("a", "c2", Some("w"))],
+            ),
+            tool("a", "c2"),
+        ];
+        let rows = flatten(&items);
+        let owners: Vec<usize> = rows.iter().map(|(item, _, _)| *item).collect();
+        assert_eq!(owners, vec![0, 1, 1, 1, 2]);
+        assert_eq!(rounds(&rows), vec![vec![0, 2], vec![1, 3], vec![4]]);
     }
 }

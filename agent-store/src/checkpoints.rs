@@ -2,11 +2,12 @@
 //! place at every boundary, and one row per tool execution in `tool_ledger`.
 //!
 //! `save` (used by `record_decisions`) is one statement in its own commit on the writing
-//! pool. The runner's writes (`save_fenced`, `record_tool_fenced`, `record_tool`) go
-//! through the store's checkpoint writer (`checkpoint_writer.rs`): group commit, each
-//! caller waiting for the commit that holds its write and getting its own outcome, so a
-//! write is durable before the call resolves. On SQLite the commit survives a killed
-//! process (WAL, `synchronous=NORMAL`); on PostgreSQL it is the server's commit.
+//! pool. The runner's writes (`save_boundary`, `save_fenced`, `record_tool_fenced`,
+//! `record_tool`) go through the store's checkpoint writer (`checkpoint_writer.rs`):
+//! group commit, each caller waiting for the commit that holds its write and getting its
+//! own outcome, so a write is durable before the call resolves. On SQLite the commit
+//! survives a killed process (WAL, `synchronous=NORMAL`); on PostgreSQL it is the
+//! server's commit.
 //!
 //! The fenced writes keep the check and the write in one statement: the fenced save is
 //! an upsert whose update holds only where the stored row is the writer's or its `seq`
@@ -18,12 +19,33 @@
 //! writer.
 
 use agent_core::StoreError;
-use agent_core::store::{CheckpointRecord, CheckpointStore, LedgerEntry, SaveOutcome, StoreFuture};
+use agent_core::store::{
+    CheckpointRecord, CheckpointStore, LedgerEntry, LedgerStatus, SaveOutcome, StoreFuture,
+};
 use sqlx::Row;
 
 use crate::Store;
 use crate::checkpoint_writer::{CheckpointRow, Item, LedgerRow};
 use crate::db::{check_key, column, db_error, db_ms, on_read_pool, on_write_pool};
+
+/// A checkpoint as the checkpoint writer stores it, fenced with `taken_at`.
+fn checkpoint_row(
+    checkpoint: &CheckpointRecord,
+    taken_at: u64,
+) -> Result<CheckpointRow, StoreError> {
+    check_key("run id", &checkpoint.run_id)?;
+    Ok(CheckpointRow {
+        run_id: checkpoint.run_id.clone(),
+        seq: i64::try_from(checkpoint.seq).unwrap_or(i64::MAX),
+        finished: checkpoint.finished,
+        fingerprint: column(&checkpoint.fingerprint),
+        updated_at_ms: db_ms(checkpoint.updated_at_ms),
+        header: column(&checkpoint.header),
+        state: column(&checkpoint.state),
+        writer: column(&checkpoint.writer),
+        taken_at: i64::try_from(taken_at).unwrap_or(i64::MAX),
+    })
+}
 
 /// A ledger entry as the checkpoint writer stores it; `writer` set: fenced.
 fn ledger_row(entry: &LedgerEntry, writer: Option<String>) -> Result<LedgerRow, StoreError> {
@@ -112,20 +134,9 @@ impl CheckpointStore for Store {
         taken_at: u64,
     ) -> StoreFuture<'a, SaveOutcome> {
         Box::pin(async move {
-            check_key("run id", &checkpoint.run_id)?;
+            let row = checkpoint_row(checkpoint, taken_at)?;
             self.shared.ready().await?;
-            let row = CheckpointRow {
-                run_id: checkpoint.run_id.clone(),
-                seq: i64::try_from(checkpoint.seq).unwrap_or(i64::MAX),
-                finished: checkpoint.finished,
-                fingerprint: column(&checkpoint.fingerprint),
-                updated_at_ms: db_ms(checkpoint.updated_at_ms),
-                header: column(&checkpoint.header),
-                state: column(&checkpoint.state),
-                writer: column(&checkpoint.writer),
-                taken_at: i64::try_from(taken_at).unwrap_or(i64::MAX),
-            };
-            self.checkpoints.write(Item::Save(row)).await
+            self.checkpoints.write(Item::save(row)).await
         })
     }
 
@@ -137,7 +148,32 @@ impl CheckpointStore for Store {
         Box::pin(async move {
             let row = ledger_row(entry, Some(column(writer)))?;
             self.shared.ready().await?;
-            self.checkpoints.write(Item::Tool(row)).await
+            self.checkpoints.write(Item::tool(row)).await
+        })
+    }
+
+    /// One transaction (with the rest of the writer's batch): a refused checkpoint
+    /// refuses the boundary's started entries too, and a crash stores all of it or none.
+    fn save_boundary<'a>(
+        &'a self,
+        checkpoint: Option<(&'a CheckpointRecord, u64)>,
+        entries: &'a [LedgerEntry],
+        writer: &'a str,
+    ) -> StoreFuture<'a, SaveOutcome> {
+        Box::pin(async move {
+            let save = match checkpoint {
+                Some((record, taken_at)) => Some(checkpoint_row(record, taken_at)?),
+                None => None,
+            };
+            let tools = entries
+                .iter()
+                .map(|entry| {
+                    let fenced = entry.status == LedgerStatus::Started;
+                    ledger_row(entry, fenced.then(|| column(writer)))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            self.shared.ready().await?;
+            self.checkpoints.write(Item::boundary(save, tools)).await
         })
     }
 
@@ -190,7 +226,7 @@ impl CheckpointStore for Store {
         Box::pin(async move {
             let row = ledger_row(entry, None)?;
             self.shared.ready().await?;
-            self.checkpoints.write(Item::Tool(row)).await.map(drop)
+            self.checkpoints.write(Item::tool(row)).await.map(drop)
         })
     }
 

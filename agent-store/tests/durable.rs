@@ -503,6 +503,106 @@ fn started(run_id: &str, call_id: &str) -> LedgerEntry {
     .unwrap()
 }
 
+fn completed(run_id: &str, call_id: &str) -> LedgerEntry {
+    serde_json::from_value(json!({
+        "run_id": run_id, "call_id": call_id, "tool": "send_email", "arguments_hash": "00",
+        "status": {"status": "completed", "content": "sent", "is_error": false, "fatal": false}
+    }))
+    .unwrap()
+}
+
+/// A boundary (`save_boundary`: finished entries, the checkpoint, started entries) on
+/// the real backends: stored whole; refused with its checkpoint when another writer took
+/// the run over (its started entries then not stored, its finished ones stored); and
+/// many boundaries of many runs at once, each stored whole (the writer's batches).
+async fn a_boundary_is_one_write(place: &Place) {
+    use SaveOutcome::{Fenced, Saved};
+    let store = place.open().await;
+    let sorted = |mut entries: Vec<LedgerEntry>| {
+        entries.sort_by(|a, b| a.call_id.cmp(&b.call_id));
+        entries
+    };
+    let first = checkpoint("b1", 1, "a");
+    assert_eq!(store.save_fenced(&first, 0).await.unwrap(), Saved);
+    let next = checkpoint("b1", 2, "a");
+    let entries = [completed("b1", "c0"), started("b1", "c1")];
+    assert_eq!(
+        store
+            .save_boundary(Some((&next, 0)), &entries, "a")
+            .await
+            .unwrap(),
+        Saved
+    );
+    assert_eq!(store.load("b1").await.unwrap(), Some(next));
+    assert_eq!(sorted(store.ledger("b1").await.unwrap()), entries.to_vec());
+    // Another process takes the run over from seq 2.
+    let claim = checkpoint("b1", 3, "b");
+    assert_eq!(store.save_fenced(&claim, 2).await.unwrap(), Saved);
+    let late = checkpoint("b1", 3, "a");
+    let entries = [completed("b1", "c1"), started("b1", "c2")];
+    assert_eq!(
+        store
+            .save_boundary(Some((&late, 0)), &entries, "a")
+            .await
+            .unwrap(),
+        Fenced
+    );
+    assert_eq!(store.load("b1").await.unwrap(), Some(claim.clone()));
+    // c1's result is kept (a finished entry is stored whatever the fence); c2 never
+    // started.
+    assert_eq!(
+        sorted(store.ledger("b1").await.unwrap()),
+        vec![completed("b1", "c0"), completed("b1", "c1")]
+    );
+    // Entries alone: the started one is fenced by the stored checkpoint's writer.
+    let alone = [started("b1", "c3")];
+    assert_eq!(
+        store.save_boundary(None, &alone, "a").await.unwrap(),
+        Fenced
+    );
+    assert_eq!(store.save_boundary(None, &alone, "b").await.unwrap(), Saved);
+    assert_eq!(store.save_boundary(None, &[], "b").await.unwrap(), Saved);
+    assert_eq!(store.load("b1").await.unwrap(), Some(claim));
+    // A boundary that takes the run over (from seq 3): its started entry is checked
+    // after its checkpoint, so it is the new writer's.
+    let taken = checkpoint("b1", 4, "c");
+    let start = [started("b1", "c4")];
+    assert_eq!(
+        store
+            .save_boundary(Some((&taken, 3)), &start, "c")
+            .await
+            .unwrap(),
+        Saved
+    );
+    assert_eq!(store.load("b1").await.unwrap(), Some(taken));
+    // c0, c1 completed; c3 and c4 started.
+    assert_eq!(store.ledger("b1").await.unwrap().len(), 4);
+    // 64 runs' boundaries at once, two per run (a checkpoint with a started entry, then
+    // the completed entry with the next checkpoint): every one stored whole.
+    let runs: Vec<String> = (0..64).map(|i| format!("m{i}")).collect();
+    let turns = futures::future::join_all(runs.iter().map(|run| {
+        let store = &store;
+        async move {
+            let pending = checkpoint(run, 1, "w");
+            let start = [started(run, "c1")];
+            let a = store.save_boundary(Some((&pending, 0)), &start, "w").await;
+            let after = checkpoint(run, 2, "w");
+            let done = [completed(run, "c1")];
+            let b = store.save_boundary(Some((&after, 0)), &done, "w").await;
+            (a.unwrap(), b.unwrap())
+        }
+    }))
+    .await;
+    assert!(turns.iter().all(|t| *t == (Saved, Saved)), "{turns:?}");
+    for run in &runs {
+        assert_eq!(
+            store.load(run).await.unwrap(),
+            Some(checkpoint(run, 2, "w"))
+        );
+        assert_eq!(store.ledger(run).await.unwrap(), vec![completed(run, "c1")]);
+    }
+}
+
 // C48.
 /// The fenced writes on the real backends: the rule, 8 claims at once (exactly one
 /// wins), and a `started` entry racing a take-over 40 times (the entry is fenced, or the
@@ -757,5 +857,6 @@ both_backends!(
     killed_at_every_boundary_then_resumed,
     killed_at_random_points,
     c48_fenced_writes_keep_one_writer,
-    c48_two_resumes_at_once_one_is_fenced
+    c48_two_resumes_at_once_one_is_fenced,
+    a_boundary_is_one_write
 );

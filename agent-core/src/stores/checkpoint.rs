@@ -13,11 +13,14 @@ use crate::stores::{StoreError, StoreFuture};
 
 /// Where runs keep their checkpoints and their tool-effect ledger.
 ///
-/// With `.checkpoints(store)` on the builder, the runner saves the run's state
-/// ([`save`](Self::save), one row per run, replaced in place) before every LLM call,
-/// before the tools of a turn run, and when the run ends; and records each tool
-/// execution in the ledger before it starts and after it returns
-/// ([`record_tool`](Self::record_tool)). Every call is awaited before the run goes on,
+/// With `.checkpoints(store)` on the builder, the runner saves the run's state (one row
+/// per run, replaced in place) before every LLM call, before the tools of a turn run,
+/// and when the run ends; and records each tool execution in the ledger before it
+/// starts and after it returns. It writes through
+/// [`save_boundary`](Self::save_boundary) (a checkpoint with the ledger entries that go
+/// with it; its default calls [`save_fenced`](Self::save_fenced),
+/// [`record_tool_fenced`](Self::record_tool_fenced) and
+/// [`record_tool`](Self::record_tool)). Every call is awaited before the run goes on,
 /// bounded by `store_timeout`; a call that fails is counted in
 /// [`AgentResult::store_failures`](crate::AgentResult::store_failures) and the run goes
 /// on (its crash guarantee then degrades: see `docs/durable.md`).
@@ -82,6 +85,50 @@ pub trait CheckpointStore: Send + Sync {
     /// # Errors
     /// A [`StoreError`] when it cannot be stored.
     fn record_tool<'a>(&'a self, entry: &'a LedgerEntry) -> StoreFuture<'a, ()>;
+
+    /// Stores the writes of one boundary together: first the `entries` that finished
+    /// (completed or deferred: stored whatever the fence, as
+    /// [`record_tool`](Self::record_tool)), then the `checkpoint` when there is one
+    /// (with its `taken_at`, fenced as [`save_fenced`](Self::save_fenced)), then the
+    /// entries that started (fenced as [`record_tool_fenced`](Self::record_tool_fenced)
+    /// with `writer`). Returns [`SaveOutcome::Fenced`] when the checkpoint or a started
+    /// entry was refused. The runner writes through it, so that a tool turn costs two
+    /// awaited writes instead of four: the turn's `tools_pending` checkpoint goes with
+    /// the first `started` entry, and the last `completed` entry with the next
+    /// checkpoint (see `docs/durable.md`, "Writes per turn").
+    ///
+    /// The default makes the calls above one after the other and stops at the first
+    /// error or refusal; a store that can should make them one atomic step (one
+    /// transaction: a refused checkpoint then stores no started entry), as
+    /// `agent-store` does.
+    ///
+    /// # Errors
+    /// A [`StoreError`] when a write fails (the writes before it may be stored; in an
+    /// atomic store, none is).
+    fn save_boundary<'a>(
+        &'a self,
+        checkpoint: Option<(&'a CheckpointRecord, u64)>,
+        entries: &'a [LedgerEntry],
+        writer: &'a str,
+    ) -> StoreFuture<'a, SaveOutcome> {
+        Box::pin(async move {
+            let started = |e: &&LedgerEntry| e.status == LedgerStatus::Started;
+            for entry in entries.iter().filter(|e| !started(e)) {
+                self.record_tool(entry).await?;
+            }
+            if let Some((checkpoint, taken_at)) = checkpoint
+                && self.save_fenced(checkpoint, taken_at).await? == SaveOutcome::Fenced
+            {
+                return Ok(SaveOutcome::Fenced);
+            }
+            for entry in entries.iter().filter(started) {
+                if self.record_tool_fenced(entry, writer).await? == SaveOutcome::Fenced {
+                    return Ok(SaveOutcome::Fenced);
+                }
+            }
+            Ok(SaveOutcome::Saved)
+        })
+    }
 
     /// The checkpoints of runs that have not finished (running, interrupted or
     /// paused), at most `limit`, most recently saved first.
