@@ -287,7 +287,9 @@ async fn a_run_resumed_after_a_crash_at_any_boundary_ends_like_the_uninterrupted
     assert_eq!(baseline.usage.llm_calls, 4);
     assert_eq!(baseline.usage.tool_calls, 4);
     assert_eq!(baseline.store_failures, 0);
-    // Writes: 4 before_call + 3 tools_pending + 2 per tool execution + finished.
+    // The store's calls (this store has `save_boundary`'s default: one call per
+    // checkpoint or entry): 4 before_call + 3 tools_pending + 2 per tool execution +
+    // finished.
     let writes = store.writes();
     assert_eq!(writes, 4 + 3 + 8 + 1);
     assert_eq!(
@@ -538,6 +540,209 @@ async fn resume_errors_are_typed_and_send_nothing() {
     assert_eq!(bad.category(), Some("invalid_run"));
 }
 
+/// A store that logs every write the runner makes, one line per call: a boundary's
+/// checkpoint phase (or `-`) and its entries, or a lone entry. A boundary's line is
+/// logged when it is stored; with `slow`, a boundary with a checkpoint takes 50 ms.
+#[derive(Clone, Default)]
+struct Logged {
+    inner: InMemoryCheckpoints,
+    log: Arc<Mutex<Vec<String>>>,
+    slow: bool,
+}
+
+fn entries_text(entries: &[LedgerEntry]) -> String {
+    let parts: Vec<String> = entries
+        .iter()
+        .map(|e| format!("{} {}", e.call_id, e.status.as_str()))
+        .collect();
+    parts.join(", ")
+}
+
+impl CheckpointStore for Logged {
+    fn save<'a>(&'a self, checkpoint: &'a CheckpointRecord) -> StoreFuture<'a, ()> {
+        self.inner.save(checkpoint)
+    }
+    fn save_fenced<'a>(&'a self, c: &'a CheckpointRecord, at: u64) -> StoreFuture<'a, SaveOutcome> {
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("save_fenced {}", c.seq));
+        self.inner.save_fenced(c, at)
+    }
+    fn record_tool_fenced<'a>(
+        &'a self,
+        entry: &'a LedgerEntry,
+        writer: &'a str,
+    ) -> StoreFuture<'a, SaveOutcome> {
+        self.log.lock().unwrap().push(format!(
+            "fenced {}",
+            entries_text(std::slice::from_ref(entry))
+        ));
+        self.inner.record_tool_fenced(entry, writer)
+    }
+    fn save_boundary<'a>(
+        &'a self,
+        checkpoint: Option<(&'a CheckpointRecord, u64)>,
+        entries: &'a [LedgerEntry],
+        writer: &'a str,
+    ) -> StoreFuture<'a, SaveOutcome> {
+        let phase = checkpoint.map_or_else(
+            || "-".to_owned(),
+            |(c, _)| {
+                let state: Value = serde_json::from_str(&c.state).unwrap();
+                let at = state["phase"]["at"]
+                    .as_str()
+                    .unwrap_or("finished")
+                    .to_owned();
+                format!("{} {at}", c.seq)
+            },
+        );
+        let line = format!("{phase} [{}]", entries_text(entries));
+        let delay = self.slow && checkpoint.is_some();
+        Box::pin(async move {
+            if delay {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            let outcome = self.inner.save_boundary(checkpoint, entries, writer).await;
+            self.log.lock().unwrap().push(line);
+            outcome
+        })
+    }
+    fn load<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Option<CheckpointRecord>> {
+        self.inner.load(run_id)
+    }
+    fn record_tool<'a>(&'a self, entry: &'a LedgerEntry) -> StoreFuture<'a, ()> {
+        self.log.lock().unwrap().push(format!(
+            "entry {}",
+            entries_text(std::slice::from_ref(entry))
+        ));
+        self.inner.record_tool(entry)
+    }
+    fn unfinished<'a>(&'a self, limit: usize) -> StoreFuture<'a, Vec<CheckpointRecord>> {
+        self.inner.unfinished(limit)
+    }
+    fn ledger<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Vec<LedgerEntry>> {
+        self.inner.ledger(run_id)
+    }
+}
+
+#[tokio::test]
+async fn a_tool_turn_costs_two_writes() {
+    let (lookup, stock) = (KeyTool::new("lookup", false), KeyTool::new("stock", false));
+    let steps = vec![
+        LlmResponse::tool_calls(vec![call("c1", "lookup", "a")]),
+        LlmResponse::tool_calls(vec![call("c2", "stock", "b")]),
+        // Not run (unknown tool): the turn's held checkpoint is dropped, and the next
+        // save takes its seq.
+        LlmResponse::tool_calls(vec![call("c3", "nope", "c")]),
+        LlmResponse::tool_calls(vec![ToolCall::new("c4", "submit_output", valid())]),
+    ];
+    let store = Logged::default();
+    let cfg = config(ByTurn::new(steps), store.clone(), &[&lookup, &stock]);
+    let result = run_agent_with(&cfg, "go", RunOptions::new().run_id("w1")).await;
+    assert_eq!(result.outcome, Ok(Triage::from_valid()));
+    assert_eq!(result.store_failures, 0);
+    // The tools_pending checkpoint goes with the started entry; the completed entry
+    // with the next before_call.
+    assert_eq!(
+        *store.log.lock().unwrap(),
+        [
+            "1 before_call []",
+            "2 tools_pending [c1 started]",
+            "3 before_call [c1 completed]",
+            "4 tools_pending [c2 started]",
+            "5 before_call [c2 completed]",
+            "6 before_call []",
+            "7 finished []",
+        ]
+    );
+    let mut ledger = store.inner.ledger("w1").await.unwrap();
+    ledger.sort_by(|a, b| a.call_id.cmp(&b.call_id));
+    let statuses: Vec<_> = ledger
+        .iter()
+        .map(|e| (e.call_id.as_str(), e.status.as_str()))
+        .collect();
+    assert_eq!(statuses, [("c1", "completed"), ("c2", "completed")]);
+    let last = store.inner.load("w1").await.unwrap().unwrap();
+    assert_eq!((last.seq, last.finished), (7, true));
+}
+
+/// Two calls of one turn at once: the second call's started entry is written only
+/// once the first call's write, which carries the turn's checkpoint, is stored (no tool
+/// starts before the turn is durable); the first call's completed entry is written at
+/// once (the other call still runs), the last one's with the next checkpoint.
+#[tokio::test]
+async fn a_second_call_of_a_turn_starts_after_the_turns_checkpoint() {
+    let (lookup, stock) = (KeyTool::new("lookup", false), KeyTool::new("stock", false));
+    let steps = vec![
+        LlmResponse::tool_calls(vec![call("c1", "lookup", "a"), call("c2", "stock", "b")]),
+        LlmResponse::tool_calls(vec![ToolCall::new("c3", "submit_output", valid())]),
+    ];
+    let store = Logged {
+        slow: true,
+        ..Logged::default()
+    };
+    let cfg = config(ByTurn::new(steps), store.clone(), &[&lookup, &stock]);
+    let result = run_agent_with(&cfg, "go", RunOptions::new().run_id("w3")).await;
+    assert_eq!(result.outcome, Ok(Triage::from_valid()));
+    let log = store.log.lock().unwrap().clone();
+    assert_eq!(
+        log[..2],
+        ["1 before_call []", "2 tools_pending [c1 started]"]
+    );
+    // Logged when stored: after the slow write it waited for, though it is not slow.
+    assert!(log.contains(&"- [c2 started]".to_owned()), "{log:?}");
+    // c1's and c2's completed entries: one alone (the other call was still running),
+    // the other with the next before_call.
+    let alone: Vec<_> = log.iter().filter(|l| l.starts_with("entry ")).collect();
+    assert_eq!(alone.len(), 1, "{log:?}");
+    assert!(
+        log[log.len() - 2].starts_with("3 before_call [c"),
+        "{log:?}"
+    );
+    assert_eq!(log[log.len() - 1], "4 finished []");
+    assert_eq!(log.len(), 6, "{log:?}");
+}
+
+/// A tool that cannot safely continue.
+struct Fatal;
+
+impl Tool for Fatal {
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition::new("fatal", "Fails for good.", json!({"type": "object"}))
+    }
+
+    fn call<'a>(&'a self, _arguments: Value, _context: ToolContext) -> ToolFuture<'a> {
+        Box::pin(async { Err(agent_core::ToolError::fatal("the disk is gone")) })
+    }
+}
+
+/// A run that stops right after its tools (a fatal tool) writes the tool's completed
+/// entry before the run's end, and then its finished checkpoint.
+#[tokio::test]
+async fn a_run_that_stops_after_its_tools_writes_their_entries_first() {
+    let steps = vec![LlmResponse::tool_calls(vec![call("c1", "fatal", "a")])];
+    let store = Logged::default();
+    let cfg = AgentConfig::<Triage>::builder("durable")
+        .llm(ByTurn::new(steps))
+        .backoff(Backoff::none())
+        .checkpoints(store.clone())
+        .tool(Fatal)
+        .build()
+        .unwrap();
+    let result = run_agent_with(&cfg, "go", RunOptions::new().run_id("w2")).await;
+    assert_eq!(result.category(), Some("tool_fatal"));
+    assert_eq!(
+        *store.log.lock().unwrap(),
+        [
+            "1 before_call []",
+            "2 tools_pending [c1 started]",
+            "- [c1 completed]",
+            "3 finished []",
+        ]
+    );
+}
+
 #[tokio::test]
 async fn a_failing_checkpoint_store_never_changes_the_outcome_and_is_counted() {
     let lookup = KeyTool::new("lookup", false);
@@ -548,8 +753,9 @@ async fn a_failing_checkpoint_store_never_changes_the_outcome_and_is_counted() {
     let cfg = config(ByTurn::new(steps), Broken, &[&lookup]);
     let result = run_agent_with(&cfg, "go", RunOptions::new().run_id("b1")).await;
     assert_eq!(result.outcome, Ok(Triage::from_valid()));
-    // load, 2 before_call, tools_pending, started, completed, finished.
-    assert_eq!(result.store_failures, 7);
+    // One per write: load, before_call, tools_pending with started, completed with the
+    // next before_call, finished (a write of two stops at its first failure).
+    assert_eq!(result.store_failures, 5);
     // Without a usable checkpoint, resume is a typed error.
     assert!(matches!(
         resume_agent(&cfg, "b1").await,

@@ -5,8 +5,10 @@
 //! Boundaries, in a run's order: `before_call` (top of the loop: the previous
 //! transition is complete), `tools_pending` (a turn of ordinary tool calls is in the
 //! transcript, none of its tools has started), then per tool execution the ledger's
-//! `started` and `completed`, and `finished` (the result). Every write is awaited,
-//! bounded by `store_timeout`; a failed write is counted and the run goes on.
+//! `started` and `completed`, and `finished` (the result). `tools_pending` is written
+//! with the turn's first `started` entry, and a `completed` entry with the run's next
+//! write (see `ledger.rs`). Every write is awaited, bounded by `store_timeout`; a failed
+//! write is counted and the run goes on.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -17,125 +19,28 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::config::Compiled;
-use crate::error::{AgentError, Attempt, panic_message};
-use crate::handover::{CallRecord, Handover};
-use crate::llm::LlmError;
+use crate::error::{AgentError, panic_message};
 use crate::message::{Message, ToolCall};
 use crate::observe::RunEvent;
-use crate::output::{AgentOutput, OutputMode};
-use crate::pause::{Decisions, PendingCall};
+use crate::output::AgentOutput;
 use crate::result::AgentResult;
-use crate::scores::Scores;
 use crate::stores::{
     CheckpointRecord, CheckpointStore, LedgerEntry, SaveOutcome, StoreError, StoreKind, fnv1a64,
     now_ms,
 };
-use crate::usage::Usage;
 
 use super::Run;
-use super::guard::{GuardState, canonical_json};
+use super::guard::canonical_json;
 use super::ledger::Ledger;
 use super::trace::Observers;
-
-/// The version of the header and state texts this runner writes.
-pub(super) const FORMAT: u32 = 1;
 
 /// The longest run id accepted (bytes).
 const MAX_RUN_ID: usize = 256;
 
-/// What does not change during a run: written with every save, read on resume.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub(super) struct Header {
-    pub(super) format: u32,
-    pub(super) run_id: String,
-    pub(super) trace_id: String,
-    pub(super) agent: String,
-    pub(super) fingerprint: String,
-    pub(super) output_mode: OutputMode,
-    pub(super) output_schema: Option<Value>,
-    /// The user tools: name and parameter schema, in the config's order.
-    pub(super) tools: Vec<(String, Value)>,
-    pub(super) thread: Option<String>,
-    pub(super) input: String,
-    /// The system prompt as sent (retrieved context included).
-    pub(super) system: Option<String>,
-    /// Messages before the input (the thread's and `RunOptions::history`).
-    pub(super) history_len: usize,
-    /// The run's deadline (ms), when it had one.
-    pub(super) deadline_ms: Option<u64>,
-}
-
-/// Which boundary a running checkpoint was saved at.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "at", rename_all = "snake_case")]
-pub(super) enum Phase {
-    /// Before an LLM call: the previous transition is complete.
-    BeforeCall,
-    /// The last message is a turn of ordinary tool calls, none answered yet; `offered`
-    /// names the tools that turn was offered; `decisions` are those a resume of a paused
-    /// run brought (edits already applied to the turn).
-    ToolsPending {
-        offered: Vec<String>,
-        #[serde(default, skip_serializing_if = "Decisions::is_empty")]
-        decisions: Decisions,
-    },
-    /// As `ToolsPending`, and the run paused: `pending` wait for a decision (the turn's
-    /// other calls completed in the ledger); `decisions` recorded so far.
-    Paused {
-        offered: Vec<String>,
-        pending: Vec<PendingCall>,
-        #[serde(default, skip_serializing_if = "Decisions::is_empty")]
-        decisions: Decisions,
-    },
-}
-
-/// A running run's state (the `state` text of an unfinished checkpoint).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub(super) struct Snapshot<'a> {
-    pub(super) format: u32,
-    pub(super) phase: Phase,
-    pub(super) messages: Cow<'a, [Message]>,
-    pub(super) usage: Usage,
-    pub(super) cost_usd: f64,
-    pub(super) last_call_tokens: u64,
-    pub(super) last_call_cost: f64,
-    pub(super) attempts: Cow<'a, [Attempt]>,
-    pub(super) failures: Cow<'a, [LlmError]>,
-    pub(super) force_answer: bool,
-    pub(super) last_text: Cow<'a, str>,
-    pub(super) output: Cow<'a, str>,
-    pub(super) guard: GuardState,
-    pub(super) calls: Cow<'a, [CallRecord]>,
-    pub(super) last_correction: Option<Cow<'a, str>>,
-    pub(super) model_summary: Option<Cow<'a, str>>,
-    pub(super) fatal: Option<(String, String)>,
-    /// Time spent toward the deadline so far (ms).
-    pub(super) elapsed_ms: u64,
-    /// Store failures counted so far.
-    pub(super) store_failures: u32,
-}
-
-/// A finished run's result (the `state` text of a finished checkpoint).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub(super) struct Finished<'a> {
-    pub(super) format: u32,
-    pub(super) ok: bool,
-    pub(super) error: Option<Cow<'a, AgentError>>,
-    pub(super) output: Cow<'a, str>,
-    pub(super) trace_id: Cow<'a, str>,
-    pub(super) usage: Usage,
-    pub(super) scores: Option<Cow<'a, Scores>>,
-    pub(super) duration_ms: u64,
-    pub(super) transcript: Cow<'a, [Message]>,
-    pub(super) handover: Option<Cow<'a, Handover>>,
-    pub(super) partial: bool,
-    pub(super) customer_message: Cow<'a, str>,
-    pub(super) store_failures: u32,
-}
+pub(super) use super::snapshot::{FORMAT, Finished, Header, Phase, Snapshot};
 
 /// A run resumed from its checkpoint: what `run` starts it from.
 pub(super) struct Resumed {
@@ -321,6 +226,9 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 writer,
                 fenced: AtomicBool::new(false),
                 fenced_at: std::sync::atomic::AtomicU64::new(0),
+                held: tokio::sync::Mutex::new(None),
+                done: std::sync::Mutex::new(Vec::new()),
+                in_flight: std::sync::atomic::AtomicUsize::new(0),
             },
             store,
             run_id,
@@ -478,15 +386,72 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     }
 
     /// Saves the run's state at a running boundary (nothing without a checkpoint
-    /// store). Awaited; a failure is counted and the run goes on.
+    /// store), with the ledger's finished entries not yet written. Awaited; a failure is
+    /// counted and the run goes on.
     ///
     /// # Errors
     /// [`AgentError::Fenced`] when the save was refused because another process took the
     /// run over: the run must stop at once.
     pub(super) async fn save_checkpoint(&mut self, phase: Phase) -> Result<(), AgentError> {
-        let Some(d) = &self.durable else {
+        let Some(state) = self.state_text(phase) else {
             return Ok(());
         };
+        let Some(d) = self.durable.as_deref_mut() else {
+            return Ok(());
+        };
+        let outcome = match state {
+            Ok(state) => d.save(false, state).await,
+            Err(e) => Err(e),
+        };
+        // A refused save marked the run fenced (see `Durable::save`).
+        if let Err(error) = outcome {
+            d.failures = d.failures.saturating_add(1);
+            report(&self.observers, &self.trace_id, "save", &error);
+        }
+        self.fenced().map_or(Ok(()), Err)
+    }
+
+    /// Holds the run's state at `tools_pending` in the ledger, for the turn's first
+    /// `started` entry to write with it (see `ledger.rs`); nothing is written now. The
+    /// turn's tools release what no call wrote ([`release_held`](Self::release_held)).
+    ///
+    /// # Errors
+    /// [`AgentError::Fenced`] when another process took the run over before.
+    pub(super) fn hold_checkpoint(&mut self, phase: Phase) -> Result<(), AgentError> {
+        if let Some(fenced) = self.fenced() {
+            return Err(fenced);
+        }
+        let Some(state) = self.state_text(phase) else {
+            return Ok(());
+        };
+        let Some(d) = self.durable.as_deref_mut() else {
+            return Ok(());
+        };
+        match state {
+            Ok(state) => {
+                let record = d.next_record(false, state);
+                *d.ledger.held.get_mut() = Some((record, d.taken_at));
+            }
+            Err(error) => {
+                d.failures = d.failures.saturating_add(1);
+                report(&self.observers, &self.trace_id, "save", &error);
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops a held `tools_pending` checkpoint that no call wrote (none of the turn's
+    /// calls started): the run's next checkpoint follows at once and replaces it.
+    pub(super) fn release_held(&mut self) {
+        if let Some(d) = self.durable.as_deref_mut() {
+            d.release_held();
+        }
+    }
+
+    /// The state text of a running checkpoint at `phase`; `None` without a checkpoint
+    /// store.
+    fn state_text(&self, phase: Phase) -> Option<Result<String, StoreError>> {
+        let d = self.durable.as_deref()?;
         let elapsed = d.elapsed_before + d.started.elapsed();
         let snapshot = Snapshot {
             format: FORMAT,
@@ -509,31 +474,18 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             elapsed_ms: super::super::stores::ms(elapsed),
             store_failures: d.failures_before.saturating_add(d.failures),
         };
-        let state = serde_json::to_string(&snapshot);
-        let Some(d) = self.durable.as_deref_mut() else {
-            return Ok(());
-        };
-        let outcome = match state {
-            Ok(state) => d.save(false, state).await,
-            Err(e) => Err(StoreError::invalid(format!(
-                "the checkpoint does not encode: {e}"
-            ))),
-        };
-        // A refused save marked the run fenced (see `Durable::save`).
-        if let Err(error) = outcome {
-            d.failures = d.failures.saturating_add(1);
-            report(&self.observers, &self.trace_id, "save", &error);
-        }
-        self.fenced().map_or(Ok(()), Err)
+        Some(
+            serde_json::to_string(&snapshot)
+                .map_err(|e| StoreError::invalid(format!("the checkpoint does not encode: {e}"))),
+        )
     }
 }
 
 impl Durable {
-    /// Saves the next checkpoint, fenced: refused (and the run marked fenced) when
-    /// another process took the run over.
-    async fn save(&mut self, finished: bool, state: String) -> Result<SaveOutcome, StoreError> {
+    /// The next checkpoint record.
+    fn next_record(&mut self, finished: bool, state: String) -> CheckpointRecord {
         self.seq += 1;
-        let record = CheckpointRecord {
+        CheckpointRecord {
             run_id: self.run_id.to_string(),
             seq: self.seq,
             finished,
@@ -542,14 +494,50 @@ impl Durable {
             writer: self.ledger.writer.to_string(),
             header: self.header.clone(),
             state,
-        };
+        }
+    }
+
+    /// Drops a held checkpoint no call wrote; its seq is the next one's.
+    fn release_held(&mut self) {
+        if self.ledger.held.get_mut().take().is_some() {
+            self.seq -= 1;
+        }
+    }
+
+    /// Saves the next checkpoint with the ledger's finished entries not yet written,
+    /// fenced: refused (and the run marked fenced) when another process took the run
+    /// over.
+    async fn save(&mut self, finished: bool, state: String) -> Result<SaveOutcome, StoreError> {
+        self.release_held();
+        let record = self.next_record(finished, state);
+        let done = self.ledger.take_done();
         let store = &self.store;
         let taken_at = self.taken_at;
-        let outcome = bounded(self.timeout, || store.save_fenced(&record, taken_at)).await;
+        let writer = &*self.ledger.writer;
+        let outcome = bounded(self.timeout, || {
+            store.save_boundary(Some((&record, taken_at)), &done, writer)
+        })
+        .await;
         if let Ok(SaveOutcome::Fenced) = outcome {
             self.ledger.fence(self.seq);
         }
         outcome
+    }
+
+    /// Writes the ledger's finished entries no write has carried yet (the run stopped
+    /// right after its tools); a failure is counted.
+    pub(super) async fn flush_done(&mut self, observers: &Observers, trace_id: &str) {
+        let done = self.ledger.take_done();
+        if done.is_empty() {
+            return;
+        }
+        let store = &self.store;
+        let writer = &*self.ledger.writer;
+        let outcome = bounded(self.timeout, || store.save_boundary(None, &done, writer)).await;
+        if let Err(error) = outcome {
+            self.failures = self.failures.saturating_add(1);
+            report(observers, trace_id, "tool_completed", &error);
+        }
     }
 
     /// Whether another process took the run over (a fenced write was refused).

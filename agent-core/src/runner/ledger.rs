@@ -2,17 +2,22 @@
 //! the tool, `completed`), and a resumed run answers calls from it (see
 //! `docs/durable.md`, "The ledger"). `started` is a fenced write: a process that lost the
 //! run to another starts no more tools.
+//!
+//! Writes per turn: the turn's `tools_pending` checkpoint is held here and goes with the
+//! first `started` entry (one write: no tool starts before both are durable), and a
+//! `completed` entry written when no other tool of the run is running is carried by the
+//! run's next write (the next `started` entry or checkpoint, which follows at once).
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::handover::CallOutcome;
 use crate::message::{ToolCall, ToolResult};
 use crate::pause::PauseReason;
-use crate::stores::{CheckpointStore, LedgerEntry, LedgerStatus, SaveOutcome};
+use crate::stores::{CheckpointRecord, CheckpointStore, LedgerEntry, LedgerStatus, SaveOutcome};
 
 use super::checkpoint::{arguments_hash, bounded, report};
 use super::tools::Executed;
@@ -32,6 +37,14 @@ pub(crate) struct Ledger {
     pub(super) fenced: AtomicBool,
     /// The seq of the checkpoint write that was refused, if that is what was fenced.
     pub(super) fenced_at: AtomicU64,
+    /// The turn's `tools_pending` checkpoint (with its `taken_at`), until the first
+    /// `started` entry carries it; held locked during that write, so that no other call
+    /// of the turn starts before it is durable.
+    pub(super) held: tokio::sync::Mutex<Option<(CheckpointRecord, u64)>>,
+    /// Finished entries (completed, deferred) the next write carries.
+    pub(super) done: Mutex<Vec<LedgerEntry>>,
+    /// Tool executions between their `started` entry and their result.
+    pub(super) in_flight: AtomicUsize,
 }
 
 impl Ledger {
@@ -71,28 +84,50 @@ impl Ledger {
             Some(_) if irreversible => return unknown(call),
             _ => {}
         }
-        let mut entry = LedgerEntry {
+        let entry = LedgerEntry {
             run_id: self.run_id.to_string(),
             call_id: call.id.clone(),
             tool: call.name.clone(),
             arguments_hash: hash,
             status: LedgerStatus::Started,
         };
-        if self.start(&entry, (trace_id, observers)).await == SaveOutcome::Fenced {
-            return not_started(call);
-        }
-        let done = run.await;
-        entry.status = match &done.pause {
-            Some(PauseReason::Deferred { note }) => LedgerStatus::Deferred { note: note.clone() },
-            _ => LedgerStatus::Completed {
-                content: done.result.content.clone(),
-                is_error: done.result.is_error,
-                fatal: done.fatal,
-            },
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        let entry = match self.start(entry, (trace_id, observers)).await {
+            Ok(entry) => entry,
+            Err(()) => {
+                self.in_flight.fetch_sub(1, Ordering::SeqCst);
+                return not_started(call);
+            }
         };
-        self.write(&entry, (trace_id, observers), "tool_completed")
-            .await;
+        let done = run.await;
+        let entry = LedgerEntry {
+            status: match &done.pause {
+                Some(PauseReason::Deferred { note }) => {
+                    LedgerStatus::Deferred { note: note.clone() }
+                }
+                _ => LedgerStatus::Completed {
+                    content: done.result.content.clone(),
+                    is_error: done.result.is_error,
+                    fatal: done.fatal,
+                },
+            },
+            ..entry
+        };
+        if self.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            // No other tool of the run is running: what follows until the run's next
+            // write (the next call's `started`, or the next checkpoint) does not wait,
+            // so that write carries this one.
+            lock(&self.done).push(entry);
+        } else {
+            self.write(&entry, (trace_id, observers), "tool_completed")
+                .await;
+        }
         done
+    }
+
+    /// Takes the finished entries the next write carries.
+    pub(super) fn take_done(&self) -> Vec<LedgerEntry> {
+        std::mem::take(&mut *lock(&self.done))
     }
 
     /// Whether the call deferred its result before the run was resumed.
@@ -112,28 +147,51 @@ impl Ledger {
         self.fenced.store(true, Ordering::SeqCst);
     }
 
-    /// Writes a call's `started` entry, fenced; a store failure is counted and the tool
-    /// runs anyway ([`SaveOutcome::Saved`]). A run already fenced starts no tool.
+    /// Writes a call's `started` entry, fenced, with the turn's held checkpoint and the
+    /// finished entries not yet written; gives the entry back, or `Err` when the run was
+    /// fenced (another process took it over: the tool does not start). A store failure
+    /// is counted and the tool runs anyway. A run already fenced starts no tool.
     async fn start(
         &self,
-        entry: &LedgerEntry,
+        entry: LedgerEntry,
         (trace_id, observers): (&str, &Observers),
-    ) -> SaveOutcome {
+    ) -> Result<LedgerEntry, ()> {
         if self.fenced.load(Ordering::SeqCst) {
-            return SaveOutcome::Fenced;
+            return Err(());
         }
+        // Waits while another call's write carries the turn's checkpoint (a refused one
+        // fences the run: then this call does not start either).
+        let mut held = self.held.lock().await;
+        if self.fenced.load(Ordering::SeqCst) {
+            return Err(());
+        }
+        let checkpoint = held.take();
+        if checkpoint.is_none() {
+            drop(held);
+        }
+        let mut entries = self.take_done();
+        entries.push(entry);
         let store = &self.store;
         let writer = &*self.writer;
-        match bounded(self.timeout, || store.record_tool_fenced(entry, writer)).await {
-            Ok(SaveOutcome::Saved) => SaveOutcome::Saved,
+        let outcome = bounded(self.timeout, || {
+            let checkpoint = checkpoint.as_ref().map(|(record, at)| (record, *at));
+            store.save_boundary(checkpoint, &entries, writer)
+        })
+        .await;
+        let entry = entries.pop().ok_or(())?;
+        match outcome {
+            Ok(SaveOutcome::Saved) => Ok(entry),
             Ok(_fenced) => {
-                self.fenced.store(true, Ordering::SeqCst);
-                SaveOutcome::Fenced
+                match &checkpoint {
+                    Some((record, _)) => self.fence(record.seq),
+                    None => self.fenced.store(true, Ordering::SeqCst),
+                }
+                Err(())
             }
             Err(error) => {
                 self.failures.fetch_add(1, Ordering::Relaxed);
                 report(observers, trace_id, "tool_started", &error);
-                SaveOutcome::Saved
+                Ok(entry)
             }
         }
     }
@@ -150,6 +208,10 @@ impl Ledger {
             report(observers, trace_id, operation, &error);
         }
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// A call answered from its `completed` entry.

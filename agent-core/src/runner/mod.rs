@@ -25,6 +25,7 @@ mod replay;
 mod resume;
 mod run;
 mod sanitize;
+mod snapshot;
 mod spans;
 mod stores;
 mod submit;
@@ -254,6 +255,12 @@ fn run<T: AgentOutput>(
         // The result goes into the boxed tail and back, so this future holds no room for
         // it while the run is under way.
         Box::pin(async move {
+            let mut durable = durable;
+            // A tool's `completed` entry waits for the run's next write; a run that
+            // stopped after its tools writes it now, before the stores' work below.
+            if let Some(d) = durable.as_deref_mut() {
+                d.flush_done(&run_observers, &result.trace_id).await;
+            }
             if let Some(prepared) = prepared.filter(|_| after) {
                 stores::after_run(cfg, *prepared, &mut result)
                     .instrument(span.clone())

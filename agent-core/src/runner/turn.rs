@@ -287,13 +287,11 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         }
         let offered = Arc::clone(&self.request.tools);
         let names: Vec<String> = offered.iter().map(|d| d.name.clone()).collect();
-        if let Err(fenced) = self
-            .save_checkpoint(super::checkpoint::Phase::ToolsPending {
-                offered: names.clone(),
-                decisions: self.decisions.clone(),
-            })
-            .await
-        {
+        // Written with the first call that starts (see `ledger.rs`).
+        if let Err(fenced) = self.hold_checkpoint(super::checkpoint::Phase::ToolsPending {
+            offered: names.clone(),
+            decisions: self.decisions.clone(),
+        }) {
             return Next::Stop(Err(fenced));
         }
         let gates = self.gates(calls);
@@ -315,6 +313,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             &link,
         )
         .await;
+        self.release_held();
         // Another process took the run over while the turn's tools started.
         if let Some(fenced) = self.fenced() {
             return Next::Stop(Err(fenced));
