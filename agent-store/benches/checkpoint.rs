@@ -2,9 +2,11 @@
 //! concurrency 64, on SQLite and PostgreSQL.
 //!
 //! Each run makes 9 LLM calls: 8 turns of one tool call each, then the answer. With a
-//! checkpoint store a tool turn writes 4 times (`before_call`, `tools_pending`, the
-//! ledger's `started` and `completed`), the answer turn once (`before_call`), and the run
-//! once more at its end (`finished`): 34 writes per run. The cost per turn is the
+//! checkpoint store a tool turn stores 4 rows (`before_call`, `tools_pending`, the
+//! ledger's `started` and `completed`), the answer turn one (`before_call`), and the run
+//! one more at its end (`finished`): 34 rows per run, in 18 awaited writes (a tool
+//! turn's `tools_pending` goes with its `started` entry, its `completed` entry with the
+//! next checkpoint: `docs/durable.md`, "Writes per turn"). The cost per turn is the
 //! process's CPU time (every thread: the runtime's workers, sqlx's SQLite threads;
 //! not the PostgreSQL server's) with the store, minus without it, over the turns.
 //!
@@ -123,10 +125,10 @@ fn report(name: &str, base: (Duration, Duration), with: (Duration, Duration)) {
     let turns = (RUNS * (TOOL_TURNS + 1)) as f64;
     let cpu = with.0.saturating_sub(base.0).as_secs_f64() * 1e6 / turns;
     let wall = with.1.as_secs_f64() * 1e6 / turns;
-    let writes = (RUNS * (4 * TOOL_TURNS + 2)) as f64;
-    let per_write = with.0.saturating_sub(base.0).as_secs_f64() * 1e6 / writes;
+    let rows = (RUNS * (4 * TOOL_TURNS + 2)) as f64;
+    let per_row = with.0.saturating_sub(base.0).as_secs_f64() * 1e6 / rows;
     println!(
-        "{name}: checkpoint CPU {cpu:.1} us/turn ({per_write:.1} us/write); wall {wall:.1} us/turn at c64 (no store: {:.1})",
+        "{name}: checkpoint CPU {cpu:.1} us/turn ({per_row:.1} us/row); wall {wall:.1} us/turn at c64 (no store: {:.1})",
         base.1.as_secs_f64() * 1e6 / turns
     );
 }

@@ -20,7 +20,7 @@ if cur: samples.append(cur)
 rules=[
  ("SQLite engine (sqlite3_step: VDBE, B-tree, WAL write incl. its pwrite syscalls)", lambda f: any('sqlite3_step' in x for x in f)),
  ("SQLite statement prepare/finalize/reset/bind (sqlx statement handling)", lambda f: any(x.startswith('sqlite3') or 'sqlx_sqlite::statement' in x for x in f)),
- ("checkpoint state serialized as JSON (Snapshot::serialize, whole transcript per save)", lambda f: any('Snapshot>::serialize' in x or 'for agent_core::runner::checkpoint::Snapshot' in x for x in f)),
+ ("checkpoint state serialized as JSON (Snapshot::serialize, whole transcript per save)", lambda f: any('Snapshot>::serialize' in x or 'runner::snapshot::Snapshot' in x or 'for agent_core::runner::checkpoint::Snapshot' in x for x in f)),
  ("futex wait/wake + context switches (thread hand-offs)", lambda f: any(x in ('do_futex','__x64_sys_futex','schedule','__schedule','finish_task_switch.isra.0') or x.startswith('futex_') for x in f)),
  ("checkpoint writer task: batch building, sqlx query/arguments/rows (no SQLite, no futex)", lambda f: any('checkpoint_writer::' in x for x in f)),
  ("sqlx SQLite worker thread, rest (command channel, result rows)", lambda f: any('sqlx_sqlite::connection::worker' in x for x in f)),
