@@ -262,7 +262,8 @@ const LEDGER_TAIL_POSTGRES: &str = ") AS t), owner AS (SELECT c.run_id, c.writer
 /// Writes one batch in one transaction; the outcome of each item, in order (stored
 /// only if each of its rows was).
 async fn write(shared: &Shared, items: &[Item]) -> Result<Vec<SaveOutcome>, StoreError> {
-    shared.ready().await?;
+    // `write_tx!` checks the SQLite file before and after the commit.
+    shared.migrated().await?;
     let rows = flatten(items);
     let mut stored_rows = vec![false; rows.len()];
     let ledger_tail = match shared.backend {

@@ -100,7 +100,6 @@ impl CheckpointStore for Store {
         Box::pin(async move {
             check_key("run id", &checkpoint.run_id)?;
             self.shared.ready().await?;
-            self.shared.check_file()?;
             let seq = i64::try_from(checkpoint.seq).unwrap_or(i64::MAX);
             on_write_pool!(&self.shared.pools, pool, DB => {
                 sqlx::query(
@@ -135,7 +134,7 @@ impl CheckpointStore for Store {
     ) -> StoreFuture<'a, SaveOutcome> {
         Box::pin(async move {
             let row = checkpoint_row(checkpoint, taken_at)?;
-            self.shared.ready().await?;
+            self.shared.migrated().await?;
             self.checkpoints.write(Item::save(row)).await
         })
     }
@@ -147,7 +146,7 @@ impl CheckpointStore for Store {
     ) -> StoreFuture<'a, SaveOutcome> {
         Box::pin(async move {
             let row = ledger_row(entry, Some(column(writer)))?;
-            self.shared.ready().await?;
+            self.shared.migrated().await?;
             self.checkpoints.write(Item::tool(row)).await
         })
     }
@@ -172,7 +171,7 @@ impl CheckpointStore for Store {
                     ledger_row(entry, fenced.then(|| column(writer)))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            self.shared.ready().await?;
+            self.shared.migrated().await?;
             self.checkpoints.write(Item::boundary(save, tools)).await
         })
     }
@@ -225,7 +224,7 @@ impl CheckpointStore for Store {
     fn record_tool<'a>(&'a self, entry: &'a LedgerEntry) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let row = ledger_row(entry, None)?;
-            self.shared.ready().await?;
+            self.shared.migrated().await?;
             self.checkpoints.write(Item::tool(row)).await.map(drop)
         })
     }

@@ -263,10 +263,19 @@ impl Shared {
     /// then checks the SQLite file (see [`check_file`](Self::check_file)). A failed
     /// migration is not remembered: the next call tries again.
     pub(crate) async fn ready(&self) -> Result<(), StoreError> {
+        self.migrated().await?;
+        self.check_file()
+    }
+
+    /// Runs the migrations once, as [`ready`](Self::ready), without checking the SQLite
+    /// file: for a write that checks it itself ([`write_tx!`] does, before its
+    /// transaction and after its commit), so that a batch costs no extra `stat` per
+    /// write it holds.
+    pub(crate) async fn migrated(&self) -> Result<(), StoreError> {
         self.ready
             .get_or_try_init(|| async { self.migrate().await })
-            .await?;
-        self.check_file()
+            .await
+            .map(drop)
     }
 
     /// SQLite: the file at the store's path must still be the one its connections

@@ -239,7 +239,8 @@ const RUNS_UPSERT: &str = " ON CONFLICT (trace_id) DO UPDATE SET agent = exclude
 /// in opposite orders (a deadlock). Batches of the same day contend for the same
 /// rollup rows anyway, so the lock only puts them in a queue.
 async fn write(shared: &Shared, rows: &[RunRow]) -> Result<(), StoreError> {
-    shared.ready().await?;
+    // `write_tx!` checks the SQLite file before and after the commit.
+    shared.migrated().await?;
     let postgres = shared.backend == Backend::Postgres;
     write_tx!(&shared, DB, tx => {
         if postgres {

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::store::{
-    EmbedFuture, Embedder, EvalFilter, Feedback, FeedbackStore, HashEmbedder, Memory, RunQuery,
-    ThreadEntry, TraceStore,
+    CheckpointRecord, CheckpointStore, EmbedFuture, Embedder, EvalFilter, Feedback, FeedbackStore,
+    HashEmbedder, LedgerEntry, Memory, RunQuery, ThreadEntry, TraceStore,
 };
 use agent_core::testing::TestModel;
 use agent_core::{AgentConfig, LlmError, StoreError, run_agent};
@@ -214,7 +214,7 @@ async fn lookups_inputs_outputs_and_embedders_fail_as_documented() {
 
     let entry = ThreadEntry::new("t-1", Vec::new(), 1);
     for thread in ["", "a\0b"] {
-        let error = store.load(thread, 10).await.unwrap_err();
+        let error = Memory::load(&store, thread, 10).await.unwrap_err();
         assert!(matches!(error, StoreError::Invalid { .. }), "{error:?}");
         let error = store.append(thread, &entry).await.unwrap_err();
         assert!(matches!(error, StoreError::Invalid { .. }), "{error:?}");
@@ -286,12 +286,31 @@ async fn reads_writes_and_checks_of_an_unreachable_or_damaged_store() {
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
     }
+    // The checkpoint writes (the group-committing writer checks the file in its
+    // transaction, not per call).
+    let mut checkpoint = CheckpointRecord::default();
+    checkpoint.run_id = "r".into();
+    checkpoint.seq = 1;
+    let entry: LedgerEntry = serde_json::from_value(serde_json::json!({
+        "run_id": "r", "call_id": "c", "tool": "t", "arguments_hash": "00",
+        "status": {"status": "started"}
+    }))
+    .unwrap();
     let errors = [
+        store.save(&checkpoint).await.unwrap_err(),
+        store.save_fenced(&checkpoint, 0).await.unwrap_err(),
+        store
+            .save_boundary(Some((&checkpoint, 0)), std::slice::from_ref(&entry), "w")
+            .await
+            .unwrap_err(),
+        store.record_tool(&entry).await.unwrap_err(),
+        store.record_tool_fenced(&entry, "w").await.unwrap_err(),
+        CheckpointStore::load(&store, "r").await.unwrap_err(),
         store.record(&record).await.unwrap_err(),
         store.run("any").await.unwrap_err(),
         store.runs(&RunQuery::new()).await.unwrap_err(),
         store.trace("any").await.unwrap_err(),
-        store.load("t", 5).await.unwrap_err(),
+        Memory::load(&store, "t", 5).await.unwrap_err(),
         store.stats().await.unwrap_err(),
         store.check_integrity().await.unwrap_err(),
         store
