@@ -542,12 +542,15 @@ async fn resume_errors_are_typed_and_send_nothing() {
 
 /// A store that logs every write the runner makes, one line per call: a boundary's
 /// checkpoint phase (or `-`) and its entries, or a lone entry. A boundary's line is
-/// logged when it is stored; with `slow`, a boundary with a checkpoint takes 50 ms.
+/// logged when it is stored; with `slow`, a boundary with a checkpoint takes 50 ms; with
+/// `fail_pending`, a boundary with a `tools_pending` checkpoint fails (logged with
+/// `failed`, nothing of it stored).
 #[derive(Clone, Default)]
 struct Logged {
     inner: InMemoryCheckpoints,
     log: Arc<Mutex<Vec<String>>>,
     slow: bool,
+    fail_pending: bool,
 }
 
 fn entries_text(entries: &[LedgerEntry]) -> String {
@@ -599,9 +602,14 @@ impl CheckpointStore for Logged {
         );
         let line = format!("{phase} [{}]", entries_text(entries));
         let delay = self.slow && checkpoint.is_some();
+        let fail = self.fail_pending && phase.ends_with("tools_pending");
         Box::pin(async move {
             if delay {
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            if fail {
+                self.log.lock().unwrap().push(format!("{line} failed"));
+                return Err(StoreError::unavailable("the disk is full"));
             }
             let outcome = self.inner.save_boundary(checkpoint, entries, writer).await;
             self.log.lock().unwrap().push(line);
@@ -743,6 +751,37 @@ async fn a_run_that_stops_after_its_tools_writes_their_entries_first() {
     );
 }
 
+/// A failed write of a turn's checkpoint with its first started entry: the entry is
+/// written again alone before the tool starts (its at-most-once does not hang on the
+/// checkpoint's write), and the failure is counted once.
+#[tokio::test]
+async fn a_failed_turn_checkpoint_still_writes_the_started_entry_before_the_tool() {
+    let lookup = KeyTool::new("lookup", false);
+    let steps = vec![
+        LlmResponse::tool_calls(vec![call("c1", "lookup", "a")]),
+        LlmResponse::tool_calls(vec![ToolCall::new("c2", "submit_output", valid())]),
+    ];
+    let store = Logged {
+        fail_pending: true,
+        ..Logged::default()
+    };
+    let cfg = config(ByTurn::new(steps), store.clone(), &[&lookup]);
+    let result = run_agent_with(&cfg, "go", RunOptions::new().run_id("w4")).await;
+    assert_eq!(result.outcome, Ok(Triage::from_valid()));
+    assert_eq!(result.store_failures, 1);
+    assert_eq!(
+        *store.log.lock().unwrap(),
+        [
+            "1 before_call []",
+            "2 tools_pending [c1 started] failed",
+            "fenced c1 started",
+            "3 before_call [c1 completed]",
+            "4 finished []",
+        ]
+    );
+    assert_eq!(lookup.keys(), ["w4:c1"]);
+}
+
 #[tokio::test]
 async fn a_failing_checkpoint_store_never_changes_the_outcome_and_is_counted() {
     let lookup = KeyTool::new("lookup", false);
@@ -753,9 +792,10 @@ async fn a_failing_checkpoint_store_never_changes_the_outcome_and_is_counted() {
     let cfg = config(ByTurn::new(steps), Broken, &[&lookup]);
     let result = run_agent_with(&cfg, "go", RunOptions::new().run_id("b1")).await;
     assert_eq!(result.outcome, Ok(Triage::from_valid()));
-    // One per write: load, before_call, tools_pending with started, completed with the
-    // next before_call, finished (a write of two stops at its first failure).
-    assert_eq!(result.store_failures, 5);
+    // One per write: load, before_call, tools_pending with started (a write of two
+    // stops at its first failure), started again alone, completed with the next
+    // before_call, finished.
+    assert_eq!(result.store_failures, 6);
     // Without a usable checkpoint, resume is a typed error.
     assert!(matches!(
         resume_agent(&cfg, "b1").await,

@@ -150,7 +150,9 @@ impl Ledger {
     /// Writes a call's `started` entry, fenced, with the turn's held checkpoint and the
     /// finished entries not yet written; gives the entry back, or `Err` when the run was
     /// fenced (another process took it over: the tool does not start). A store failure
-    /// is counted and the tool runs anyway. A run already fenced starts no tool.
+    /// is counted and the tool runs anyway; when the failed write carried more than the
+    /// entry, the entry is written again alone first. A run already fenced starts no
+    /// tool.
     async fn start(
         &self,
         entry: LedgerEntry,
@@ -188,10 +190,34 @@ impl Ledger {
                 }
                 Err(())
             }
-            Err(error) => {
+            Err(error) if checkpoint.is_none() && entries.is_empty() => {
                 self.failures.fetch_add(1, Ordering::Relaxed);
                 report(observers, trace_id, "tool_started", &error);
                 Ok(entry)
+            }
+            Err(error) => {
+                // What the write carried is lost (a checkpoint: a crash resumes from an
+                // older one; finished entries: those calls count as interrupted), but
+                // the started entry gets a write of its own, as it had before it shared
+                // one: this call's at-most-once does not hang on the other rows.
+                self.failures.fetch_add(1, Ordering::Relaxed);
+                let operation = match checkpoint {
+                    Some(_) => "save",
+                    None => "tool_completed",
+                };
+                report(observers, trace_id, operation, &error);
+                match bounded(self.timeout, || store.record_tool_fenced(&entry, writer)).await {
+                    Ok(SaveOutcome::Saved) => Ok(entry),
+                    Ok(_fenced) => {
+                        self.fenced.store(true, Ordering::SeqCst);
+                        Err(())
+                    }
+                    Err(error) => {
+                        self.failures.fetch_add(1, Ordering::Relaxed);
+                        report(observers, trace_id, "tool_started", &error);
+                        Ok(entry)
+                    }
+                }
             }
         }
     }
