@@ -40,7 +40,7 @@ use super::trace::Observers;
 /// The longest run id accepted (bytes).
 const MAX_RUN_ID: usize = 256;
 
-pub(super) use super::snapshot::{FORMAT, Finished, Header, Phase, Snapshot};
+pub(super) use super::snapshot::{EncodedTranscript, FORMAT, Finished, Header, Phase, Snapshot};
 
 /// A run resumed from its checkpoint: what `run` starts it from.
 pub(super) struct Resumed {
@@ -79,6 +79,8 @@ pub(crate) struct Durable {
     /// The tool calls a resumed run must answer first (it stopped at `tools_pending`),
     /// and the names of the tools that turn was offered.
     pending: Option<(Vec<ToolCall>, Vec<String>)>,
+    /// The transcript's JSON as the last save wrote it.
+    transcript: EncodedTranscript,
 }
 
 impl Durable {
@@ -242,6 +244,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             failures,
             failures_before: 0,
             pending: None,
+            transcript: EncodedTranscript::default(),
         };
         let header = match resumed {
             Some(resumed) => self.restore(&mut durable, *resumed),
@@ -450,13 +453,14 @@ impl<'c, T: AgentOutput> Run<'c, T> {
 
     /// The state text of a running checkpoint at `phase`; `None` without a checkpoint
     /// store.
-    fn state_text(&self, phase: Phase) -> Option<Result<String, StoreError>> {
-        let d = self.durable.as_deref()?;
+    fn state_text(&mut self, phase: Phase) -> Option<Result<String, StoreError>> {
+        let d = self.durable.as_deref_mut()?;
         let elapsed = d.elapsed_before + d.started.elapsed();
+        // The messages come from the run's cache of their JSON.
         let snapshot = Snapshot {
             format: FORMAT,
+            messages: Cow::Borrowed(&[]),
             phase,
-            messages: Cow::Borrowed(&self.request.messages),
             usage: self.usage.clone(),
             cost_usd: self.cost_usd,
             last_call_tokens: self.last_call_tokens,
@@ -475,7 +479,8 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             store_failures: d.failures_before.saturating_add(d.failures),
         };
         Some(
-            serde_json::to_string(&snapshot)
+            d.transcript
+                .state_text(&snapshot, &self.request.messages)
                 .map_err(|e| StoreError::invalid(format!("the checkpoint does not encode: {e}"))),
         )
     }

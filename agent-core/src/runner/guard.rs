@@ -1,5 +1,7 @@
 //! No-progress guards: repeated identical calls, and turns that learn nothing new.
 
+use std::borrow::Cow;
+
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
 use serde_json::Value;
@@ -192,27 +194,30 @@ impl Guard {
     }
 }
 
+/// One call's counters in a checkpoint: (tool, canonical arguments, last content, last
+/// is_error, same streak, error streak).
+type CallState<'a> = (Cow<'a, str>, Cow<'a, str>, Cow<'a, str>, bool, u32, u32);
+
 /// The guards' counters as a checkpoint keeps them (sorted, so equal states encode
-/// equally).
+/// equally); borrowed from the guard when written, owned when read.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct GuardState {
-    /// (tool, canonical arguments, last content, last is_error, same streak, error streak).
-    calls: Vec<(String, String, String, bool, u32, u32)>,
-    seen_results: Vec<(String, String)>,
+pub(crate) struct GuardState<'a> {
+    calls: Vec<CallState<'a>>,
+    seen_results: Vec<(Cow<'a, str>, Cow<'a, str>)>,
     idle_turns: u32,
 }
 
 impl Guard {
     /// The counters, for a checkpoint.
-    pub(crate) fn state(&self) -> GuardState {
+    pub(crate) fn state(&self) -> GuardState<'_> {
         let mut calls: Vec<_> = self
             .calls
             .iter()
             .map(|((tool, args), r)| {
                 (
-                    tool.clone(),
-                    args.clone(),
-                    r.last.0.clone(),
+                    Cow::Borrowed(tool.as_str()),
+                    Cow::Borrowed(args.as_str()),
+                    Cow::Borrowed(r.last.0.as_str()),
                     r.last.1,
                     r.same_streak,
                     r.error_streak,
@@ -220,7 +225,11 @@ impl Guard {
             })
             .collect();
         calls.sort();
-        let mut seen_results: Vec<_> = self.seen_results.iter().cloned().collect();
+        let mut seen_results: Vec<_> = self
+            .seen_results
+            .iter()
+            .map(|(a, b)| (Cow::Borrowed(a.as_str()), Cow::Borrowed(b.as_str())))
+            .collect();
         seen_results.sort();
         GuardState {
             calls,
@@ -230,16 +239,16 @@ impl Guard {
     }
 
     /// Puts back the counters of a checkpoint (the limits stay the config's).
-    pub(crate) fn restore(&mut self, state: GuardState) {
+    pub(crate) fn restore(&mut self, state: GuardState<'_>) {
         self.calls = state
             .calls
             .into_iter()
             .map(
                 |(tool, args, content, is_error, same_streak, error_streak)| {
                     (
-                        (tool, args),
+                        (tool.into_owned(), args.into_owned()),
                         CallRecord {
-                            last: (content, is_error),
+                            last: (content.into_owned(), is_error),
                             same_streak,
                             error_streak,
                         },
@@ -247,7 +256,11 @@ impl Guard {
                 },
             )
             .collect();
-        self.seen_results = state.seen_results.into_iter().collect();
+        self.seen_results = state
+            .seen_results
+            .into_iter()
+            .map(|(a, b)| (a.into_owned(), b.into_owned()))
+            .collect();
         self.idle_turns = state.idle_turns;
     }
 }
@@ -278,6 +291,35 @@ mod tests {
             ToolResult::ok(&call.id, &call.name, content)
         };
         g.record_turn(std::slice::from_ref(call), &[result])
+    }
+
+    /// A checkpoint's guard state (borrowed when written, owned when read) puts back
+    /// the same counters: the restored guard encodes alike and fires where the first
+    /// would have.
+    #[test]
+    fn the_state_round_trips_through_its_json() {
+        let mut g = Guard::new(2, 10);
+        let call = ToolCall::new("1", "lookup", json!({"id": "q\"1"}));
+        assert!(turn(&mut g, &call, "said \"shipped\"", false).is_none());
+        assert!(
+            turn(
+                &mut g,
+                &ToolCall::new("2", "stock", json!({})),
+                "none",
+                true
+            )
+            .is_none()
+        );
+        let text = serde_json::to_string(&g.state()).unwrap();
+        let read: GuardState<'_> = serde_json::from_str(&text).unwrap();
+        let mut back = Guard::new(2, 10);
+        back.restore(read);
+        assert_eq!(serde_json::to_string(&back.state()).unwrap(), text);
+        assert_eq!(back.state(), g.state());
+        assert!(matches!(
+            turn(&mut back, &call, "said \"shipped\"", false),
+            Some(StuckReason::RepeatedCall { .. })
+        ));
     }
 
     #[test]

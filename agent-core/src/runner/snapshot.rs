@@ -67,12 +67,14 @@ pub(super) enum Phase {
     },
 }
 
-/// A running run's state (the `state` text of an unfinished checkpoint).
+/// A running run's state (the `state` text of an unfinished checkpoint). `messages`
+/// comes right after `format`: [`EncodedTranscript::state_text`] writes it in place from
+/// its cache.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(super) struct Snapshot<'a> {
     pub(super) format: u32,
-    pub(super) phase: Phase,
     pub(super) messages: Cow<'a, [Message]>,
+    pub(super) phase: Phase,
     pub(super) usage: Usage,
     pub(super) cost_usd: f64,
     pub(super) last_call_tokens: u64,
@@ -82,7 +84,7 @@ pub(super) struct Snapshot<'a> {
     pub(super) force_answer: bool,
     pub(super) last_text: Cow<'a, str>,
     pub(super) output: Cow<'a, str>,
-    pub(super) guard: GuardState,
+    pub(super) guard: GuardState<'a>,
     pub(super) calls: Cow<'a, [CallRecord]>,
     pub(super) last_correction: Option<Cow<'a, str>>,
     pub(super) model_summary: Option<Cow<'a, str>>,
@@ -109,4 +111,166 @@ pub(super) struct Finished<'a> {
     pub(super) partial: bool,
     pub(super) customer_message: Cow<'a, str>,
     pub(super) store_failures: u32,
+}
+
+/// The transcript's JSON as the checkpoints of one run write it, kept between saves so
+/// that a save encodes only the messages new since the last one (each save writes the
+/// whole state: without it, a save encoded the whole transcript again).
+///
+/// It keeps a copy of the messages it encoded: a save compares them with the
+/// transcript's and encodes again from the first that differs, so a message edited in
+/// place (compaction, the edits of a resumed pause's decisions, a fallback stripping
+/// provider parts) is never written stale. A comparison is a walk of the strings, far
+/// cheaper than escaping them into JSON.
+#[derive(Debug, Default)]
+pub(super) struct EncodedTranscript {
+    /// The messages encoded so far.
+    messages: Vec<Message>,
+    /// Where each message's JSON ends in `text` (bytes).
+    ends: Vec<usize>,
+    /// The messages' JSON, comma-separated, without the brackets.
+    text: String,
+}
+
+impl EncodedTranscript {
+    /// Brings the cache up to `messages`: keeps the longest unchanged prefix and encodes
+    /// the rest.
+    fn update(&mut self, messages: &[Message]) -> Result<(), serde_json::Error> {
+        let same = self
+            .messages
+            .iter()
+            .zip(messages)
+            .take_while(|(kept, now)| kept == now)
+            .count();
+        if same < self.messages.len() {
+            self.messages.truncate(same);
+            self.ends.truncate(same);
+            self.text.truncate(self.ends.last().copied().unwrap_or(0));
+        }
+        for message in messages.get(same..).unwrap_or_default() {
+            if !self.text.is_empty() {
+                self.text.push(',');
+            }
+            self.text.push_str(&serde_json::to_string(message)?);
+            self.ends.push(self.text.len());
+            self.messages.push(message.clone());
+        }
+        Ok(())
+    }
+
+    /// The state text of `snapshot` with `messages` as its transcript: the snapshot
+    /// encoded without its messages, and the cached messages' JSON put in their place.
+    ///
+    /// # Errors
+    /// When a message or the snapshot does not encode.
+    pub(super) fn state_text(
+        &mut self,
+        snapshot: &Snapshot<'_>,
+        messages: &[Message],
+    ) -> Result<String, serde_json::Error> {
+        self.update(messages)?;
+        let rest = serde_json::to_string(snapshot)?;
+        let head = format!("{{\"format\":{},\"messages\":[", snapshot.format);
+        let Some(tail) = rest
+            .strip_prefix(head.as_str())
+            .and_then(|tail| tail.strip_prefix(']'))
+        else {
+            // Not the shape written above (cannot happen while `messages` follows
+            // `format`): the whole snapshot, encoded the plain way.
+            let whole = Snapshot {
+                messages: Cow::Borrowed(messages),
+                ..snapshot.clone()
+            };
+            return serde_json::to_string(&whole);
+        };
+        let mut text = String::with_capacity(rest.len() + self.text.len());
+        text.push_str(&head);
+        text.push_str(&self.text);
+        text.push(']');
+        text.push_str(tail);
+        // Every debug build (the tests) checks the cache against the plain encoding,
+        // byte for byte: a change to the transcript it missed fails there.
+        #[cfg(debug_assertions)]
+        {
+            let whole = Snapshot {
+                messages: Cow::Borrowed(messages),
+                ..snapshot.clone()
+            };
+            debug_assert_eq!(text, serde_json::to_string(&whole)?, "a stale transcript");
+        }
+        Ok(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::AttemptKind;
+    use crate::message::{ToolCall, ToolResult};
+
+    fn snapshot<'a>(messages: &'a [Message]) -> Snapshot<'a> {
+        Snapshot {
+            format: FORMAT,
+            messages: Cow::Borrowed(messages),
+            phase: Phase::ToolsPending {
+                offered: vec!["lookup".into()],
+                decisions: Decisions::default(),
+            },
+            usage: Usage::default(),
+            cost_usd: 0.25,
+            last_call_tokens: 12,
+            last_call_cost: 0.5,
+            attempts: Cow::Owned(vec![Attempt::new(AttemptKind::SchemaValidation, 1, "no")]),
+            failures: Cow::Borrowed(&[]),
+            force_answer: false,
+            last_text: Cow::Borrowed("said \"this\""),
+            output: Cow::Borrowed(""),
+            guard: GuardState::default(),
+            calls: Cow::Borrowed(&[]),
+            last_correction: None,
+            model_summary: Some(Cow::Borrowed("messages")),
+            fatal: None,
+            elapsed_ms: 7,
+            store_failures: 0,
+        }
+    }
+
+    /// The cached text, through every kind of change to the transcript, reads back as
+    /// the plain encoding of the same snapshot.
+    #[test]
+    fn the_cached_text_is_the_plain_encoding_through_appends_edits_and_cuts() {
+        let call = ToolCall::new("c1", "lookup", serde_json::json!({"q": "a\"b"}));
+        let mut messages = vec![Message::user("ticket \u{e9}")];
+        let mut cache = EncodedTranscript::default();
+        let check = |messages: &[Message], cache: &mut EncodedTranscript| {
+            let empty = Snapshot {
+                messages: Cow::Borrowed(&[]),
+                ..snapshot(messages)
+            };
+            let text = cache.state_text(&empty, messages).unwrap();
+            let plain = serde_json::to_string(&snapshot(messages)).unwrap();
+            assert_eq!(
+                serde_json::from_str::<Value>(&text).unwrap(),
+                serde_json::from_str::<Value>(&plain).unwrap()
+            );
+            let back: Snapshot<'_> = serde_json::from_str(&text).unwrap();
+            assert_eq!(back.messages.as_ref(), messages);
+        };
+        check(&messages, &mut cache);
+        check(&[], &mut cache);
+        messages.push(Message::assistant("", vec![call]));
+        messages.push(Message::tool_results(vec![ToolResult::ok(
+            "c1", "lookup", "found",
+        )]));
+        check(&messages, &mut cache);
+        // Edited in place, in the middle (as compaction clears a tool result).
+        messages[2] = Message::tool_results(vec![ToolResult::ok("c1", "lookup", "")]);
+        messages.push(Message::user("more"));
+        check(&messages, &mut cache);
+        assert_eq!(cache.messages, messages);
+        // Cut (as a summary replaces older turns).
+        messages.splice(0..2, [Message::user("summary")]);
+        check(&messages, &mut cache);
+        assert_eq!(cache.ends.len(), messages.len());
+    }
 }
