@@ -416,7 +416,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
 
     /// Holds the run's state at `tools_pending` in the ledger, for the turn's first
     /// `started` entry to write with it (see `ledger.rs`); nothing is written now. The
-    /// turn's tools release what no call wrote ([`release_held`](Self::release_held)).
+    /// run's next save drops it if no call wrote it (`Durable::save`).
     ///
     /// # Errors
     /// [`AgentError::Fenced`] when another process took the run over before.
@@ -441,14 +441,6 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             }
         }
         Ok(())
-    }
-
-    /// Drops a held `tools_pending` checkpoint that no call wrote (none of the turn's
-    /// calls started): the run's next checkpoint follows at once and replaces it.
-    pub(super) fn release_held(&mut self) {
-        if let Some(d) = self.durable.as_deref_mut() {
-            d.release_held();
-        }
     }
 
     /// The state text of a running checkpoint at `phase`; `None` without a checkpoint
@@ -502,7 +494,8 @@ impl Durable {
         }
     }
 
-    /// Drops a held checkpoint no call wrote; its seq is the next one's.
+    /// Drops a held `tools_pending` checkpoint that no call wrote (none of the turn's
+    /// calls started); its seq is the next one's.
     fn release_held(&mut self) {
         if self.ledger.held.get_mut().take().is_some() {
             self.seq -= 1;

@@ -313,7 +313,6 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             &link,
         )
         .await;
-        self.release_held();
         // Another process took the run over while the turn's tools started.
         if let Some(fenced) = self.fenced() {
             return Next::Stop(Err(fenced));
