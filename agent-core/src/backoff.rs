@@ -10,7 +10,7 @@ use std::time::Duration;
 /// `min(initial * 2^n, max) * (1 - jitter * r)` with `r` uniform in `[0, 1)`. The
 /// defaults follow the official Anthropic and OpenAI SDKs: 0.5 s initial, 8 s cap, 25 %
 /// jitter, server delays honoured up to 60 s.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Backoff {
     /// The first delay.

@@ -2,12 +2,12 @@
 //! and [`RunState`]: what `tools_for` sees of a run in progress.
 
 use std::fmt;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::Ending;
+use crate::limits::Limits;
 use crate::usage::Usage;
 
 /// How one tool call the model made turned out.
@@ -67,24 +67,6 @@ impl CallRecord {
     pub fn is_irreversible_action(&self) -> bool {
         self.irreversible && matches!(self.outcome, CallOutcome::Succeeded(_))
     }
-}
-
-/// The budgets a run had, beside what it spent ([`Handover::spent`]).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct Limits {
-    /// `max_llm_calls` (LLM calls).
-    pub max_llm_calls: u32,
-    /// `max_tool_calls` (tool executions).
-    pub max_tool_calls: u32,
-    /// `max_parse_retries` (corrections after the first malformed turn).
-    pub max_parse_retries: u32,
-    /// `max_total_tokens` (tokens), when set.
-    pub max_total_tokens: Option<u64>,
-    /// `max_cost_usd` (USD), when set.
-    pub max_cost_usd: Option<f64>,
-    /// The run's deadline, when set.
-    pub deadline: Option<Duration>,
 }
 
 /// What a run that did not answer leaves for the human who takes over, built by the

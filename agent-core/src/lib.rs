@@ -95,6 +95,7 @@ mod error;
 mod grader;
 mod guardrail;
 mod handover;
+mod limits;
 mod llm;
 // Hidden support for the macros' expansions (types used only at compile time).
 #[allow(missing_debug_implementations)]
@@ -105,6 +106,7 @@ mod observe;
 #[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
 pub mod otel;
 mod output;
+mod partial_json;
 mod pause;
 mod pricing;
 pub mod providers;
@@ -115,7 +117,6 @@ mod runner;
 pub mod schema;
 mod scores;
 mod stores;
-pub mod stream;
 mod sweep;
 mod tally;
 pub mod testing;
@@ -137,7 +138,8 @@ pub use error::{
 pub use guardrail::{
     InputGuardrail, OutputGuardrail, ToolGuardrail, ToolVerdict, Verdict, VerdictFuture,
 };
-pub use handover::{CallOutcome, CallRecord, Handover, Limits, RunState};
+pub use handover::{CallOutcome, CallRecord, Handover, RunState};
+pub use limits::Limits;
 pub use llm::{
     Effort, LlmClient, LlmError, LlmErrorCause, LlmErrorKind, LlmFuture, LlmRequest, LlmResponse,
     OutputCapabilities, Reasoning, StopReason, TokenUsage, ToolChoice,
@@ -161,14 +163,29 @@ pub use scores::{FnGrader, GradeFuture, Grader, Scores};
 /// a user crate needs no serde_json dependency of its own (`agent_core::json!`).
 pub use serde_json::{self, Value, json};
 // The stores' traits live in `store`; these root paths are kept for existing code.
+pub use llm::{StreamDelta, StreamSink};
+pub use runner::{RunStream, StreamEvent, run_agent_stream, run_agent_stream_with};
 pub use stores::ResumeError;
 #[doc(hidden)]
 pub use stores::{
     Embedder, FeedbackStore, Memory, MemoryWindow, Retriever, StoreError, TraceStore,
 };
-pub use stream::{
-    RunStream, StreamDelta, StreamEvent, StreamSink, run_agent_stream, run_agent_stream_with,
-};
+
+pub mod stream {
+    //! Streaming: [`run_agent_stream`] yields a run's [`StreamEvent`]s as they happen, and
+    //! [`LlmClient::complete_streaming`](crate::LlmClient::complete_streaming) hands a
+    //! turn's pieces ([`StreamDelta`]) to a [`StreamSink`] as they arrive.
+    //!
+    //! The run behind a stream is the run of [`run_agent_with`](crate::run_agent_with):
+    //! the same loop, budgets, retries, guards, output modes, stores and observers. Only
+    //! the model call differs: it streams, and what arrives is also sent to the caller.
+    //! The last event is always [`StreamEvent::Finished`] with the
+    //! [`AgentResult`](crate::AgentResult).
+
+    pub use crate::llm::{StreamDelta, StreamSink};
+    pub use crate::partial_json::parse_partial;
+    pub use crate::runner::{RunStream, StreamEvent, run_agent_stream, run_agent_stream_with};
+}
 pub use tally::RunTally;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
@@ -335,8 +352,8 @@ macro_rules! tools {
 /// API: it may change in any release.
 #[doc(hidden)]
 pub mod __bench {
+    pub use crate::runner::bench_partial_output;
     pub use crate::runner::bench_run_sizes as run_sizes;
-    pub use crate::stream::bench_partial_output;
 }
 
 /// Re-exports and helpers for the code the macros generate. Not a public API: it may

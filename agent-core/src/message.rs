@@ -304,6 +304,66 @@ fn empty_object() -> Value {
     Value::Object(serde_json::Map::new())
 }
 
+/// JSON with object keys sorted and no whitespace, so `{"b":1, "a":2}` and
+/// `{"a":2,"b":1}` compare equal.
+pub(crate) fn canonical_json(value: &Value) -> String {
+    // Room for a usual call's arguments at once, instead of growing from 8 bytes.
+    let mut out = Vec::with_capacity(64);
+    write_canonical(value, &mut out);
+    // Only serde_json's own output and ASCII punctuation went in: always UTF-8.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Appends `value` to `out` canonically; strings and scalars as serde_json writes them
+/// (written straight into `out`: no text per key or scalar).
+fn write_canonical(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Object(map) => {
+            out.push(b'{');
+            // Keys that come sorted (one key, or written in the schema's order when it
+            // is alphabetical) are written in place, without a sorted copy.
+            if map.keys().is_sorted() {
+                for (i, (key, v)) in map.iter().enumerate() {
+                    write_entry(i, key, v, out);
+                }
+            } else {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort_unstable();
+                for (i, key) in keys.into_iter().enumerate() {
+                    if let Some(v) = map.get(key) {
+                        write_entry(i, key, v, out);
+                    }
+                }
+            }
+            out.push(b'}');
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(b']');
+        }
+        other => {
+            let _ = serde_json::to_writer(&mut *out, other);
+        }
+    }
+}
+
+/// Appends the `i`-th entry of an object (`,` before all but the first).
+fn write_entry(i: usize, key: &str, value: &Value, out: &mut Vec<u8>) {
+    if i > 0 {
+        out.push(b',');
+    }
+    // Writing to a Vec cannot fail, and a string always serializes.
+    let _ = serde_json::to_writer(&mut *out, key);
+    out.push(b':');
+    write_canonical(value, out);
+}
+
 /// `value` as compact JSON text. `serde_json::to_string` writes into a byte buffer;
 /// `Value`'s `Display` (`value.to_string()`) goes through `fmt::Write` a piece at a
 /// time and costs about twice the instructions. The text is the same.
@@ -326,6 +386,20 @@ pub(crate) fn json_kind(value: &Value) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn canonical_json_ignores_key_order_and_whitespace() {
+        let a: Value = serde_json::from_str(r#"{"b": [1, {"y":1,"x":2}], "a": "s"}"#).unwrap();
+        let b: Value = serde_json::from_str(r#"{"a":"s","b":[1,{"x":2,"y":1}]}"#).unwrap();
+        assert_eq!(canonical_json(&a), canonical_json(&b));
+        assert_eq!(canonical_json(&a), r#"{"a":"s","b":[1,{"x":2,"y":1}]}"#);
+        // Sorted outside, unsorted inside, escapes and an empty object.
+        let c = json!({"a": {"z": 1, "b": "q\"x"}, "b": [], "c": {}});
+        assert_eq!(
+            canonical_json(&c),
+            r#"{"a":{"b":"q\"x","z":1},"b":[],"c":{}}"#
+        );
+    }
+
     use super::*;
     use serde_json::json;
 

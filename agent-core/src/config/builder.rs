@@ -21,7 +21,8 @@ use crate::result::AgentResult;
 use crate::scores::Grader;
 use crate::stores::StoreSettings;
 
-use super::budgets::Budgets;
+use super::params::Params;
+use crate::limits::Limits;
 use crate::tool::{StateMap, StateRequirement, Tool, ToolDefinition};
 use std::collections::BTreeMap;
 
@@ -49,7 +50,8 @@ pub(crate) struct Settings<T> {
     pub(crate) llm: Option<Arc<dyn LlmClient>>,
     pub(crate) system_prompt: Option<String>,
     pub(crate) tools: ToolRegistry,
-    pub(crate) budgets: Budgets,
+    pub(crate) limits: Limits,
+    pub(crate) params: Params,
     pub(crate) state: StateMap,
     pub(crate) run_state: Vec<StateRequirement>,
     pub(crate) provider: ProviderOptions,
@@ -78,7 +80,8 @@ impl<T> Clone for Settings<T> {
             llm: self.llm.clone(),
             system_prompt: self.system_prompt.clone(),
             tools: self.tools.clone(),
-            budgets: self.budgets,
+            limits: self.limits,
+            params: self.params,
             state: self.state.clone(),
             run_state: self.run_state.clone(),
             provider: self.provider.clone(),
@@ -109,7 +112,8 @@ impl<T> Settings<T> {
             llm: None,
             system_prompt: None,
             tools: ToolRegistry::new(),
-            budgets: Budgets::default(),
+            limits: Limits::default(),
+            params: Params::default(),
             state: StateMap::new(),
             run_state: Vec::new(),
             provider: ProviderOptions::default(),
@@ -179,6 +183,15 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     /// unusable schema, missing tool state, or a cost cap without a price.
     pub fn build(self) -> Result<AgentConfig<T>, ConfigError> {
         AgentConfig::compile(self.settings, None)
+    }
+
+    /// Every limit at once (caps, retries, timeouts, guards; see [`Limits`]), replacing
+    /// those set before; the per-limit setters (`.max_llm_calls(20)`) change one field
+    /// of the same value. `build()` checks each one.
+    #[must_use]
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.settings.limits = limits;
+        self
     }
 
     /// The model, routed by prefix (the table is in [`providers`](crate::providers)):

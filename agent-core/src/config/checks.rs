@@ -26,7 +26,8 @@ pub(super) fn invalid(
 }
 
 pub(super) fn check_settings<T>(s: &Settings<T>) -> Result<(), ConfigError> {
-    s.budgets.check()?;
+    s.limits.check()?;
+    s.params.check()?;
     if s.provider.request_timeout.is_zero() {
         return Err(invalid("request_timeout", "0 s", "a request needs time"));
     }

@@ -192,7 +192,7 @@ pub(crate) fn plan<T>(
 ) -> Result<Option<Plan>, ConfigError> {
     let compaction = &settings.compaction;
     let window = settings.context_window;
-    let max_tokens = settings.budgets.max_tokens;
+    let max_tokens = settings.limits.max_tokens;
     let invalid = |value: String, reason: &'static str| ConfigError::InvalidSetting {
         setting: "compaction",
         value,

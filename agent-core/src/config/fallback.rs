@@ -1,16 +1,13 @@
 //! Fallback models: the settings of each, routed and checked at `build()` against the
 //! primary model's output plan, and the system prompt each model gets.
 
-use std::sync::Arc;
-
 use crate::error::ConfigError;
 use crate::llm::LlmClient;
 use crate::output::OutputMode;
-use crate::pricing::ModelPrice;
 use crate::providers::{self, ProviderOptions};
 
 use super::checks::invalid;
-use super::{OutputPlan, Settings};
+use super::{ModelEntry, OutputPlan, Settings};
 
 /// One fallback model as set on the builder: its name, and its own provider settings
 /// (`None`: the primary's, without its key, base URL and token).
@@ -24,20 +21,6 @@ impl FallbackSetting {
     pub(crate) fn new(model: String, options: Option<ProviderOptions>) -> Self {
         Self { model, options }
     }
-}
-
-/// A routed fallback model.
-pub(crate) struct Fallback {
-    /// The name as configured (with its routing prefix): the key of its usage entry
-    /// and its price.
-    pub(crate) model: String,
-    pub(crate) client: Arc<dyn LlmClient>,
-    /// The model name sent (prefix removed).
-    pub(crate) wire_model: String,
-    pub(crate) price: Option<ModelPrice>,
-    /// The system prompt as this model gets it (the schema added in native mode where
-    /// the server does not show it to the model, as for the primary).
-    pub(crate) system_prompt: Option<String>,
 }
 
 /// The system prompt as sent to `client`: the user's, plus the schema instruction in
@@ -77,11 +60,11 @@ pub(super) fn compile<T>(
     settings: &Settings<T>,
     primary: &str,
     output: &OutputPlan,
-) -> Result<Vec<Fallback>, ConfigError> {
-    let mut out: Vec<Fallback> = Vec::with_capacity(settings.fallbacks.len());
+) -> Result<Vec<ModelEntry>, ConfigError> {
+    let mut out: Vec<ModelEntry> = Vec::with_capacity(settings.fallbacks.len());
     for setting in &settings.fallbacks {
         let model = setting.model.as_str();
-        if model == primary || out.iter().any(|f| f.model == model) {
+        if model == primary || out.iter().any(|f| f.name == model) {
             return Err(invalid(
                 "fallback_models",
                 model,
@@ -112,7 +95,7 @@ pub(super) fn compile<T>(
                 "every rate must be a finite, non-negative number of USD per million tokens",
             ));
         }
-        if settings.budgets.max_cost_usd.is_some() && price.is_none() {
+        if settings.limits.max_cost_usd.is_some() && price.is_none() {
             return Err(ConfigError::MissingPrice {
                 model: model.to_owned(),
             });
@@ -132,13 +115,39 @@ pub(super) fn compile<T>(
         }
         let system_prompt =
             system_prompt_for(settings, output, route.client.as_ref(), &route.wire_model);
-        out.push(Fallback {
-            model: model.to_owned(),
+        let reasoning =
+            fallback_reasoning(settings, model, route.client.as_ref(), &route.wire_model);
+        out.push(ModelEntry {
+            name: model.to_owned(),
             client: route.client,
             wire_model: route.wire_model,
             price,
             system_prompt,
+            reasoning,
         });
     }
     Ok(out)
+}
+
+/// The reasoning a fallback model is asked for: the config's, when the model takes it
+/// (its client's `check_reasoning`); none, with a warning at `build()`, when it does not,
+/// so that a switch never sends a setting the next provider rejects.
+fn fallback_reasoning<T>(
+    settings: &Settings<T>,
+    model: &str,
+    client: &dyn LlmClient,
+    wire_model: &str,
+) -> Option<crate::llm::Reasoning> {
+    let reasoning = settings.params.reasoning?;
+    match client.check_reasoning(wire_model, &reasoning, settings.limits.max_tokens) {
+        Ok(()) => Some(reasoning),
+        Err(reason) => {
+            tracing::warn!(
+                model,
+                reason = %reason,
+                "the fallback model does not take the config's reasoning; it gets none"
+            );
+            None
+        }
+    }
 }

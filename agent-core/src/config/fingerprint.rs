@@ -7,6 +7,26 @@ use crate::config::Settings;
 use crate::stores::fnv1a64;
 use crate::tool::ToolDefinition;
 
+/// The keys of the limits and plain settings, in the order the fingerprint hashes them.
+const PLAIN_ORDER: [&str; 16] = [
+    "max_llm_calls",
+    "max_tool_calls",
+    "max_llm_retries",
+    "max_parse_retries",
+    "max_tokens",
+    "temperature",
+    "tool_timeout_ms",
+    "llm_timeout_ms",
+    "max_tool_result_bytes",
+    "max_total_tokens",
+    "max_cost_usd",
+    "deadline_ms",
+    "repeated_call_limit",
+    "no_progress_turns",
+    "escalation",
+    "wrap_up",
+];
+
 /// The fingerprint of compiled settings: 64-bit FNV-1a over a canonical JSON rendering of
 /// the model, provider, prompt, offered tools, budgets, guards, memory window and
 /// retrieval settings, as 16 lowercase hex digits.
@@ -34,7 +54,16 @@ pub(crate) fn of<T>(
     canonical.insert("provider".to_owned(), json!(provider));
     canonical.insert("system_prompt".to_owned(), json!(s.system_prompt));
     canonical.insert("tools".to_owned(), json!(tools));
-    s.budgets.fingerprint(&mut canonical);
+    // The limits and the other plain settings, in the order of the one table they were
+    // in before `Limits` (the key order is part of the hash).
+    let mut plain = Map::new();
+    s.limits.fingerprint(&mut plain);
+    s.params.fingerprint(&mut plain);
+    for key in PLAIN_ORDER {
+        if let Some(value) = plain.remove(key) {
+            canonical.insert(key.to_owned(), value);
+        }
+    }
     canonical.insert(
         "output_validator".to_owned(),
         json!(s.output_validator.is_some()),
@@ -44,7 +73,7 @@ pub(crate) fn of<T>(
         canonical.insert("guardrails".to_owned(), json!(s.guardrails.names()));
     }
     // Only with reasoning, so that the fingerprints of configs without it stay as they were.
-    if let Some(reasoning) = &s.budgets.reasoning {
+    if let Some(reasoning) = &s.params.reasoning {
         canonical.insert("reasoning".to_owned(), json!(reasoning));
     }
     // Only with a compaction, so that the fingerprints of configs without one stay as they were.

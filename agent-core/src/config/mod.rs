@@ -1,6 +1,5 @@
 //! [`AgentConfig`]: a frozen, validated agent definition.
 
-mod budgets;
 mod builder;
 mod checks;
 mod compaction;
@@ -8,6 +7,7 @@ mod fallback;
 mod fingerprint;
 mod guardrails;
 mod handoff;
+mod params;
 pub use compaction::Compaction;
 pub(crate) use compaction::{Plan as CompactionPlan, Summarizer};
 pub use handoff::{Handoff, HistoryFilter};
@@ -16,7 +16,6 @@ mod table;
 
 pub(crate) use checks::is_legal_tool_name;
 use checks::{check_output_tool, check_settings, compile_tools, invalid};
-pub(crate) use fallback::Fallback;
 pub(crate) use table::ToolTable;
 
 use std::fmt;
@@ -28,6 +27,7 @@ pub(crate) use crate::error::ConfigError;
 pub(crate) use builder::Settings;
 pub use builder::{AgentConfigBuilder, OutputValidator};
 
+use crate::limits::Limits;
 use crate::llm::{LlmClient, OutputSpec};
 use crate::output::{AgentOutput, ESCALATE_TO_HUMAN, OutputMode, PromptCaching};
 use crate::pricing::ModelPrice;
@@ -63,18 +63,29 @@ pub(crate) struct CompiledTool {
     pub(crate) requires_approval: bool,
 }
 
-/// A config after `build()`: the settings plus everything derived from them once.
+/// A config after `build()`: the plan the runner reads, compiled once from the
+/// settings. The runner reads these fields only; `settings` is kept whole for
+/// [`AgentConfig::with_`] and the config's accessors.
 pub(crate) struct Compiled<T> {
-    pub(crate) settings: Settings<T>,
+    /// The settings as set on the builder (config/ reads them; the runner never does).
+    pub(super) settings: Settings<T>,
+    /// The agent's name.
+    pub(crate) name: String,
     /// The config's application state, shared by every run that adds none of its own.
     pub(crate) state: Arc<StateMap>,
-    pub(crate) client: Arc<dyn LlmClient>,
-    pub(crate) wire_model: String,
-    /// The primary model's name as configured (with its routing prefix), else the
-    /// wire model: the key of its price and usage entry.
-    pub(crate) model_name: String,
-    /// The fallback models, in order (empty without any).
-    pub(crate) fallbacks: Vec<Fallback>,
+    /// The state types each run must bring (`expects_state`).
+    pub(crate) run_state: Vec<crate::tool::StateRequirement>,
+    /// The models a turn may go to: the primary first, then each fallback in order.
+    /// Never empty.
+    pub(crate) models: Vec<ModelEntry>,
+    /// Every cap, retry count, timeout and guard.
+    pub(crate) limits: Limits,
+    /// The request's sampling temperature (the builder's `temperature`).
+    pub(crate) temperature: Option<f32>,
+    /// Whether the run's spans record what the model saw and said.
+    pub(crate) capture_content: bool,
+    /// Whether the last LLM call forces the answer (the builder's `wrap_up`).
+    pub(crate) wrap_up: bool,
     /// The user tools as `build()` froze them (a source's tools as they were then), and
     /// every tool offered in an ordinary turn.
     pub(crate) table: Arc<ToolTable>,
@@ -86,18 +97,74 @@ pub(crate) struct Compiled<T> {
     pub(crate) wrap_up_offered: Option<Arc<[ToolDefinition]>>,
     /// How a run ends with a value.
     pub(crate) output: OutputPlan,
-    /// The system prompt as sent: the user's, plus the schema instruction in prompted
-    /// mode.
-    pub(crate) system_prompt: Option<String>,
     /// Whether requests mark their prefix for the prompt cache (`PromptCaching`
     /// resolved).
     pub(crate) prompt_cache: bool,
-    pub(crate) price: Option<ModelPrice>,
     pub(crate) escalation_validator: Option<SchemaValidator>,
     /// The stable hash of what changes behaviour (see [`AgentConfig::fingerprint`]).
     pub(crate) fingerprint: String,
     /// When and how a long conversation is compacted (`None`: never).
     pub(crate) compaction: Option<compaction::Plan>,
+    /// The hooks the loop calls: policies, validators, guardrails, grader, observer,
+    /// customer messages.
+    pub(crate) hooks: Hooks<T>,
+    /// The agents a turn may hand the conversation to.
+    pub(crate) handoffs: Vec<Handoff<T>>,
+    /// The stores around a run, and their timeout.
+    pub(crate) stores: crate::stores::StoreSettings,
+    /// A token that cancels every run of the config.
+    pub(crate) cancellation: Option<tokio_util::sync::CancellationToken>,
+}
+
+/// One model a turn may go to: the primary, or a fallback.
+pub(crate) struct ModelEntry {
+    /// The name as configured (with its routing prefix), else the wire model: the key
+    /// of its price and usage entry.
+    pub(crate) name: String,
+    pub(crate) client: Arc<dyn LlmClient>,
+    /// The model name sent (prefix removed).
+    pub(crate) wire_model: String,
+    pub(crate) price: Option<ModelPrice>,
+    /// The system prompt as this model gets it (the schema added in prompted mode, and
+    /// in native mode where the server does not show it to the model).
+    pub(crate) system_prompt: Option<String>,
+    /// The reasoning this model is asked for: the config's, when this model takes it.
+    pub(crate) reasoning: Option<crate::llm::Reasoning>,
+}
+
+/// The hooks of a config the loop calls (see the builder's setters of the same names).
+pub(crate) struct Hooks<T> {
+    pub(crate) tools_for: Option<builder::ToolFilter>,
+    pub(crate) approval: Option<builder::ApprovalPolicy>,
+    pub(crate) output_validator: Option<OutputValidator<T>>,
+    pub(crate) grader: Option<Arc<dyn crate::scores::Grader<T>>>,
+    pub(crate) guardrails: guardrails::Guardrails<T>,
+    pub(crate) observer: Option<Arc<dyn crate::observe::Observer>>,
+    pub(crate) customer_messages: std::collections::BTreeMap<crate::error::Ending, String>,
+    pub(crate) customer_message_fn: Option<builder::CustomerMessageFn<T>>,
+}
+
+impl<T> Hooks<T> {
+    fn of(s: &Settings<T>) -> Self {
+        Self {
+            tools_for: s.tools_for.clone(),
+            approval: s.approval.clone(),
+            output_validator: s.output_validator.clone(),
+            grader: s.grader.clone(),
+            guardrails: s.guardrails.clone(),
+            observer: s.observer.clone(),
+            customer_messages: s.customer_messages.clone(),
+            customer_message_fn: s.customer_message_fn.clone(),
+        }
+    }
+}
+
+impl<T> Compiled<T> {
+    /// The primary model (the first entry).
+    pub(crate) fn primary(&self) -> &ModelEntry {
+        // `compile` always makes one entry.
+        &self.models[0]
+    }
 }
 
 /// How a run of a config ends with a value.
@@ -158,32 +225,37 @@ impl<T: AgentOutput> AgentConfig<T> {
             .settings
             .model
             .as_deref()
-            .unwrap_or(&self.inner.wire_model)
+            .unwrap_or(&self.inner.primary().wire_model)
     }
 
     /// The provider of the routed client (`gen_ai.provider.name`).
     pub fn provider(&self) -> &str {
-        self.inner.client.provider()
+        self.inner.primary().client.provider()
     }
 
     /// The cap on LLM calls.
     pub fn max_llm_calls(&self) -> u32 {
-        self.inner.settings.budgets.max_llm_calls
+        self.inner.limits.max_llm_calls
     }
 
     /// The cap on tool executions.
     pub fn max_tool_calls(&self) -> u32 {
-        self.inner.settings.budgets.max_tool_calls
+        self.inner.limits.max_tool_calls
     }
 
     /// The consecutive transient failures that end a run.
     pub fn max_llm_retries(&self) -> u32 {
-        self.inner.settings.budgets.max_llm_retries
+        self.inner.limits.max_llm_retries
     }
 
     /// The corrections allowed after the first malformed turn.
     pub fn max_parse_retries(&self) -> u32 {
-        self.inner.settings.budgets.max_parse_retries
+        self.inner.limits.max_parse_retries
+    }
+
+    /// Every limit the config's runs have (see [`Limits`]).
+    pub fn limits(&self) -> &Limits {
+        &self.inner.limits
     }
 
     /// The tools offered in an ordinary turn (user tools, `submit_output` in tool
@@ -210,7 +282,7 @@ impl<T: AgentOutput> AgentConfig<T> {
     /// The system prompt as sent to the model: the one set on the builder, plus, in
     /// [`OutputMode::Prompted`], the answer's schema and how to give it.
     pub fn effective_system_prompt(&self) -> Option<&str> {
-        self.inner.system_prompt.as_deref()
+        self.inner.primary().system_prompt.as_deref()
     }
 
     /// A stable hash of everything that changes the agent's behaviour: the model (and
@@ -249,7 +321,10 @@ impl<T: AgentOutput> AgentConfig<T> {
                 && p.settings.provider == settings.provider
         });
         let (client, wire_model) = match (same_route, &settings.llm, &settings.model) {
-            (Some(p), _, _) => (Arc::clone(&p.client), p.wire_model.clone()),
+            (Some(p), _, _) => (
+                Arc::clone(&p.primary().client),
+                p.primary().wire_model.clone(),
+            ),
             (None, Some(client), model) => (Arc::clone(client), model.clone().unwrap_or_default()),
             (None, None, Some(model)) => {
                 let route = providers::route(model, &settings.provider)?;
@@ -263,7 +338,7 @@ impl<T: AgentOutput> AgentConfig<T> {
                 });
             }
         };
-        if let Some(t) = settings.budgets.temperature {
+        if let Some(t) = settings.params.temperature {
             let sent = client.as_ref().effective_temperature(&wire_model, t);
             if sent != Some(t) {
                 tracing::warn!(
@@ -278,16 +353,17 @@ impl<T: AgentOutput> AgentConfig<T> {
                 );
             }
         }
-        if let Some(reasoning) = &settings.budgets.reasoning {
+        if let Some(reasoning) = &settings.params.reasoning {
             client
-                .check_reasoning(&wire_model, reasoning, settings.budgets.max_tokens)
+                .check_reasoning(&wire_model, reasoning, settings.limits.max_tokens)
                 .map_err(|reason| ConfigError::InvalidSetting {
                     setting: "reasoning",
                     value: format!("{reasoning:?} for {wire_model}"),
                     reason,
                 })?;
         }
-        let price_key = settings.model.as_deref().unwrap_or(&wire_model);
+        let price_key = settings.model.clone().unwrap_or_else(|| wire_model.clone());
+        let price_key = price_key.as_str();
         let price = settings.pricing.price_of(price_key);
         if let Some(p) = price.filter(|p| !p.is_valid()) {
             return Err(invalid(
@@ -296,7 +372,7 @@ impl<T: AgentOutput> AgentConfig<T> {
                 "every rate must be a finite, non-negative number of USD per million tokens",
             ));
         }
-        if settings.budgets.max_cost_usd.is_some() && price.is_none() {
+        if settings.limits.max_cost_usd.is_some() && price.is_none() {
             return Err(ConfigError::MissingPrice {
                 model: price_key.to_owned(),
             });
@@ -305,7 +381,7 @@ impl<T: AgentOutput> AgentConfig<T> {
             None => OutputPlan::Text,
             Some(def) => plan_output(
                 def,
-                settings.budgets.output_mode,
+                settings.params.output_mode,
                 client.as_ref(),
                 settings.model.as_deref().unwrap_or(&wire_model),
                 &wire_model,
@@ -321,10 +397,17 @@ impl<T: AgentOutput> AgentConfig<T> {
         // showing the schema to the model, tell the model the schema in the prompt.
         let system_prompt =
             fallback::system_prompt_for(&settings, &output, client.as_ref(), &wire_model);
-        let fallbacks = fallback::compile(&settings, price_key, &output)?;
+        let mut models = vec![ModelEntry {
+            name: price_key.to_owned(),
+            client,
+            wire_model,
+            price,
+            system_prompt,
+            reasoning: settings.params.reasoning,
+        }];
+        models.extend(fallback::compile(&settings, price_key, &output)?);
         let compaction = compaction::plan(&settings, price_key)?;
-        let model_name = price_key.to_owned();
-        let escalation_validator = if settings.budgets.escalation {
+        let escalation_validator = if settings.params.escalation {
             let def = escalation_tool();
             let validator = SchemaValidator::new(&def.parameters).map_err(|message| {
                 ConfigError::InvalidSchema {
@@ -343,11 +426,12 @@ impl<T: AgentOutput> AgentConfig<T> {
         };
         offered.extend(handoff::definitions(&settings.handoffs, &offered)?);
         let wrap_up_offered = (!wrap_up.is_empty()).then(|| Arc::from(wrap_up));
-        let prompt_cache = match settings.budgets.prompt_caching {
+        let primary = &models[0];
+        let prompt_cache = match settings.params.prompt_caching {
             PromptCaching::On => true,
             PromptCaching::Off => false,
             _ => {
-                let bytes = system_prompt.as_ref().map_or(0, String::len)
+                let bytes = primary.system_prompt.as_ref().map_or(0, String::len)
                     + offered
                         .iter()
                         .map(|t| t.description.len() + t.parameters.to_string().len())
@@ -355,28 +439,38 @@ impl<T: AgentOutput> AgentConfig<T> {
                 (bytes as u64).div_ceil(4) >= PromptCaching::AUTO_MIN_TOKENS
             }
         };
-        let fingerprint = fingerprint::of(&settings, &offered, &wire_model, client.provider());
+        let fingerprint = fingerprint::of(
+            &settings,
+            &offered,
+            &primary.wire_model,
+            primary.client.provider(),
+        );
         let versions = settings.tools.sources().iter().map(|s| s.version).collect();
         let tools = tools.into_iter().map(Arc::new).collect();
         let table = Arc::new(ToolTable::new(tools, tool_index, offered.into(), versions));
         Ok(Self {
             inner: Arc::new(Compiled {
-                fingerprint,
-                compaction,
-                model_name,
-                fallbacks,
+                name: settings.name.clone(),
                 state: Arc::new(settings.state.clone()),
-                settings,
-                client,
-                wire_model,
+                run_state: settings.run_state.clone(),
+                models,
+                limits: settings.limits,
+                temperature: settings.params.temperature,
+                capture_content: settings.params.capture_content,
+                wrap_up: settings.params.wrap_up,
                 latest: std::sync::Mutex::new(Arc::clone(&table)),
                 table,
                 wrap_up_offered,
                 output,
-                system_prompt,
                 prompt_cache,
-                price,
                 escalation_validator,
+                fingerprint,
+                compaction,
+                hooks: Hooks::of(&settings),
+                handoffs: settings.handoffs.clone(),
+                stores: settings.stores.clone(),
+                cancellation: settings.cancellation.clone(),
+                settings,
             }),
         })
     }
@@ -388,9 +482,10 @@ impl<T> fmt::Debug for AgentConfig<T> {
         f.debug_struct("AgentConfig")
             .field("name", &s.name)
             .field("model", &s.model)
-            .field("provider", &self.inner.client.provider())
+            .field("provider", &self.inner.primary().client.provider())
             .field("tools", &s.tools)
-            .field("budgets", &s.budgets)
+            .field("limits", &s.limits)
+            .field("params", &s.params)
             .field("provider_options", &s.provider)
             .finish_non_exhaustive()
     }
@@ -475,11 +570,14 @@ mod tests {
             .build()
             .unwrap();
         let same_model = parent.with_(|b| b.max_llm_calls(3)).unwrap();
-        assert!(Arc::ptr_eq(&parent.inner.client, &same_model.inner.client));
+        assert!(Arc::ptr_eq(
+            &parent.inner.primary().client,
+            &same_model.inner.primary().client
+        ));
         let other_model = parent.with_(|b| b.model("dispatch/b")).unwrap();
         assert!(!Arc::ptr_eq(
-            &parent.inner.client,
-            &other_model.inner.client
+            &parent.inner.primary().client,
+            &other_model.inner.primary().client
         ));
         assert!(pool_of(&parent).is_same(&pool_of(&other_model)));
         let other_url = parent

@@ -54,6 +54,37 @@ impl ToolTable {
 }
 
 impl<T> Compiled<T> {
+    /// The config's tool sources, in order (see `ToolSource`).
+    pub(crate) fn tool_sources(&self) -> &[crate::registry::RegisteredSource] {
+        self.settings.tools.sources()
+    }
+
+    /// The config's plain user tools as a checkpoint records them: name and parameters,
+    /// in the config's order. A `ToolSource`'s tools are left out: they may change during
+    /// a run and between a crash and its resume, so they are checked per call instead (a
+    /// pending call to a tool the source no longer has is answered as unknown).
+    pub(crate) fn tool_signatures(&self) -> Vec<(String, serde_json::Value)> {
+        self.settings
+            .tools
+            .entries()
+            .iter()
+            .filter(|e| e.source.is_none())
+            .map(|e| (e.definition.name.clone(), e.definition.parameters.clone()))
+            .collect()
+    }
+
+    /// The names of the tools that came from the config's tool sources (as `build()`
+    /// saw them).
+    pub(crate) fn source_tool_names(&self) -> Vec<&str> {
+        self.settings
+            .tools
+            .entries()
+            .iter()
+            .filter(|e| e.source.is_some())
+            .map(|e| e.definition.name.as_str())
+            .collect()
+    }
+
     /// The table for the sources' current `snapshots` (one per source, in order): the
     /// config's own when no version changed since `build()`, else the newest table
     /// built, shared by every run of the config, rebuilt when a version changed.

@@ -314,8 +314,15 @@ impl LlmRequest {
     /// for English text with the common tokenizers; it overestimates for JSON-heavy
     /// prompts less than it underestimates for code, which is the safe side for a cap.
     pub fn estimated_input_tokens(&self) -> u64 {
+        self.estimated_input_tokens_with(&self.messages)
+    }
+
+    /// [`estimated_input_tokens`](Self::estimated_input_tokens) of this request with
+    /// `messages` in place of its own (the runner keeps a run's messages beside the
+    /// request between calls).
+    pub(crate) fn estimated_input_tokens_with(&self, messages: &[Message]) -> u64 {
         let mut bytes = self.system.as_ref().map_or(0, String::len);
-        bytes += self.messages.iter().map(message_bytes).sum::<usize>();
+        bytes += messages.iter().map(message_bytes).sum::<usize>();
         bytes += self
             .tools
             .iter()

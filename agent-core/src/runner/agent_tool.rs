@@ -13,7 +13,7 @@ use crate::run_options::RunOptions;
 use crate::tool::{Opaque, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture};
 use crate::usage::ChildUsage;
 
-use super::child::CallLink;
+use super::agents::tree::CallLink;
 
 /// The metadata key a child run's records carry: its parent run's trace id.
 pub const META_PARENT_TRACE_ID: &str = "parent_trace_id";
@@ -146,7 +146,7 @@ impl<U: AgentOutput + Sync> Tool for AgentTool<U> {
                 .metadata(META_PARENT_TRACE_ID, context.trace_id())
                 .metadata(META_PARENT_CALL_ID, context.call_id());
             if let Some(link) = &link {
-                if link.run.pool.caps_cost() && self.config.inner.price.is_none() {
+                if link.run.pool.caps_cost() && self.config.inner.primary().price.is_none() {
                     return Err(ToolError::new(format!(
                         "the {} agent cannot run here: this run caps its cost and the \
                          model {} has no price",
@@ -162,7 +162,7 @@ impl<U: AgentOutput + Sync> Tool for AgentTool<U> {
                 options = options.deadline(left.max(Duration::from_millis(1)));
                 options.parent = Some(Opaque(Arc::clone(link) as _));
             }
-            let result = super::run_agent_with(&self.config, input, options).await;
+            let result = super::entry::run_agent_with(&self.config, input, options).await;
             let ending = result.ending();
             if let Some(link) = &link {
                 link.push(ChildUsage {

@@ -1,5 +1,6 @@
 //! One model call: the tools and tool choice of the turn, the call under its timeout
-//! and catch boundary, its `chat` span, and the retry rule for a failed call.
+//! and catch boundary, its `chat` span, the tokens it cost, and the rule for a failed
+//! call (retry after backoff, or switch to the next fallback model, or end the run).
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -8,32 +9,33 @@ use futures::FutureExt;
 use tracing::Instrument;
 
 use crate::config::OutputPlan;
-use crate::error::AgentError;
-use crate::llm::{LlmError, LlmErrorCause, LlmResponse, StopReason, ToolChoice};
+use crate::error::{AgentError, ModelFailures};
+use crate::llm::{LlmError, LlmErrorCause, LlmResponse, StopReason, TokenUsage, ToolChoice};
 use crate::observe::RunEvent;
 use crate::output::{AgentOutput, SUBMIT_OUTPUT};
-use crate::stream::{PartialKind, StreamEvent, TurnSink};
 
-use super::{Run, spans};
+use super::model::sink::{PartialKind, TurnSink};
+use super::model::{spans, strip_provider_parts};
+use super::run::Run;
 
 impl<'c, T: AgentOutput> Run<'c, T> {
     /// One LLM call. The outer `Err` is a panic inside the client: not a provider's
     /// failure but a bug in the client's code, so the run ends with `internal_error`.
     pub(super) async fn call_model(&mut self) -> Result<Result<LlmResponse, LlmError>, AgentError> {
         self.refresh_tools().await;
-        let cfg = self.cfg;
-        let offered = Arc::clone(&self.table.offered);
-        let wrap_up = cfg.settings.budgets.wrap_up
-            && !matches!(cfg.output, OutputPlan::Text)
-            && self.is_last_call();
-        self.wrap_up_turn = wrap_up;
-        let escalation = cfg.escalation_validator.is_some();
+        let agent = self.agent;
+        let offered = Arc::clone(&self.live.table.offered);
+        let wrap_up = agent.wrap_up
+            && !matches!(agent.output, OutputPlan::Text)
+            && self.state.is_last_call(&agent.limits);
+        self.live.wrap_up_turn = wrap_up;
+        let escalation = agent.escalation_validator.is_some();
         // The forced answer: a submit_output call in tool mode; in native and prompted
         // modes, text (no tool may be called), which the provider constrains to the
         // schema in native mode. At the limit, a model with escalation on may hand over
         // instead (escalate_to_human with its summary).
-        let (tools, choice) = match (&cfg.output, wrap_up, self.force_answer) {
-            (OutputPlan::Tool, true, _) => match &cfg.wrap_up_offered {
+        let (tools, choice) = match (&agent.output, wrap_up, self.state.force_answer) {
+            (OutputPlan::Tool, true, _) => match &agent.wrap_up_offered {
                 Some(tools) if escalation => (Arc::clone(tools), ToolChoice::Required),
                 Some(tools) => (
                     Arc::clone(tools),
@@ -50,37 +52,36 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         self.request.tools = tools;
         self.request.tool_choice = choice;
         self.native_schema_for_turn();
-        self.usage.llm_calls = self.usage.llm_calls.saturating_add(1);
-        if let Some(model) = self.model_usage() {
-            model.llm_calls = model.llm_calls.saturating_add(1);
-        }
-        let llm_call = self.usage.llm_calls;
-        self.notify(&RunEvent::TurnStarted {
-            trace_id: &self.trace_id,
+        self.state.count_call(self.usage_key());
+        let llm_call = self.state.usage.llm_calls;
+        self.emit.emit(&RunEvent::TurnStarted {
+            trace_id: &self.inputs.trace_id,
             llm_call,
         });
-        let client = Arc::clone(self.client());
+        let model = self.model();
+        let client = &model.client;
+        // The request takes the messages for the call; they come back after it (or, for
+        // a call cut off, when the loop ends: `reclaim_messages`).
+        self.request.messages = std::mem::take(&mut self.state.messages);
         let span = spans::chat(
             client.provider(),
             &self.request,
             llm_call,
             wrap_up,
-            cfg.settings.budgets.capture_content,
+            agent.capture_content,
         );
-        let mut sink = self.events.as_ref().map(|events| {
-            events.send(StreamEvent::TurnStarted { llm_call });
-            let kind = match &cfg.output {
+        let mut sink = self.emit.stream.as_ref().map(|events| {
+            let kind = match &agent.output {
                 OutputPlan::Tool => PartialKind::Tool,
                 OutputPlan::Json(_) => PartialKind::Text,
                 OutputPlan::Text => PartialKind::None,
             };
-            TurnSink::new(events.clone(), llm_call, kind, Arc::clone(&self.meter))
+            TurnSink::new(events.clone(), llm_call, kind, Arc::clone(&self.live.meter))
         });
-        self.meter.reset();
-        self.in_flight = true;
+        self.live.meter.reset();
+        self.live.in_flight = true;
         let request = &self.request;
-        let client = &client;
-        let limit = cfg.settings.budgets.llm_timeout;
+        let limit = agent.limits.llm_timeout;
         // The timer sits inside the catch boundary: outside a runtime its creation panics.
         let guarded = AssertUnwindSafe(async move {
             match sink.as_mut() {
@@ -98,7 +99,9 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             }
         })
         .catch_unwind();
-        let outcome = match guarded.instrument(span.clone()).await {
+        let guarded = guarded.instrument(span.clone()).await;
+        self.state.messages = std::mem::take(&mut self.request.messages);
+        let outcome = match guarded {
             Ok(Ok(outcome)) => outcome,
             Ok(Err(_elapsed)) => {
                 let error = LlmError::transient(format!(
@@ -117,17 +120,17 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         match &outcome {
             // A turn's tokens are added once it is sanitized (`on_turn`).
             Ok(response) => {
-                self.in_flight = false;
-                let sent = self.request.messages.len();
+                self.live.in_flight = false;
+                let sent = self.state.messages.len();
                 self.compactor.reported(response.usage.input_tokens, sent);
             }
             Err(error) => {
-                if self.in_flight {
+                if self.live.in_flight {
                     self.add_failed_usage(Some(error), false);
                 }
             }
         }
-        spans::record_outcome(&span, &outcome, cfg.settings.budgets.capture_content);
+        spans::record_outcome(&span, &outcome, agent.capture_content);
         Ok(outcome)
     }
 
@@ -136,13 +139,13 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     /// tool to look things up goes without the output schema, every other turn (no
     /// tool, or the answer forced) with it.
     fn native_schema_for_turn(&mut self) {
-        let OutputPlan::Json(spec) = &self.cfg.output else {
+        let OutputPlan::Json(spec) = &self.agent.output else {
             return;
         };
         if spec.mode != crate::output::OutputMode::Native {
             return;
         }
-        let caps = self.client().output_capabilities(&self.request.model);
+        let caps = self.model().client.output_capabilities(&self.request.model);
         let lookup = caps.native_blocks_tools
             && matches!(self.request.tool_choice, ToolChoice::Auto)
             && self.request.tools.iter().any(|t| {
@@ -163,9 +166,10 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 message: error.message,
             });
         }
+        let has_next = self.state.route + 1 < self.agent.models.len();
         if !error.is_transient() {
-            let mut failures = std::mem::take(&mut self.failures);
-            if error.falls_back() && self.has_next_model() {
+            let mut failures = std::mem::take(&mut self.state.failures);
+            if error.falls_back() && has_next {
                 failures.push(error);
                 self.switch_model(failures);
                 return Ok(());
@@ -173,17 +177,13 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             failures.push(error.clone());
             return Err(self.provider_failed(AgentError::LlmPermanent { error }, failures));
         }
-        let retry = u32::try_from(self.failures.len()).unwrap_or(u32::MAX);
-        let delay = self
-            .cfg
-            .settings
-            .budgets
-            .backoff
-            .delay(retry, error.retry_after);
-        self.failures.push(error);
-        if self.failures.len() >= self.cfg.settings.budgets.max_llm_retries as usize {
-            let failures = std::mem::take(&mut self.failures);
-            if self.has_next_model() {
+        let limits = &self.agent.limits;
+        let retry = u32::try_from(self.state.failures.len()).unwrap_or(u32::MAX);
+        let delay = limits.backoff.delay(retry, error.retry_after);
+        self.state.failures.push(error);
+        if self.state.failures.len() >= limits.max_llm_retries as usize {
+            let failures = std::mem::take(&mut self.state.failures);
+            if has_next {
                 self.switch_model(failures);
                 return Ok(());
             }
@@ -192,24 +192,151 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             };
             return Err(self.provider_failed(alone, failures));
         }
-        if let Some(last) = self.failures.last() {
-            self.notify(&RunEvent::RetryScheduled {
-                trace_id: &self.trace_id,
-                llm_call: self.usage.llm_calls,
+        if let Some(last) = self.state.failures.last() {
+            self.emit.emit(&RunEvent::RetryScheduled {
+                trace_id: &self.inputs.trace_id,
+                llm_call: self.state.usage.llm_calls,
                 delay,
                 error: last,
             });
-            if let Some(events) = &self.events {
-                events.send(StreamEvent::Retrying {
-                    llm_call: self.usage.llm_calls,
-                    delay,
-                    error: last.to_string(),
-                });
-            }
         }
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
         }
         Ok(())
+    }
+
+    /// The error a provider failure ends the run with: `alone` as it is when the run
+    /// never switched models, else [`AgentError::ModelsFailed`] with every model tried
+    /// (the current one with `failures`).
+    fn provider_failed(&mut self, alone: AgentError, failures: Vec<LlmError>) -> AgentError {
+        if self.state.tried.is_empty() {
+            return alone;
+        }
+        let model = self.model();
+        let current = ModelFailures::new(&model.name, model.client.provider(), failures);
+        let mut models = std::mem::take(&mut self.state.tried);
+        models.push(current);
+        AgentError::ModelsFailed { models }
+    }
+
+    /// Leaves the current model after `failures` (its failed calls in a row, the last
+    /// the one that made it leave) for the next: the request takes that model's entry
+    /// (name, system prompt, reasoning), the transcript loses what only the previous
+    /// provider can read, and observers and the trace see the switch. The next LLM call
+    /// goes out at once (a new provider is not under the old one's backoff).
+    fn switch_model(&mut self, failures: Vec<LlmError>) {
+        let from = self.model();
+        self.state.tried.push(ModelFailures::new(
+            &from.name,
+            from.client.provider(),
+            failures,
+        ));
+        self.state.route += 1;
+        let next = self.model();
+        self.apply_agent();
+        strip_provider_parts(&mut self.state.messages);
+        let llm_call = self.state.usage.llm_calls;
+        let error = self
+            .state
+            .tried
+            .last()
+            .and_then(|m| m.failures.last())
+            .cloned()
+            .unwrap_or_else(|| LlmError::transient("no failure recorded"));
+        tracing::warn!(
+            llm_call,
+            from = %from.name,
+            to = %next.name,
+            gen_ai.provider.name = %next.client.provider(),
+            error = %error,
+            "the model failed; the turn goes to the next fallback model"
+        );
+        self.emit.emit(&RunEvent::ModelSwitched {
+            trace_id: &self.inputs.trace_id,
+            llm_call,
+            from: &from.name,
+            to: &next.name,
+            error: &error,
+        });
+    }
+
+    /// Adds an LLM call's tokens and cost. A response without usage (no input and no
+    /// output tokens: some compatible servers send none) is counted from an estimate
+    /// of the request just sent and of the reply (bytes / 4; see
+    /// [`LlmRequest::estimated_input_tokens`](crate::LlmRequest::estimated_input_tokens)),
+    /// so the token and cost caps still bind, and `Usage::estimated_llm_calls` says so.
+    ///
+    /// Called after the turn's calls were sanitized: the estimate serializes their
+    /// arguments, which must not nest deeper than the sanitizer allows.
+    pub(super) fn add_usage(&mut self, response: &LlmResponse) {
+        let reported = response.usage;
+        let usage = if reported.input_tokens == 0 && reported.output_tokens == 0 {
+            self.state.count_estimated(self.usage_key());
+            TokenUsage::new(
+                self.request
+                    .estimated_input_tokens_with(&self.state.messages),
+                response.estimated_output_tokens(),
+            )
+        } else {
+            reported
+        };
+        self.count_tokens(usage);
+    }
+
+    /// Adds the tokens of an LLM call that gave no turn (case C40). A call costs tokens
+    /// when the provider accepted it: its failure came with a 2xx status (a stream cut
+    /// mid-way or ending in an error event, a 200 whose body is an error), some of the
+    /// turn arrived, or it was `abandoned` while under way (`llm_timeout`, the deadline,
+    /// cancellation: the provider may still be generating). Its tokens are the ones the
+    /// provider reported with the failure, else an estimate from the request and the
+    /// bytes received (the rule of [`add_usage`](Self::add_usage)), counted in
+    /// `Usage::estimated_llm_calls`. A failure with an error status (429, 500, ...) and
+    /// nothing received costs nothing.
+    pub(super) fn add_failed_usage(&mut self, error: Option<&LlmError>, abandoned: bool) {
+        self.live.in_flight = false;
+        let meter = &self.live.meter;
+        let received = meter.received();
+        let streamed = meter.reported();
+        meter.reset();
+        let some = |u: &TokenUsage| u.input_tokens > 0 || u.output_tokens > 0;
+        if let Some(usage) = error.and_then(|e| e.usage).filter(some) {
+            self.count_tokens(usage);
+            return;
+        }
+        let accepted = error
+            .and_then(|e| e.status)
+            .is_some_and(|s| (200..300).contains(&s));
+        if !(accepted || abandoned || received > 0 || some(&streamed)) {
+            return;
+        }
+        // What the provider reported mid-stream (Anthropic's input tokens at the
+        // start), the rest estimated; the output at least what arrived.
+        let mut usage = streamed;
+        let mut estimated = false;
+        if usage.input_tokens == 0 {
+            usage.input_tokens = self
+                .request
+                .estimated_input_tokens_with(&self.state.messages);
+            estimated = true;
+        }
+        let arrived = received.div_ceil(4);
+        if usage.output_tokens < arrived {
+            usage.output_tokens = arrived;
+            estimated = true;
+        }
+        if estimated {
+            self.state.count_estimated(self.usage_key());
+        }
+        self.count_tokens(usage);
+    }
+
+    /// The tokens and cost of one LLM call, at the price of the model that made it, in
+    /// the run's state and its tree's pools.
+    fn count_tokens(&mut self, usage: TokenUsage) {
+        let model = self.model();
+        let key = self.usage_key();
+        let spent = self.state.count_tokens(usage, model.price.as_ref(), key);
+        self.tree.settle(spent);
     }
 }

@@ -3,24 +3,26 @@
 
 use std::sync::Arc;
 
-use crate::config::CompactionPlan;
+use foldhash::HashSet;
+
+use crate::config::{CompactionPlan, ModelEntry};
+use crate::limits::Limits;
 use crate::llm::{LlmRequest, TokenUsage, ToolChoice, message_bytes};
 use crate::message::{Message, json_text};
-use crate::observe::RunEvent;
-use crate::output::AgentOutput;
+use crate::pricing::ModelPrice;
 
-use super::Run;
+use super::state::RunState;
 
 /// What a run knows for its compaction decisions.
 #[derive(Debug, Default)]
-pub(super) struct Compactor {
+pub(crate) struct Compactor {
     /// The input tokens the provider reported for the last call, and how many messages
     /// that call sent: the history's tokens are those plus an estimate of the messages
     /// added since. `None` before a reported count and after a compaction.
     basis: Option<(u64, usize)>,
     /// The index of the first message of the run's own (after its input): summaries
     /// never reach the thread's earlier messages or the input.
-    pub(super) own_start: usize,
+    pub(crate) own_start: usize,
 }
 
 /// The prefix of a cleared tool result: a result that starts with it is not cleared
@@ -47,7 +49,7 @@ fn estimate(messages: &[Message]) -> u64 {
 
 impl Compactor {
     /// A run whose own messages start at `own_start` (after its input).
-    pub(super) fn new(own_start: usize) -> Self {
+    pub(crate) fn new(own_start: usize) -> Self {
         Self {
             basis: None,
             own_start,
@@ -55,163 +57,145 @@ impl Compactor {
     }
 
     /// Records a call's reported input tokens, for `messages` messages sent.
-    pub(super) fn reported(&mut self, input_tokens: u64, messages: usize) {
+    pub(crate) fn reported(&mut self, input_tokens: u64, messages: usize) {
         self.basis = (input_tokens > 0).then_some((input_tokens, messages));
     }
 }
 
-impl<T: AgentOutput> Run<'_, T> {
+/// What a compaction needs of the run besides its state.
+pub(crate) struct Context<'a> {
+    /// The config's compaction.
+    pub(crate) plan: &'a CompactionPlan,
+    pub(crate) limits: &'a Limits,
+    /// The next call's request (its messages are the state's): its system prompt,
+    /// tools and output schema count in the history's estimate.
+    pub(crate) request: &'a LlmRequest,
+    /// The model the run is on: the summarizer when the plan names none.
+    pub(crate) model: &'a ModelEntry,
+    /// Every call id the run has seen (a summary names none of them).
+    pub(crate) seen_ids: &'a HashSet<String>,
+}
+
+/// What [`Compactor::compact_if_needed`] did.
+#[derive(Default)]
+pub(crate) struct Outcome {
+    /// A summary call's tokens at its price (it cost them whether it worked or not): the
+    /// run counts them in its usage and its tree.
+    pub(crate) spent: Option<(TokenUsage, Option<ModelPrice>)>,
+    /// The compaction, when the history changed: its strategy, the history's tokens
+    /// before and after, and why a summary fell back to clearing, if it did.
+    pub(crate) done: Option<(&'static str, u64, u64, Option<String>)>,
+}
+
+impl Compactor {
     /// The history's tokens: the last call's reported input tokens plus an estimate of
     /// the messages added since, else the estimate of the whole request (bytes / 4).
-    fn history_tokens(&self) -> u64 {
-        let messages = &self.request.messages;
-        match self.compactor.basis {
+    fn history_tokens(&self, request: &LlmRequest, messages: &[Message]) -> u64 {
+        match self.basis {
             Some((reported, sent)) if sent <= messages.len() => {
                 reported.saturating_add(estimate(&messages[sent..]))
             }
-            _ => self.request.estimated_input_tokens(),
+            _ => request.estimated_input_tokens_with(messages),
         }
     }
 
-    /// Compacts the conversation when the history passes the config's trigger:
+    /// Compacts the conversation when the history passes the plan's trigger:
     /// summarizes older turns (with a summarizing policy), else, or when the summary
-    /// fails, clears older tool results. Never fails the run.
-    pub(super) async fn compact_if_needed(&mut self) {
-        let Some(plan) = self.cfg.compaction.as_ref() else {
-            return;
-        };
-        let before = self.history_tokens();
-        if before <= plan.trigger_tokens {
-            return;
+    /// fails, clears older tool results. Never fails the run; counts compactions and
+    /// failed summaries in `state.usage`.
+    pub(crate) async fn compact_if_needed(
+        &mut self,
+        cx: Context<'_>,
+        state: &mut RunState,
+    ) -> Outcome {
+        let mut outcome = Outcome::default();
+        let before = self.history_tokens(cx.request, &state.messages);
+        if before <= cx.plan.trigger_tokens {
+            return outcome;
         }
         let mut fallback_reason = None;
         let mut strategy = "clear_tool_results";
-        if plan.summarize.is_some() {
-            match self.summarize(plan).await {
+        if cx.plan.summarize.is_some() {
+            match self.summarize(&cx, state, &mut outcome.spent).await {
                 Ok(true) => strategy = "summarize",
                 Ok(false) => {}
                 Err(reason) => {
-                    self.usage.compaction_failures =
-                        self.usage.compaction_failures.saturating_add(1);
+                    state.usage.compaction_failures =
+                        state.usage.compaction_failures.saturating_add(1);
                     tracing::warn!(reason = %reason, "compaction: the summary failed; clearing tool results instead");
                     fallback_reason = Some(reason);
                 }
             }
         }
         let changed = strategy == "summarize"
-            || clear_tool_results(&mut self.request.messages, plan.keep_recent_turns) > 0;
+            || clear_tool_results(&mut state.messages, cx.plan.keep_recent_turns) > 0;
         if !changed {
-            return;
+            return outcome;
         }
-        self.compactor.basis = None;
-        self.usage.compactions = self.usage.compactions.saturating_add(1);
-        let after = self.request.estimated_input_tokens();
+        self.basis = None;
+        state.usage.compactions = state.usage.compactions.saturating_add(1);
+        let after = cx.request.estimated_input_tokens_with(&state.messages);
         tracing::info!(
             strategy,
             before_tokens = before,
             after_tokens = after,
             "compaction"
         );
-        self.notify(&RunEvent::Compacted {
-            trace_id: &self.trace_id,
-            strategy,
-            before_tokens: before,
-            after_tokens: after,
-            fallback_reason: fallback_reason.as_deref(),
-        });
+        outcome.done = Some((strategy, before, after, fallback_reason));
+        outcome
     }
 
     /// Replaces the run's older turns by one summary message. `Ok(false)`: nothing old
-    /// enough to summarize; `Err`: why the summary failed.
-    async fn summarize(&mut self, plan: &CompactionPlan) -> Result<bool, String> {
-        let start = self.compactor.own_start.min(self.request.messages.len());
-        let Some(cut) = cut_point(&self.request.messages, start, plan.keep_recent_turns) else {
+    /// enough to summarize; `Err`: why the summary failed. A call that cost tokens
+    /// leaves them in `spent`.
+    async fn summarize(
+        &mut self,
+        cx: &Context<'_>,
+        state: &mut RunState,
+        spent: &mut Option<(TokenUsage, Option<ModelPrice>)>,
+    ) -> Result<bool, String> {
+        let messages = &state.messages;
+        let start = self.own_start.min(messages.len());
+        let Some(cut) = cut_point(messages, start, cx.plan.keep_recent_turns) else {
             return Ok(false);
         };
         // A summary made earlier is summarized again with the rest.
         let mut request = summary_request(
-            &self.request.model,
-            self.cfg.settings.budgets.max_tokens,
+            &cx.request.model,
+            cx.limits.max_tokens,
             None,
-            &self.request.messages[start..cut],
+            &messages[start..cut],
         );
-        let (client, price) = match plan.summarize.as_ref().and_then(Option::as_ref) {
+        let (client, price) = match cx.plan.summarize.as_ref().and_then(Option::as_ref) {
             Some(s) => {
                 request.model.clone_from(&s.wire_model);
                 (Arc::clone(&s.client), s.price)
             }
-            None => (Arc::clone(self.client()), self.price().copied()),
+            None => (Arc::clone(&cx.model.client), cx.model.price),
         };
-        self.check_summary_budget(&request, price.as_ref())?;
-        let limit = self.cfg.settings.budgets.llm_timeout;
-        let outcome = complete_summary(client.as_ref(), &request, limit).await;
+        let tokens = TokenUsage::new(
+            request.estimated_input_tokens(),
+            u64::from(request.max_tokens),
+        );
+        state.check_summary(cx.limits, tokens, price.as_ref())?;
+        let outcome = complete_summary(client.as_ref(), &request, cx.limits.llm_timeout).await;
         if let Some(tokens) = outcome.1 {
-            self.count_summary(tokens, price.as_ref());
+            *spent = Some((tokens, price));
         }
         let text = outcome.0?;
+        let messages = &mut state.messages;
         // Every id the run's turns had, and the summarized ones, but those still in
         // the kept turns: an earlier summary's ids are gone too.
-        let kept: std::collections::HashSet<&str> =
-            call_ids(&self.request.messages[cut..]).collect();
-        let ids: Vec<String> = call_ids(&self.request.messages[start..cut])
-            .chain(self.seen_ids.iter().map(String::as_str))
+        let kept: std::collections::HashSet<&str> = call_ids(&messages[cut..]).collect();
+        let ids: Vec<String> = call_ids(&messages[start..cut])
+            .chain(cx.seen_ids.iter().map(String::as_str))
             .filter(|id| !kept.contains(id))
             .map(str::to_owned)
             .collect();
         let text = scrub_ids(&text, &ids);
         let summary = Message::user(format!("{SUMMARY_PREFIX}\n{text}"));
-        self.request.messages.splice(start..cut, [summary]);
+        messages.splice(start..cut, [summary]);
         Ok(true)
-    }
-
-    /// Whether the token and cost caps allow a summary call of `request` (its estimate,
-    /// and its whole output allowance).
-    fn check_summary_budget(
-        &self,
-        request: &LlmRequest,
-        price: Option<&crate::pricing::ModelPrice>,
-    ) -> Result<(), String> {
-        let b = &self.cfg.settings.budgets;
-        let tokens = TokenUsage::new(
-            request.estimated_input_tokens(),
-            u64::from(request.max_tokens),
-        );
-        let total = tokens.input_tokens + tokens.output_tokens;
-        if let Some(limit) = b.max_total_tokens
-            && self.usage.total_tokens().saturating_add(total) > limit
-        {
-            return Err(format!(
-                "a summary of about {total} tokens would pass max_total_tokens ({limit})"
-            ));
-        }
-        if let Some(limit) = b.max_cost_usd {
-            let cost = price.map_or(f64::INFINITY, |p| p.cost(&tokens));
-            if self.cost_usd + cost > limit {
-                return Err(format!(
-                    "a summary would pass max_cost_usd ({limit} USD) or has no price"
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// A summary call's tokens and cost, in the run's usage and its tree's caps (not in
-    /// `llm_calls`, not the last call's estimate).
-    pub(super) fn count_summary(
-        &mut self,
-        tokens: TokenUsage,
-        price: Option<&crate::pricing::ModelPrice>,
-    ) {
-        self.usage.add_tokens(&tokens);
-        let cost = price.map(|p| p.cost(&tokens));
-        self.count_in_tree(
-            tokens.input_tokens.saturating_add(tokens.output_tokens),
-            cost.unwrap_or(0.0),
-        );
-        if let Some(cost) = cost {
-            self.cost_usd += cost;
-            self.usage.cost_usd = Some(self.cost_usd);
-        }
     }
 }
 
@@ -296,9 +280,16 @@ pub(super) async fn summarize_thread<T>(
 ) -> ThreadSummarized {
     let (client, model, price) = match summarizer {
         Some(s) => (Arc::clone(&s.client), s.wire_model.as_str(), s.price),
-        None => (Arc::clone(&cfg.client), cfg.wire_model.as_str(), cfg.price),
+        None => {
+            let primary = cfg.primary();
+            (
+                Arc::clone(&primary.client),
+                primary.wire_model.as_str(),
+                primary.price,
+            )
+        }
     };
-    let b = &cfg.settings.budgets;
+    let b = &cfg.limits;
     if b.max_cost_usd.is_some() && price.is_none() {
         return ThreadSummarized {
             summary: Err("the summarizing model has no price and the run caps its cost".into()),
@@ -336,7 +327,7 @@ pub(super) async fn thread_history<T>(
     p: &mut super::stores::Prepared,
     state: crate::stores::ThreadState,
 ) -> Vec<Message> {
-    let window = cfg.settings.stores.window;
+    let window = cfg.stores.window;
     let mut summary = state.summary;
     let mut messages = state.messages;
     let kept = window.trim(messages.clone());

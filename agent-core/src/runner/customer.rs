@@ -3,7 +3,7 @@
 
 use std::panic::AssertUnwindSafe;
 
-use crate::config::Settings;
+use crate::config::Hooks;
 use crate::error::Ending;
 use crate::error::panic_message;
 use crate::result::AgentResult;
@@ -33,8 +33,8 @@ pub(crate) fn default_template(ending: Ending) -> &'static str {
 
 /// The message for `result`: the config's fn when it gives one, else the config's
 /// template for the ending, else the default; `{trace_id}` filled in.
-pub(crate) fn message<T>(settings: &Settings<T>, result: &AgentResult<T>) -> String {
-    if let Some(f) = &settings.customer_message_fn {
+pub(crate) fn message<T>(hooks: &Hooks<T>, result: &AgentResult<T>) -> String {
+    if let Some(f) = &hooks.customer_message_fn {
         match std::panic::catch_unwind(AssertUnwindSafe(|| f(result))) {
             Ok(Some(text)) => return text,
             Ok(None) => {}
@@ -45,7 +45,7 @@ pub(crate) fn message<T>(settings: &Settings<T>, result: &AgentResult<T>) -> Str
         }
     }
     let ending = result.ending();
-    let template = settings
+    let template = hooks
         .customer_messages
         .get(&ending)
         .map_or(default_template(ending), String::as_str);

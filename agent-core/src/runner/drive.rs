@@ -1,7 +1,9 @@
 //! The driver: the loop of LLM calls and turns, under the run-wide bounds (the
-//! deadline, cancellation, and a catch boundary for faults of the runner itself).
+//! deadline, cancellation, and a catch boundary for faults of the runner itself), and
+//! what comes before each call (a checkpoint, the budget checks, compaction).
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -9,11 +11,15 @@ use futures::future::Either;
 
 use crate::error::AgentError;
 use crate::llm::{LlmError, LlmResponse};
+use crate::message::ToolCall;
+use crate::observe::RunEvent;
 use crate::output::AgentOutput;
 
-use super::checkpoint::Phase;
-use super::guardrails::Trip;
-use super::{Next, Run, any_cancelled};
+use super::cancel::any_cancelled;
+use super::compact::Context;
+use super::durable::Phase;
+use super::run::{Next, Run};
+use super::tools::guardrails::{Trip, input_checks};
 
 impl<'c, T: AgentOutput> Run<'c, T> {
     /// The loop under the run-wide bounds: the deadline, the caller's cancellation token,
@@ -38,12 +44,12 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         if let Some(error) = self.missing_state() {
             return Err(error);
         }
-        let deadline = self.deadline;
+        let deadline = self.inputs.deadline;
         // What is left of it (all of it, unless the run was resumed after a crash). A
         // deadline too far to represent (`Duration::MAX`) is no deadline.
-        let remaining = self.remaining_deadline();
+        let remaining = deadline.map(|limit| limit.saturating_sub(self.elapsed_before()));
         let deadline_at = remaining.and_then(|left| tokio::time::Instant::now().checked_add(left));
-        self.deadline_at = deadline_at;
+        self.inputs.deadline_at = deadline_at;
         if self.is_cancelled() {
             return Err(AgentError::Cancelled);
         }
@@ -52,7 +58,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 limit: deadline.unwrap_or_default(),
             });
         }
-        let tokens = self.tokens.clone();
+        let tokens = self.inputs.tokens.clone();
         let bounded = async {
             // The three futures are made in here, not outside: a future moved into this
             // block is kept twice in it (as what the block captured and in `select!`'s
@@ -85,8 +91,10 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             Ok(outcome) => outcome,
             Err(payload) => Err(AgentError::from_panic("the runner", payload.as_ref())),
         };
+        // A call cut off mid-way held the messages.
+        self.reclaim_messages();
         // An LLM call the deadline or the cancellation cut off still cost its tokens.
-        if self.in_flight {
+        if self.live.in_flight {
             self.add_failed_usage(None, true);
         }
         // The outcome is fixed: grading can only add scores, within its own timeout, the
@@ -111,7 +119,13 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         // In a block: a local of the function body would keep its room in this future
         // at every later await, the model call's included.
         let mut concurrent = {
-            let (before, concurrent) = self.input_guardrails();
+            // A resumed run passed the input guardrails when it started.
+            let guardrails = &self.agent.hooks.guardrails.input;
+            let (before, concurrent) = if guardrails.is_empty() || self.state.usage.llm_calls > 0 {
+                (None, None)
+            } else {
+                input_checks(guardrails, &self.inputs.input)
+            };
             if let Some(check) = before
                 && let Some(trip) = Box::pin(check).await
             {
@@ -121,10 +135,12 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         };
         loop {
             if self.durable.is_some() {
-                Box::pin(self.save_checkpoint(Phase::BeforeCall)).await?;
+                Box::pin(self.save_checkpoint()).await?;
             }
             self.check_before_call()?;
-            self.compact_if_needed().await;
+            if self.agent.compaction.is_some() {
+                Box::pin(self.compact_if_needed()).await;
+            }
             // In a block, for the same reason: the call's outcome keeps no room at the
             // turn's await.
             let response = {
@@ -142,15 +158,16 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                     }
                 }
             };
-            self.failures.clear();
-            self.force_answer = false;
-            let before = self.request.messages.len();
+            self.state.failures.clear();
+            self.state.force_answer = false;
+            let before = self.state.messages.len();
             let next = Box::pin(self.on_turn(response)).await;
-            if self.events.is_some() {
-                self.send_results(before);
+            if self.emit.is_streamed() {
+                let added = self.state.messages.get(before..).unwrap_or_default();
+                self.emit.results(self.state.usage.llm_calls, added);
             }
             // An output guardrail that tripped on an answer of this turn.
-            if let Some(tripped) = self.trip.take() {
+            if let Some(tripped) = self.live.trip.take() {
                 return Err(*tripped);
             }
             match next {
@@ -158,6 +175,82 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 Next::Stop(outcome) => return outcome,
             }
         }
+    }
+
+    /// The checks made before every LLM call: cancellation and the deadline (checked
+    /// here too, so a loop that never waits cannot outrun them), the call cap, then
+    /// token and cost budgets, then those of the runs above (a child run's).
+    fn check_before_call(&mut self) -> Result<(), AgentError> {
+        if self.is_cancelled() {
+            return Err(AgentError::Cancelled);
+        }
+        if let (Some(at), Some(limit)) = (self.inputs.deadline_at, self.inputs.deadline)
+            && tokio::time::Instant::now() >= at
+        {
+            return Err(AgentError::DeadlineExceeded { limit });
+        }
+        self.state.check_caps(&self.agent.limits)?;
+        self.tree
+            .check(self.state.last_call_tokens, self.state.last_call_cost)
+    }
+
+    /// Saves the run's state before an LLM call (see `durable/`).
+    ///
+    /// # Errors
+    /// [`AgentError::Fenced`] when another process took the run over.
+    pub(super) async fn save_checkpoint(&mut self) -> Result<(), AgentError> {
+        let Some(d) = self.durable.as_deref_mut() else {
+            return Ok(());
+        };
+        let reporter = (&self.emit.observers, &*self.inputs.trace_id);
+        d.save(&Phase::BeforeCall, &mut self.state, reporter).await
+    }
+
+    /// Compacts the conversation when it passes the config's trigger (see
+    /// `compact.rs`); a summary call's tokens count in the run and its tree.
+    pub(super) async fn compact_if_needed(&mut self) {
+        let Some(plan) = self.agent.compaction.as_ref() else {
+            return;
+        };
+        let cx = Context {
+            plan,
+            limits: &self.agent.limits,
+            request: &self.request,
+            model: self.model(),
+            seen_ids: &self.live.seen_ids,
+        };
+        let outcome = self.compactor.compact_if_needed(cx, &mut self.state).await;
+        if let Some((tokens, price)) = outcome.spent {
+            let spent = self.state.count_summary(tokens, price.as_ref());
+            self.tree.settle(spent);
+        }
+        if let Some((strategy, before, after, fallback_reason)) = outcome.done {
+            self.emit.emit(&RunEvent::Compacted {
+                trace_id: &self.inputs.trace_id,
+                strategy,
+                before_tokens: before,
+                after_tokens: after,
+                fallback_reason: fallback_reason.as_deref(),
+            });
+        }
+    }
+
+    /// The tool calls a resumed run answers before its next LLM call, if any, with the
+    /// tools of the current table that their turn was offered set as the request's
+    /// (a tool source's tool gone since is answered as unknown).
+    pub(super) async fn take_pending(&mut self) -> Option<Vec<ToolCall>> {
+        let (calls, names) = self.durable.as_mut().and_then(|d| d.take_pending())?;
+        self.refresh_tools().await;
+        let offered: Vec<_> = self
+            .live
+            .table
+            .offered
+            .iter()
+            .filter(|d| names.contains(&d.name))
+            .cloned()
+            .collect();
+        self.request.tools = Arc::from(offered);
+        Some(calls)
     }
 
     /// The first LLM call together with the concurrent input guardrails: a trip drops
@@ -180,6 +273,8 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             Either::Left((None, call)) => (Some(call.await), None),
             Either::Right((called, check)) => (Some(called), check.await),
         };
+        // A call dropped mid-way held the messages.
+        self.reclaim_messages();
         if let Some(trip) = trip {
             if let Some(Ok(Ok(response))) = &called {
                 self.add_usage(response);

@@ -5,12 +5,14 @@ use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use crate::error::{AgentError, Ending};
-use crate::handover::{Handover, Limits};
+use crate::handover::Handover;
 use crate::message::{Message, ToolResult};
 use crate::output::AgentOutput;
 use crate::result::AgentResult;
 
-use super::{Run, correction, customer};
+use super::customer;
+use super::run::Run;
+use super::tools::correction;
 
 impl<'c, T: AgentOutput> Run<'c, T> {
     pub(super) fn finish(
@@ -25,10 +27,11 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         let partial = outcome.as_ref().is_ok_and(|value| {
             std::panic::catch_unwind(AssertUnwindSafe(|| value.is_partial())).unwrap_or(false)
         });
-        let output = if outcome.is_ok() || !self.output.is_empty() {
-            self.output
+        let state = self.state;
+        let output = if outcome.is_ok() || !state.output.is_empty() {
+            state.output
         } else {
-            self.last_text
+            state.last_text
         };
         let ending = match &outcome {
             Ok(_) => Ending::Answered,
@@ -36,19 +39,19 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         };
         tracing::debug!(
             ending = ending.as_str(),
-            llm_calls = self.usage.llm_calls,
+            llm_calls = state.usage.llm_calls,
             "run ended"
         );
-        let mut transcript = self.request.messages;
+        let mut transcript = state.messages;
         answer_last_turn(&mut transcript, &outcome);
-        let agent = self.cfg.settings.name.clone();
+        let agent = self.agent.name.clone();
         let mut result = AgentResult {
             agent,
             outcome,
             output,
-            trace_id: self.trace_id.to_string(),
-            usage: self.usage,
-            scores: self.scores,
+            trace_id: self.inputs.trace_id.to_string(),
+            usage: state.usage,
+            scores: self.live.scores,
             duration,
             transcript,
             handover,
@@ -56,30 +59,22 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             customer_message: String::new(),
             store_failures: 0,
         };
-        result.customer_message = customer::message(&self.cfg.settings, &result);
+        result.customer_message = customer::message(&self.agent.hooks, &result);
         result
     }
 
     /// What the human who takes over needs, from the run itself.
     pub(super) fn handover(&self, error: &AgentError) -> Handover {
-        let s = &self.cfg.settings;
         Handover {
-            input: self.input.clone(),
+            input: self.inputs.input.clone(),
             ending: error.ending(),
             category: error.category().to_owned(),
             reason: error.to_string(),
-            calls: self.calls.clone(),
-            last_feedback: self.last_correction.clone(),
-            spent: self.usage.clone(),
-            limits: Limits {
-                max_llm_calls: s.budgets.max_llm_calls,
-                max_tool_calls: s.budgets.max_tool_calls,
-                max_parse_retries: s.budgets.max_parse_retries,
-                max_total_tokens: s.budgets.max_total_tokens,
-                max_cost_usd: s.budgets.max_cost_usd,
-                deadline: self.deadline,
-            },
-            model_summary: self.model_summary.clone(),
+            calls: self.state.calls.clone(),
+            last_feedback: self.state.last_correction.clone(),
+            spent: self.state.usage.clone(),
+            limits: self.agent.limits.with_deadline(self.inputs.deadline),
+            model_summary: self.state.model_summary.clone(),
         }
     }
 }

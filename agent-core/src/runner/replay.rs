@@ -28,5 +28,5 @@ pub async fn replay<T: AgentOutput>(
         options = options.metadata(key, value);
     }
     options = options.metadata("replay_of", trace_id);
-    Ok(super::run_agent_with(config, trace.input, options).await)
+    Ok(super::entry::run_agent_with(config, trace.input, options).await)
 }

@@ -12,10 +12,7 @@ use crate::result::AgentResult;
 use crate::run_options::RunOptions;
 use crate::stores::{CheckpointRecord, ConfigDifference, ResumeError, SaveOutcome, now_ms};
 
-use super::checkpoint::{
-    FORMAT, Finished, Header, Resumed, Snapshot, bounded, new_writer, output_schema,
-    tool_signatures,
-};
+use super::durable::{FORMAT, Finished, Header, Resumed, Snapshot, bounded, new_writer};
 
 /// Continues the run `run_id` from its last checkpoint (see [`resume_agent_with`]).
 ///
@@ -82,12 +79,11 @@ pub async fn resume_agent_with<T: AgentOutput>(
     let given = std::mem::take(&mut options.decisions);
     let cfg: &Compiled<T> = &config.inner;
     let store = cfg
-        .settings
         .stores
         .checkpoints
         .clone()
         .ok_or(ResumeError::NoCheckpointStore)?;
-    let limit = cfg.settings.stores.timeout;
+    let limit = cfg.stores.timeout;
     let unreadable = |error| ResumeError::Unreadable {
         run_id: run_id.to_owned(),
         error,
@@ -135,8 +131,15 @@ pub async fn resume_agent_with<T: AgentOutput>(
             .map_err(|e| corrupt(format!("the result does not decode: {e}")))?;
         return rebuild(cfg, finished).map_err(corrupt);
     }
-    let mut snapshot: Snapshot<'static> = serde_json::from_str(&record.state)
-        .map_err(|e| corrupt(format!("the state does not decode: {e}")))?;
+    let mut snapshot = Snapshot::from_text(&record.state).map_err(corrupt)?;
+    // The agent and the model the run had: both must still be in the config.
+    let moved = moved_away(cfg, &snapshot);
+    if !moved.is_empty() {
+        return Err(ResumeError::ConfigMismatch {
+            run_id: run_id.to_owned(),
+            differences: moved,
+        });
+    }
     let validate = |tool: &str, arguments: &Value| -> Result<(), String> {
         let compiled = cfg
             .table
@@ -147,7 +150,7 @@ pub async fn resume_agent_with<T: AgentOutput>(
             .validate(arguments)
             .map_err(|e| e.to_string())
     };
-    super::pause::take_decisions(run_id, &mut snapshot, given, validate)?;
+    super::durable::pause::take_decisions(run_id, &mut snapshot, given, validate)?;
     // The claim: the same checkpoint under this process's writer token, fenced on the
     // seq just read, so that of two processes resuming at once exactly one goes on.
     // The ledger is read after it: an entry another process wrote before it is seen.
@@ -182,13 +185,27 @@ pub async fn resume_agent_with<T: AgentOutput>(
         seq: claim.seq,
         writer,
     };
-    Ok(super::run(config, input, options, None, Some(Box::new(resumed))).await)
+    Ok(super::entry::run(config, input, options, None, Some(Box::new(resumed))).await)
+}
+
+/// Where the run had gone that the config no longer goes: the agents of its handoffs,
+/// and the model of its current agent it had switched to.
+fn moved_away<T>(cfg: &Compiled<T>, snapshot: &Snapshot) -> Vec<ConfigDifference> {
+    let state = &snapshot.state;
+    let empty = std::sync::Arc::default();
+    match super::agents::handoff::agent_at(cfg, &state.handoffs, &empty) {
+        Err(agent) => vec![ConfigDifference::HandoffRemoved { agent }],
+        Ok((agent, _)) if state.route >= agent.models.len() => {
+            vec![ConfigDifference::ModelRemoved { route: state.route }]
+        }
+        Ok(_) => Vec::new(),
+    }
 }
 
 /// How the config differs from the checkpoint's run, output first, then tools by name.
 fn differences<T: AgentOutput>(cfg: &Compiled<T>, header: &Header) -> Vec<ConfigDifference> {
     let mut out = Vec::new();
-    let schema = output_schema::<T>();
+    let schema = T::output_tool().map(|d| d.parameters);
     if schema != header.output_schema {
         out.push(ConfigDifference::OutputSchema {
             stored: header.output_schema.clone(),
@@ -204,19 +221,12 @@ fn differences<T: AgentOutput>(cfg: &Compiled<T>, header: &Header) -> Vec<Config
     }
     let stored: BTreeMap<&str, &Value> =
         header.tools.iter().map(|(n, p)| (n.as_str(), p)).collect();
-    let current_tools = tool_signatures(cfg);
+    let current_tools = cfg.tool_signatures();
     let current: BTreeMap<&str, &Value> =
         current_tools.iter().map(|(n, p)| (n.as_str(), p)).collect();
     // A checkpoint written before tool sources were left out of headers may list a
     // source's tools: those are not differences.
-    let from_sources: Vec<&str> = cfg
-        .settings
-        .tools
-        .entries()
-        .iter()
-        .filter(|e| e.source.is_some())
-        .map(|e| e.definition.name.as_str())
-        .collect();
+    let from_sources = cfg.source_tool_names();
     for (name, params) in &stored {
         if !current.contains_key(name) && from_sources.contains(name) {
             continue;
@@ -255,7 +265,7 @@ fn rebuild<T: AgentOutput>(
             .ok_or("a failed run without its error")?)
     };
     Ok(AgentResult {
-        agent: cfg.settings.name.clone(),
+        agent: cfg.name.clone(),
         outcome,
         output: f.output.into_owned(),
         trace_id: f.trace_id.into_owned(),

@@ -1,27 +1,103 @@
-//! The state of one run: building it from the config and the run's options, the tools
-//! offered per turn, and the bookkeeping of calls, events and cancellation.
+//! [`Run`]: one run in this process. It is the frozen inputs ([`Inputs`]), the state a
+//! checkpoint keeps ([`RunState`]), and this process's live parts (the request being
+//! built, the emitter, the turn's live state, the run tree, the durable writer, the
+//! compactor). Each capability keeps its own fields and methods in its own part; the
+//! loop's files (`drive.rs`, `call.rs`, `turn.rs`, `submit.rs`, `act.rs`, `finish.rs`)
+//! orchestrate them.
 
-use foldhash::{HashSet, HashSetExt};
+use foldhash::HashSet;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::time::Duration;
 
-use crate::config::{Compiled, OutputPlan};
-use crate::error::AgentError;
-use crate::handover::{CallOutcome, CallRecord, RunState};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{Compiled, ModelEntry, OutputPlan, ToolTable};
+use crate::error::{AgentError, panic_message};
+use crate::handover::{CallOutcome, CallRecord, RunState as RunView};
 use crate::llm::LlmRequest;
 use crate::message::{Message, ToolCall, ToolResult};
 use crate::observe::RunEvent;
 use crate::output::AgentOutput;
 use crate::run_options::RunOptions;
-use crate::stream::{EventSender, StreamEvent};
-use crate::tool::ToolDefinition;
-use crate::usage::Usage;
-use tokio_util::sync::CancellationToken;
+use crate::scores::Scores;
+use crate::tool::{StateMap, ToolDefinition};
 
-use super::Run;
-use super::guard::Guard;
-use super::trace::Observers;
-use crate::error::panic_message;
+use super::agents::tree::Tree;
+use super::compact::Compactor;
+use super::durable::Durable;
+use super::emit::{Emitter, EventSender, Observers};
+use super::model::sink::Meter;
+use super::state::RunState;
+use super::tools::guardrails::Trip;
+
+/// What the loop does after a turn.
+pub(super) enum Next<T> {
+    /// Ask the model again.
+    Continue,
+    /// The run is over.
+    Stop(Result<T, AgentError>),
+}
+
+/// What a run was started with, fixed for its life.
+pub(super) struct Inputs {
+    pub(super) trace_id: Arc<str>,
+    /// The run id (`RunOptions::run_id`, else the trace id).
+    pub(super) run_id: Arc<str>,
+    pub(super) input: String,
+    /// The application state tools see: the config's, with the run's own added.
+    pub(super) app: Arc<StateMap>,
+    /// The cancellation tokens: the config's, the run's, a parent run's.
+    pub(super) tokens: Vec<CancellationToken>,
+    /// The deadline's limit: the config's or the run's, whichever is sooner.
+    pub(super) deadline: Option<Duration>,
+    /// When the deadline passes (set when the loop starts).
+    pub(super) deadline_at: Option<tokio::time::Instant>,
+    /// The first agent's `max_handoffs`: the bound of the whole run.
+    pub(super) max_handoffs: u32,
+}
+
+/// This process's live parts of the turn under way.
+pub(super) struct Live {
+    /// The user tools of the current turn: the agent's frozen table, or one rebuilt
+    /// when a tool source changed (refreshed before each LLM call).
+    pub(super) table: Arc<ToolTable>,
+    /// Every call id the run has seen (a repeated id is renamed).
+    pub(super) seen_ids: HashSet<String>,
+    /// Whether the current turn is the wrap-up turn (only the answer offered).
+    pub(super) wrap_up_turn: bool,
+    /// Whether an LLM call is under way (set for the call, cleared when it returns):
+    /// one that never returns (cancelled, cut by the deadline) is counted anyway.
+    pub(super) in_flight: bool,
+    /// What a streamed call received so far (the bytes of its turn, the usage the
+    /// provider reported mid-stream), kept by its sink: what a cut call is counted from.
+    pub(super) meter: Arc<Meter>,
+    /// A guardrail that tripped during the turn: the run ends with it after the turn
+    /// (boxed: rare, and `Run` is held by every run).
+    pub(super) trip: Option<Box<AgentError>>,
+    /// What the grader gave an answer.
+    pub(super) scores: Option<Scores>,
+}
+
+/// One run in this process (see the module docs).
+pub(super) struct Run<'c, T> {
+    /// The agent that has the conversation: the config's, or the one a handoff gave it
+    /// to (`state.handoffs` names it).
+    pub(super) agent: &'c Compiled<T>,
+    pub(super) inputs: Inputs,
+    pub(super) state: RunState,
+    /// The next LLM call's request, all but its messages: the state holds those, and
+    /// they are moved in for the call (see `call.rs`).
+    pub(super) request: LlmRequest,
+    pub(super) emit: Emitter<T>,
+    pub(super) live: Live,
+    /// This run's place in a tree of runs (agents used as tools).
+    pub(super) tree: Tree,
+    /// Checkpoints, the tool ledger and a resumed pause's decisions, with a checkpoint
+    /// store.
+    pub(super) durable: Option<Box<Durable>>,
+    pub(super) compactor: Compactor,
+}
 
 impl<'c, T: AgentOutput> Run<'c, T> {
     pub(super) fn new(
@@ -31,8 +107,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         options: RunOptions,
         events: Option<EventSender<T>>,
     ) -> Self {
-        let s = &cfg.settings;
-        let parent = super::child::parent_of(&options);
+        let parent = super::agents::tree::parent_of(&options);
         let RunOptions {
             state: run_state,
             cancellation,
@@ -45,94 +120,115 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             decisions: _,
             parent: _,
         } = options;
-        let mut request = LlmRequest::new(cfg.wire_model.clone());
-        request.system = cfg.system_prompt.clone();
-        request.prompt_cache = cfg.prompt_cache;
-        if let OutputPlan::Json(spec) = &cfg.output {
-            request.output = Some(Arc::clone(spec));
-        }
-        request.messages = history;
-        request.messages.push(Message::user(input.clone()));
-        let own_start = request.messages.len();
-        request.tools = Arc::clone(&cfg.table.offered);
-        request.max_tokens = s.budgets.max_tokens;
-        request.temperature = s.budgets.temperature;
-        request.reasoning = s.budgets.reasoning;
-        let state = if run_state.is_empty() {
+        let mut messages = history;
+        messages.push(Message::user(input.clone()));
+        let own_start = messages.len();
+        let app = if run_state.is_empty() {
             Arc::clone(&cfg.state)
         } else {
             let mut merged = (*cfg.state).clone();
             merged.extend(run_state);
             Arc::new(merged)
         };
-        let mut tokens: Vec<CancellationToken> =
-            s.cancellation.iter().cloned().chain(cancellation).collect();
+        let mut tokens: Vec<CancellationToken> = cfg
+            .cancellation
+            .iter()
+            .cloned()
+            .chain(cancellation)
+            .collect();
         if let Some(parent) = &parent {
             tokens.extend(parent.run.tokens.iter().cloned());
         }
-        let pool = super::child::Pool::new(
-            s.budgets.max_total_tokens,
-            s.budgets.max_cost_usd,
-            parent.map(|p| Arc::clone(&p.run.pool)),
-        );
-        let deadline = match (s.budgets.deadline, deadline) {
+        let deadline = match (cfg.limits.deadline, deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        Self {
-            cfg,
-            table: Arc::clone(&cfg.table),
-            run_id: Arc::clone(&trace_id),
-            durable: None,
-            decisions: crate::pause::Decisions::new(),
-            trace_id,
-            input,
-            request,
-            state,
-            observers: Observers {
-                config: s.observer.clone(),
-                run: observer,
+        let mut run = Self {
+            agent: cfg,
+            inputs: Inputs {
+                run_id: Arc::clone(&trace_id),
+                trace_id,
+                input,
+                app,
+                tokens,
+                deadline,
+                deadline_at: None,
+                max_handoffs: cfg.limits.max_handoffs,
             },
-            tokens,
-            deadline,
-            usage: Usage::default(),
-            cost_usd: 0.0,
-            last_call_tokens: 0,
-            last_call_cost: 0.0,
-            attempts: Vec::new(),
-            failures: Vec::new(),
-            route: 0,
-            tried: Vec::new(),
-            force_answer: false,
-            last_text: String::new(),
-            output: String::new(),
-            scores: None,
-            guard: Guard::new(s.budgets.repeated_call_limit, s.budgets.no_progress_turns),
-            deadline_at: None,
-            seen_ids: HashSet::new(),
-            wrap_up_turn: false,
-            calls: Vec::new(),
-            last_correction: None,
-            model_summary: None,
-            fatal: None,
-            events,
-            in_flight: false,
-            meter: Arc::default(),
-            pool,
-            link: None,
-            reserved: super::child::Reserved::default(),
-            trip: None,
-            handoffs: 0,
-            max_handoffs: s.budgets.max_handoffs,
-            compactor: super::compact::Compactor::new(own_start),
-        }
+            state: RunState::new(messages),
+            request: LlmRequest::new(String::new()),
+            emit: Emitter {
+                observers: Observers {
+                    config: cfg.hooks.observer.clone(),
+                    run: observer,
+                },
+                stream: events,
+            },
+            live: Live {
+                table: Arc::clone(&cfg.table),
+                seen_ids: HashSet::default(),
+                wrap_up_turn: false,
+                in_flight: false,
+                meter: Arc::default(),
+                trip: None,
+                scores: None,
+            },
+            tree: Tree::new(&cfg.limits, parent),
+            durable: None,
+            compactor: Compactor::new(own_start),
+        };
+        run.apply_agent();
+        run
     }
 
-    /// Brings the tool table up to date with the config's tool sources (nothing
+    /// Sets what the request takes from the agent that has the conversation and the
+    /// model it is on: the model, system prompt, reasoning and prompt cache of that
+    /// model's entry, the agent's output schema, output cap, temperature and tools. A
+    /// fresh run, a handoff, a fallback switch and a resumed run all go through here, so
+    /// every request carries the current agent's own settings (case C52).
+    pub(super) fn apply_agent(&mut self) {
+        let agent = self.agent;
+        let model = self.model();
+        self.request.model.clone_from(&model.wire_model);
+        self.request.system.clone_from(&model.system_prompt);
+        self.request.reasoning = model.reasoning;
+        self.request.prompt_cache = agent.prompt_cache;
+        self.request.output = match &agent.output {
+            OutputPlan::Json(spec) => Some(Arc::clone(spec)),
+            _ => None,
+        };
+        self.request.max_tokens = agent.limits.max_tokens;
+        self.request.temperature = agent.temperature;
+        self.request.tools = Arc::clone(&agent.table.offered);
+        self.live.table = Arc::clone(&agent.table);
+    }
+
+    /// The model entry the run is on (the agent's primary, or a fallback).
+    pub(super) fn model(&self) -> &'c ModelEntry {
+        let agent = self.agent;
+        agent
+            .models
+            .get(self.state.route)
+            .unwrap_or(agent.primary())
+    }
+
+    /// The key of the current model's usage entry: its name, with fallbacks; `None`
+    /// without (the totals are the one model's).
+    pub(super) fn usage_key(&self) -> Option<&'c str> {
+        let agent = self.agent;
+        (agent.models.len() > 1).then(|| self.model().name.as_str())
+    }
+
+    /// The user tools of the current turn.
+    pub(super) fn table(&self) -> Arc<ToolTable> {
+        Arc::clone(&self.live.table)
+    }
+
+    /// Brings the tool table up to date with the agent's tool sources (nothing
     /// without any): awaits each source's refresh, then takes the table for their
     /// snapshots (see `ToolSource`).
     pub(super) async fn refresh_tools(&mut self) {
-        let sources = self.cfg.settings.tools.sources();
+        let sources = self.agent.tool_sources();
         if sources.is_empty() {
             return;
         }
@@ -141,7 +237,16 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             registered.source.refresh().await;
             snapshots.push(registered.source.snapshot());
         }
-        self.table = self.cfg.table_for(&snapshots);
+        self.live.table = self.agent.table_for(&snapshots);
+    }
+
+    /// What `tools_for` and the approval policy see of the run.
+    pub(super) fn view(&self, turn: u32) -> RunView<'_> {
+        RunView {
+            turn,
+            tool_calls: self.state.usage.tool_calls,
+            calls: &self.state.calls,
+        }
     }
 
     /// The tools offered in an ordinary turn: every tool of the table, or, with
@@ -149,21 +254,16 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     /// one `Arc`, cached in the table so it is encoded once), then `submit_output` and
     /// `escalate_to_human`.
     pub(super) fn offered_tools(&self) -> Arc<[ToolDefinition]> {
-        let cfg = self.cfg;
-        let table = &*self.table;
-        let Some(keep) = &cfg.settings.tools_for else {
+        let table = self.table();
+        let Some(keep) = &self.agent.hooks.tools_for else {
             return Arc::clone(&table.offered);
         };
-        let state = RunState {
-            turn: self.usage.llm_calls.saturating_add(1),
-            tool_calls: self.usage.tool_calls,
-            calls: &self.calls,
-        };
+        let view = self.view(self.state.usage.llm_calls.saturating_add(1));
         let kept: Vec<bool> = table
             .tools
             .iter()
             .map(|t| {
-                match std::panic::catch_unwind(AssertUnwindSafe(|| keep(&state, &t.definition))) {
+                match std::panic::catch_unwind(AssertUnwindSafe(|| keep(&view, &t.definition))) {
                     Ok(keep) => keep,
                     Err(payload) => {
                         tracing::warn!(
@@ -203,16 +303,25 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     /// Records the calls of a turn that ran none of them, with why.
     pub(super) fn record_not_run(&mut self, calls: &[ToolCall], results: &[ToolResult]) {
         for (call, result) in calls.iter().zip(results) {
-            if self.table.index.contains_key(&call.name) {
+            if self.is_user_tool(&call.name) {
                 self.record_call(call, CallOutcome::NotRun(result.content.clone()));
             }
         }
     }
 
+    /// Whether `name` is a user tool of the current turn's table.
+    pub(super) fn is_user_tool(&self, name: &str) -> bool {
+        self.live.table.index.contains_key(name)
+    }
+
     pub(super) fn record_call(&mut self, call: &ToolCall, outcome: CallOutcome) {
-        let irreversible = self.table.get(&call.name).is_some_and(|t| t.irreversible);
-        self.calls.push(CallRecord {
-            llm_call: self.usage.llm_calls,
+        let irreversible = self
+            .live
+            .table
+            .get(&call.name)
+            .is_some_and(|t| t.irreversible);
+        self.state.calls.push(CallRecord {
+            llm_call: self.state.usage.llm_calls,
             tool: call.name.clone(),
             arguments: call.arguments.clone(),
             outcome,
@@ -220,42 +329,20 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         });
     }
 
-    /// Sends the tool results the turn added to the transcript (from message `from`
-    /// on) as stream events.
-    pub(super) fn send_results(&self, from: usize) {
-        let Some(events) = &self.events else { return };
-        let llm_call = self.usage.llm_calls;
-        for message in self.request.messages.iter().skip(from) {
-            if let Message::Tool { results } = message {
-                for r in results {
-                    events.send(StreamEvent::ToolResult {
-                        llm_call,
-                        id: r.call_id.clone(),
-                        name: r.name.clone(),
-                        content: r.content.clone(),
-                        is_error: r.is_error,
-                    });
-                }
-            }
-        }
-    }
-
-    pub(super) fn notify(&self, event: &RunEvent<'_>) {
-        self.observers.notify(event);
-    }
-
     pub(super) fn is_cancelled(&self) -> bool {
-        self.tokens.iter().any(CancellationToken::is_cancelled)
+        self.inputs
+            .tokens
+            .iter()
+            .any(CancellationToken::is_cancelled)
     }
 
     /// The state types the config expects per run that this run lacks.
     pub(super) fn missing_state(&self) -> Option<AgentError> {
         let missing: Vec<&str> = self
-            .cfg
-            .settings
+            .agent
             .run_state
             .iter()
-            .filter(|need| !self.state.contains(need.type_id))
+            .filter(|need| !self.inputs.app.contains(need.type_id))
             .map(|need| need.type_name)
             .collect();
         (!missing.is_empty()).then(|| AgentError::InvalidRun {
@@ -265,5 +352,46 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 missing.join(", ")
             ),
         })
+    }
+
+    /// Time spent toward the deadline before this process took the run over.
+    pub(super) fn elapsed_before(&self) -> Duration {
+        self.durable
+            .as_ref()
+            .map_or(Duration::ZERO, |d| d.elapsed_before())
+    }
+
+    /// Counts and reports a guardrail's verdict other than a pass.
+    pub(super) fn guardrail_intervened(
+        &mut self,
+        guardrail: &str,
+        stage: &str,
+        verdict: &str,
+        call_id: Option<&str>,
+    ) {
+        let usage = &mut self.state.usage;
+        usage.guardrail_interventions = usage.guardrail_interventions.saturating_add(1);
+        tracing::info!(guardrail, stage, verdict, call_id, "guardrail");
+        self.emit.emit(&RunEvent::Guardrail {
+            trace_id: &self.inputs.trace_id,
+            guardrail,
+            stage,
+            verdict,
+            call_id,
+        });
+    }
+
+    /// The error of a tripped guardrail, counted and reported.
+    pub(super) fn tripped(&mut self, (guardrail, reason): Trip, stage: &str) -> AgentError {
+        self.guardrail_intervened(&guardrail, stage, "trip", None);
+        AgentError::GuardrailTripped { guardrail, reason }
+    }
+
+    /// The messages, back from the request when a call was cut off while it held them
+    /// (the deadline or a cancellation dropped the loop mid-call).
+    pub(super) fn reclaim_messages(&mut self) {
+        if !self.request.messages.is_empty() {
+            self.state.messages = std::mem::take(&mut self.request.messages);
+        }
     }
 }

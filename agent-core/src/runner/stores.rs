@@ -24,7 +24,7 @@ use crate::stores::{
     context_section, ms, now_ms, with_context,
 };
 
-use super::trace::{Observers, notify};
+use super::emit::{Observers, notify};
 use crate::error::panic_message;
 use crate::output::{Extracted, extract_json};
 
@@ -216,7 +216,7 @@ async fn claim_thread(
         }
         tokio::select! {
             () = tokio::time::sleep(wait) => {}
-            () = super::any_cancelled(tokens) => return Err(AgentError::Cancelled),
+            () = super::cancel::any_cancelled(tokens) => return Err(AgentError::Cancelled),
         }
     }
 }
@@ -230,7 +230,7 @@ pub(crate) async fn before_run<T>(
     input: &str,
     options: &mut RunOptions,
 ) -> Prepared {
-    let stores = &cfg.settings.stores;
+    let stores = &cfg.stores;
     if !stores.any() {
         return Prepared::inactive();
     }
@@ -246,17 +246,16 @@ pub(crate) async fn before_run<T>(
         p.recorder = Some(recorder);
     }
     p.observers = Observers {
-        config: cfg.settings.observer.clone(),
+        config: cfg.hooks.observer.clone(),
         run: options.observer.clone(),
     };
     let limit = stores.timeout;
     if let (Some(memory), Some(thread)) = (&stores.memory, &p.thread) {
-        let deadline = match (cfg.settings.budgets.deadline, options.deadline) {
+        let deadline = match (cfg.limits.deadline, options.deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
         let tokens: Vec<CancellationToken> = cfg
-            .settings
             .cancellation
             .iter()
             .chain(&options.cancellation)
@@ -347,7 +346,7 @@ pub(crate) async fn after_run<T>(cfg: &Compiled<T>, mut p: Prepared, result: &mu
     if !p.active {
         return;
     }
-    let stores = &cfg.settings.stores;
+    let stores = &cfg.stores;
     let limit = stores.timeout;
     let trace_id = result.trace_id.clone();
     let ending = result.ending();
@@ -355,11 +354,7 @@ pub(crate) async fn after_run<T>(cfg: &Compiled<T>, mut p: Prepared, result: &mu
     let error = result.outcome.as_ref().err().map(ToString::to_string);
     let output = output_value(cfg, result);
     let own: &[Message] = result.transcript.get(p.history_len..).unwrap_or_default();
-    let model = cfg
-        .settings
-        .model
-        .clone()
-        .unwrap_or_else(|| cfg.wire_model.clone());
+    let model = cfg.primary().name.clone();
 
     let entry = match (&stores.memory, &p.thread, p.refused) {
         // A paused run adds its turns to the thread when it resumes and ends.
@@ -379,7 +374,7 @@ pub(crate) async fn after_run<T>(cfg: &Compiled<T>, mut p: Prepared, result: &mu
     };
     let record = stores.feedback.as_ref().map(|_| RunRecord {
         trace_id: trace_id.clone(),
-        agent: cfg.settings.name.clone(),
+        agent: cfg.name.clone(),
         variant: stores.variant.clone(),
         fingerprint: cfg.fingerprint.clone(),
         model: model.clone(),
@@ -398,7 +393,7 @@ pub(crate) async fn after_run<T>(cfg: &Compiled<T>, mut p: Prepared, result: &mu
     });
     let trace = stores.trace.as_ref().map(|_| TraceRecord {
         trace_id: trace_id.clone(),
-        agent: cfg.settings.name.clone(),
+        agent: cfg.name.clone(),
         variant: stores.variant.clone(),
         fingerprint: cfg.fingerprint.clone(),
         model,
@@ -462,10 +457,10 @@ pub(crate) async fn after_run<T>(cfg: &Compiled<T>, mut p: Prepared, result: &mu
 /// failed itself. Each failure is a warning and a `StoreFailed` event (operation
 /// `flush`, no trace id) for the config's observer.
 pub(crate) async fn flush_stores<T>(cfg: &Compiled<T>) -> u64 {
-    let stores = &cfg.settings.stores;
+    let stores = &cfg.stores;
     let limit = stores.timeout;
     let observers = Observers {
-        config: cfg.settings.observer.clone(),
+        config: cfg.hooks.observer.clone(),
         run: None,
     };
     let mut failures = 0u64;

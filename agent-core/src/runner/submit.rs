@@ -13,7 +13,10 @@ use crate::output::{AgentOutput, ESCALATE_TO_HUMAN};
 use crate::validate::ValidationErrors;
 use tokio_util::sync::CancellationToken;
 
-use super::{Next, Run, any_cancelled, correction};
+use super::cancel::any_cancelled;
+use super::run::{Next, Run};
+use super::tools::correction;
+use super::tools::guardrails::{OutputCheck, check_output};
 use crate::error::panic_message;
 
 impl<'c, T: AgentOutput> Run<'c, T> {
@@ -43,14 +46,16 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             Some(error) => ValidationErrors::one(format!("/: {error}")),
             None => match self.accept(&call.arguments) {
                 Ok(value) => {
-                    self.output = json_text(&call.arguments);
+                    self.state.output = json_text(&call.arguments);
                     return Next::Stop(Ok(value));
                 }
                 Err(errors) => errors,
             },
         };
-        let feedback = self.remember_correction(correction::rejected_submission(&errors));
-        self.request
+        let feedback = self
+            .state
+            .remember_correction(correction::rejected_submission(&errors));
+        self.state
             .messages
             .push(Message::tool_results(vec![ToolResult::error(
                 &call.id, &call.name, feedback,
@@ -61,7 +66,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     /// Runs the config's output validator, behind a catch boundary.
     /// Then the output guardrails.
     pub(super) fn check_output(&mut self, value: &T) -> Result<(), ValidationErrors> {
-        let Some(check) = &self.cfg.settings.output_validator else {
+        let Some(check) = &self.agent.hooks.output_validator else {
             return self.check_output_guardrails(value);
         };
         match std::panic::catch_unwind(AssertUnwindSafe(|| check(value))) {
@@ -74,17 +79,41 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         }
     }
 
+    /// Runs the output guardrails on a validated answer: a rejection is feedback for
+    /// the model (a validation error); a trip is kept in `live.trip` and ends the run
+    /// after the turn.
+    fn check_output_guardrails(&mut self, value: &T) -> Result<(), ValidationErrors> {
+        let guardrails = &self.agent.hooks.guardrails.output;
+        if guardrails.is_empty() {
+            return Ok(());
+        }
+        match check_output(guardrails, value) {
+            OutputCheck::Pass => Ok(()),
+            OutputCheck::Reject(name, feedback) => {
+                self.guardrail_intervened(&name, "output", "reject", None);
+                Err(ValidationErrors::one(format!("/: {feedback}")))
+            }
+            OutputCheck::Trip(name, reason) => {
+                let tripped = self.tripped((name.clone(), reason), "output");
+                self.live.trip = Some(Box::new(tripped));
+                Err(ValidationErrors::one(format!(
+                    "/: the guardrail {name} tripped"
+                )))
+            }
+        }
+    }
+
     pub(super) async fn grade(
         &mut self,
         value: &T,
         deadline_at: Option<tokio::time::Instant>,
         tokens: &[CancellationToken],
     ) {
-        let Some(grader) = &self.cfg.settings.grader else {
+        let Some(grader) = &self.agent.hooks.grader else {
             return;
         };
-        let input = self.input.as_str();
-        let mut limit = self.cfg.settings.budgets.grader_timeout;
+        let input = self.inputs.input.as_str();
+        let mut limit = self.agent.limits.grader_timeout;
         if let Some(at) = deadline_at {
             limit = limit.min(at.saturating_duration_since(tokio::time::Instant::now()));
         }
@@ -99,7 +128,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         .catch_unwind()
         .instrument(tracing::info_span!("grade"))
         .await;
-        self.scores = match graded {
+        self.live.scores = match graded {
             Ok(Err(_elapsed)) => {
                 tracing::warn!(
                     timeout_ms = limit.as_millis() as u64,
@@ -129,7 +158,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     }
 
     pub(super) fn on_escalate(&mut self, call: &ToolCall) -> Next<T> {
-        let validated = match (&call.arguments_error, &self.cfg.escalation_validator) {
+        let validated = match (&call.arguments_error, &self.agent.escalation_validator) {
             (Some(error), _) => Err(ValidationErrors::one(format!("/: {error}"))),
             (None, Some(validator)) => validator.validate(&call.arguments),
             (None, None) => Ok(()),
@@ -143,8 +172,8 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                         .unwrap_or_default()
                         .to_owned()
                 };
-                self.output = json_text(&call.arguments);
-                self.model_summary = Some(field("summary"));
+                self.state.output = json_text(&call.arguments);
+                self.state.model_summary = Some(field("summary"));
                 Next::Stop(Err(AgentError::Escalated {
                     reason: field("reason"),
                     summary: field("summary"),
@@ -152,8 +181,8 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             }
             Err(errors) => {
                 let feedback = format!("{ESCALATE_TO_HUMAN} was rejected: {errors}");
-                self.last_correction = Some(feedback.clone());
-                self.request
+                self.state.last_correction = Some(feedback.clone());
+                self.state
                     .messages
                     .push(Message::tool_results(vec![ToolResult::error(
                         &call.id, &call.name, feedback,

@@ -1,10 +1,4 @@
-//! Trace ids, panic messages, and observer calls behind a catch boundary.
-
-use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
-
-use crate::error::panic_message;
-use crate::observe::{Observer, RunEvent};
+//! Trace ids: the run's, and the finish reasons recorded on a `chat` span.
 
 /// The run's trace id: with the `otel` feature and a tracing-opentelemetry layer
 /// exporting `span`, the OpenTelemetry trace id of that span; else a random one.
@@ -45,31 +39,6 @@ fn hex32(value: u128) -> String {
         *digit = DIGITS[(value >> (4 * (31 - i))) as usize & 0xf];
     }
     String::from_utf8(digits.to_vec()).unwrap_or_default()
-}
-
-/// Calls the observer, if any; a panic in it is caught and traced.
-pub(crate) fn notify(observer: Option<&dyn Observer>, event: &RunEvent<'_>) {
-    if let Some(observer) = observer
-        && let Err(payload) =
-            std::panic::catch_unwind(AssertUnwindSafe(|| observer.on_event(event)))
-    {
-        tracing::warn!(panic = %panic_message(payload.as_ref()), "observer panicked; event dropped");
-    }
-}
-
-/// The observers of one run: the config's, then the run's own.
-#[derive(Clone, Default)]
-pub(crate) struct Observers {
-    pub(crate) config: Option<Arc<dyn Observer>>,
-    pub(crate) run: Option<Arc<dyn Observer>>,
-}
-
-impl Observers {
-    /// Calls each observer in turn, each behind its own catch boundary.
-    pub(crate) fn notify(&self, event: &RunEvent<'_>) {
-        notify(self.config.as_deref(), event);
-        notify(self.run.as_deref(), event);
-    }
 }
 
 #[cfg(test)]

@@ -343,6 +343,18 @@ pub enum ConfigDifference {
         /// The tool's name.
         name: String,
     },
+    /// The run had handed the conversation to this agent, and the config no longer
+    /// hands off to it (on the path of the run's handoffs).
+    HandoffRemoved {
+        /// The agent's name.
+        agent: String,
+    },
+    /// The run had switched to this fallback model, and the config no longer lists
+    /// that many models.
+    ModelRemoved {
+        /// The index of the model the run was on (0 the primary, `i` fallback `i - 1`).
+        route: usize,
+    },
 }
 
 impl fmt::Display for ConfigDifference {
@@ -360,6 +372,15 @@ impl fmt::Display for ConfigDifference {
             ConfigDifference::ToolParameters { name } => {
                 write!(f, "tool {name} has other parameters")
             }
+            ConfigDifference::HandoffRemoved { agent } => write!(
+                f,
+                "the run had handed the conversation to the {agent} agent, which the config \
+                 no longer hands off to"
+            ),
+            ConfigDifference::ModelRemoved { route } => write!(
+                f,
+                "the run was on fallback model {route}, which the config no longer lists"
+            ),
         }
     }
 }

@@ -3,12 +3,13 @@
 
 use crate::llm::{LlmError, LlmRequest, LlmResponse};
 
-use super::{content, trace};
+use super::content;
+use crate::runner::trace;
 
 /// Opens the `chat` span of LLM call `llm_call` (1-based) for `request`; with
 /// `capture` (the config's `capture_content`), the system instructions and input
 /// messages are recorded on it too.
-pub(super) fn chat(
+pub(crate) fn chat(
     provider: &str,
     request: &LlmRequest,
     llm_call: u32,
@@ -54,7 +55,7 @@ pub(super) fn chat(
 
 /// Records how the call ended: the response's id, model, finish reason and token counts
 /// (and, with `capture`, its output messages), or the error's type, with a warning.
-pub(super) fn record_outcome(
+pub(crate) fn record_outcome(
     span: &tracing::Span,
     outcome: &Result<LlmResponse, LlmError>,
     capture: bool,
@@ -94,7 +95,7 @@ pub(super) fn record_outcome(
 }
 
 /// Marks the span failed with `error.type` = `kind` (an error category).
-pub(super) fn record_error(span: &tracing::Span, kind: &str) {
+pub(crate) fn record_error(span: &tracing::Span, kind: &str) {
     span.record("error.type", kind);
     span.record("otel.status_code", "error");
 }

@@ -1,5 +1,14 @@
 //! Running the user-tool calls of one turn: validation, the budget, bounded concurrency,
-//! and the catch boundary (errors, panics, timeouts become error results).
+//! and the catch boundary (errors, panics, timeouts become error results); and what
+//! surrounds a call: the stuck guard (`guard.rs`), the guardrails (`guardrails.rs`), the
+//! clean-up of a turn's calls (`sanitize.rs`), the texts the model is corrected with
+//! (`correction.rs`), and the ledger around an execution (`ledgered.rs`).
+
+pub(crate) mod correction;
+pub(crate) mod guard;
+pub(crate) mod guardrails;
+mod ledgered;
+pub(crate) mod sanitize;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -15,14 +24,14 @@ use crate::handover::CallOutcome;
 use crate::message::{ToolCall, ToolResult, json_text};
 use crate::observe::RunEvent;
 use crate::pause::PauseReason;
-use crate::runner::child::{CallLink, RunLink};
-use crate::runner::correction;
-use crate::runner::guardrails::{self, Before};
-use crate::runner::ledger::Ledger;
-use crate::runner::trace::Observers;
+use crate::runner::agents::tree::{CallLink, RunLink};
+use crate::runner::durable::ledger::Ledger;
+use crate::runner::emit::Observers;
+
 use crate::tool::ToolDefinition;
 use crate::tool::{StateMap, ToolContext};
 use crate::usage::ChildUsage;
+use guardrails::Before;
 
 /// What to do with one call.
 enum Plan<'c> {
@@ -128,7 +137,7 @@ pub(crate) async fn run_tool_calls<T>(
     ledger: Option<&Ledger>,
     link: &Arc<RunLink>,
 ) -> Vec<Executed> {
-    let limit = cfg.settings.budgets.max_tool_calls;
+    let limit = cfg.limits.max_tool_calls;
     gates.resize_with(calls.len(), || Gate::Run);
     let plans: Vec<Plan<'_>> = calls
         .iter()
@@ -148,7 +157,7 @@ pub(crate) async fn run_tool_calls<T>(
                     correction::tool_limit(limit, &cfg.output),
                 )),
                 Plan::Run(tool) => {
-                    let plan = guard_call(&cfg.settings.guardrails.tool, tool, call);
+                    let plan = guard_call(&cfg.hooks.guardrails.tool, tool, call);
                     if matches!(plan, Plan::Run(_) | Plan::RunWith(..)) {
                         *executed += 1;
                     }
@@ -164,10 +173,10 @@ pub(crate) async fn run_tool_calls<T>(
             }
         })
         .collect();
-    let timeout = cfg.settings.budgets.tool_timeout;
-    let max_bytes = cfg.settings.budgets.max_tool_result_bytes;
-    let capture = cfg.settings.budgets.capture_content;
-    let guardrails = cfg.settings.guardrails.tool.as_slice();
+    let timeout = cfg.limits.tool_timeout;
+    let max_bytes = cfg.limits.max_tool_result_bytes;
+    let capture = cfg.capture_content;
+    let guardrails = cfg.hooks.guardrails.tool.as_slice();
     let mut jobs = calls.iter().zip(plans).map(|(call, plan)| async move {
         let started = Instant::now();
         let executed = match plan {
@@ -192,9 +201,8 @@ pub(crate) async fn run_tool_calls<T>(
                 let run = execute(tool, call, ids, context, (timeout, max_bytes), capture);
                 match ledger {
                     Some(ledger) => {
-                        ledger
-                            .execute(call, tool.irreversible, (trace_id, observers), run)
-                            .await
+                        let observers = (&**trace_id, observers);
+                        ledgered::execute(ledger, call, tool.irreversible, observers, run).await
                     }
                     None => run.await,
                 }
@@ -205,8 +213,8 @@ pub(crate) async fn run_tool_calls<T>(
                 let run = execute(tool, &replaced, ids, context, (timeout, max_bytes), capture);
                 let mut done = match ledger {
                     Some(ledger) => {
-                        ledger
-                            .execute(&replaced, tool.irreversible, (trace_id, observers), run)
+                        let observers = (&**trace_id, observers);
+                        ledgered::execute(ledger, &replaced, tool.irreversible, observers, run)
                             .await
                     }
                     None => run.await,
@@ -241,7 +249,7 @@ pub(crate) async fn run_tool_calls<T>(
     // `tokio::spawn(run_agent(..))` does not compile.
     let jobs: Vec<_> = jobs.collect();
     futures::stream::iter(jobs)
-        .buffered(cfg.settings.budgets.tool_concurrency)
+        .buffered(cfg.limits.tool_concurrency)
         .collect()
         .await
 }
@@ -463,7 +471,7 @@ fn guard_call<'c>(
 
 /// `text` cut to at most `max_bytes` bytes (at a character boundary) plus a note saying
 /// how much was left out.
-pub(super) fn truncate(mut text: String, max_bytes: usize) -> String {
+pub(crate) fn truncate(mut text: String, max_bytes: usize) -> String {
     if text.len() <= max_bytes {
         return text;
     }

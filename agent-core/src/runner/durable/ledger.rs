@@ -9,59 +9,60 @@
 //! run's next write (the next `started` entry or checkpoint, which follows at once).
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::handover::CallOutcome;
-use crate::message::{ToolCall, ToolResult};
-use crate::pause::PauseReason;
+use crate::message::ToolCall;
+use crate::runner::emit::Observers;
 use crate::stores::{CheckpointRecord, CheckpointStore, LedgerEntry, LedgerStatus, SaveOutcome};
 
-use super::checkpoint::{arguments_hash, bounded, report};
-use super::tools::Executed;
-use super::trace::Observers;
+use super::{bounded, report};
 
 /// The tool-effect ledger of one run.
 pub(crate) struct Ledger {
-    pub(super) store: Arc<dyn CheckpointStore>,
-    pub(super) run_id: Arc<str>,
-    pub(super) timeout: Duration,
+    pub(crate) store: Arc<dyn CheckpointStore>,
+    pub(crate) run_id: Arc<str>,
+    pub(crate) timeout: Duration,
     /// The entries found when the run was resumed, by call id.
-    pub(super) prior: HashMap<String, LedgerEntry>,
-    pub(super) failures: AtomicU32,
+    pub(crate) prior: HashMap<String, LedgerEntry>,
+    pub(crate) failures: AtomicU32,
     /// This process's writer token.
-    pub(super) writer: Arc<str>,
+    pub(crate) writer: Arc<str>,
     /// Set when a fenced write was refused: another process took the run over.
-    pub(super) fenced: AtomicBool,
+    pub(crate) fenced: AtomicBool,
     /// The seq of the checkpoint write that was refused, if that is what was fenced.
-    pub(super) fenced_at: AtomicU64,
+    pub(crate) fenced_at: AtomicU64,
     /// The turn's `tools_pending` checkpoint (with its `taken_at`), until the first
     /// `started` entry carries it; held locked during that write, so that no other call
     /// of the turn starts before it is durable.
-    pub(super) held: tokio::sync::Mutex<Option<(CheckpointRecord, u64)>>,
+    pub(crate) held: tokio::sync::Mutex<Option<(CheckpointRecord, u64)>>,
     /// Finished entries (completed, deferred) the next write carries.
-    pub(super) done: Mutex<Vec<LedgerEntry>>,
+    pub(crate) done: Mutex<Vec<LedgerEntry>>,
     /// Tool executions between their `started` entry and their result.
-    pub(super) in_flight: AtomicUsize,
+    pub(crate) in_flight: AtomicUsize,
+}
+
+/// What the ledger knew of a call when the run was resumed.
+pub(crate) enum Prior<'a> {
+    /// It completed, with these arguments: its recorded result.
+    Completed {
+        content: &'a str,
+        is_error: bool,
+        fatal: bool,
+    },
+    /// It ran and deferred its result, with these arguments.
+    Deferred { note: &'a str },
+    /// It started and never completed (or ran with other arguments).
+    Interrupted,
+    /// Nothing: it never started.
+    Unknown,
 }
 
 impl Ledger {
-    /// Runs one tool execution through the ledger. A call completed before a crash is
-    /// not run again: its recorded result comes back. A call that started and never
-    /// completed runs again, unless the tool is irreversible: then its outcome is
-    /// unknown and the model is told so. Otherwise `started` is written, the tool runs,
-    /// and `completed` is written; each write awaited (a failure is counted and the
-    /// tool runs anyway).
-    pub(crate) async fn execute(
-        &self,
-        call: &ToolCall,
-        irreversible: bool,
-        (trace_id, observers): (&str, &Observers),
-        run: impl Future<Output = Executed>,
-    ) -> Executed {
-        let hash = arguments_hash(&call.arguments);
+    /// What the ledger knew of `call` (whose canonical arguments hash to `hash`, see
+    /// [`arguments_hash`](super::arguments_hash)) when the run was resumed.
+    pub(crate) fn prior(&self, call: &ToolCall, hash: &str) -> Prior<'_> {
         match self.prior.get(&call.id) {
             Some(LedgerEntry {
                 arguments_hash,
@@ -72,18 +73,30 @@ impl Ledger {
                         fatal,
                     },
                 ..
-            }) if *arguments_hash == hash => return recorded(call, content, *is_error, *fatal),
+            }) if arguments_hash == hash => Prior::Completed {
+                content,
+                is_error: *is_error,
+                fatal: *fatal,
+            },
             Some(LedgerEntry {
                 arguments_hash,
                 status: LedgerStatus::Deferred { note },
                 ..
-            }) if *arguments_hash == hash => {
-                let reason = PauseReason::Deferred { note: note.clone() };
-                return Executed::waiting(call, reason);
-            }
-            Some(_) if irreversible => return unknown(call),
-            _ => {}
+            }) if arguments_hash == hash => Prior::Deferred { note },
+            Some(_) => Prior::Interrupted,
+            None => Prior::Unknown,
         }
+    }
+
+    /// Writes `call`'s `started` entry before its tool runs (see [`start`](Self::start)):
+    /// the entry to finish with [`end`](Self::end), or `Err` when the run was fenced
+    /// (another process took it over: the tool must not start).
+    pub(crate) async fn begin(
+        &self,
+        call: &ToolCall,
+        hash: String,
+        observers: (&str, &Observers),
+    ) -> Result<LedgerEntry, ()> {
         let entry = LedgerEntry {
             run_id: self.run_id.to_string(),
             call_id: call.id.clone(),
@@ -92,46 +105,38 @@ impl Ledger {
             status: LedgerStatus::Started,
         };
         self.in_flight.fetch_add(1, Ordering::SeqCst);
-        let entry = match self.start(entry, (trace_id, observers)).await {
-            Ok(entry) => entry,
-            Err(()) => {
-                self.in_flight.fetch_sub(1, Ordering::SeqCst);
-                return not_started(call);
-            }
-        };
-        let done = run.await;
-        let entry = LedgerEntry {
-            status: match &done.pause {
-                Some(PauseReason::Deferred { note }) => {
-                    LedgerStatus::Deferred { note: note.clone() }
-                }
-                _ => LedgerStatus::Completed {
-                    content: done.result.content.clone(),
-                    is_error: done.result.is_error,
-                    fatal: done.fatal,
-                },
-            },
-            ..entry
-        };
+        let started = self.start(entry, observers).await;
+        if started.is_err() {
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        }
+        started
+    }
+
+    /// Finishes a call [`begin`](Self::begin) started, with its `status` (completed or
+    /// deferred). When no other tool of the run is running, what follows until the run's
+    /// next write (the next call's `started`, or the next checkpoint) does not wait, so
+    /// that write carries this entry; otherwise it is written now.
+    pub(crate) async fn end(
+        &self,
+        entry: LedgerEntry,
+        status: LedgerStatus,
+        observers: (&str, &Observers),
+    ) {
+        let entry = LedgerEntry { status, ..entry };
         if self.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
-            // No other tool of the run is running: what follows until the run's next
-            // write (the next call's `started`, or the next checkpoint) does not wait,
-            // so that write carries this one.
             lock(&self.done).push(entry);
         } else {
-            self.write(&entry, (trace_id, observers), "tool_completed")
-                .await;
+            self.write(&entry, observers, "tool_completed").await;
         }
-        done
     }
 
     /// Takes the finished entries the next write carries.
-    pub(super) fn take_done(&self) -> Vec<LedgerEntry> {
+    pub(crate) fn take_done(&self) -> Vec<LedgerEntry> {
         std::mem::take(&mut *lock(&self.done))
     }
 
     /// Whether the call deferred its result before the run was resumed.
-    pub(super) fn deferred(&self, call_id: &str) -> bool {
+    pub(crate) fn deferred(&self, call_id: &str) -> bool {
         matches!(
             self.prior.get(call_id),
             Some(LedgerEntry {
@@ -142,7 +147,7 @@ impl Ledger {
     }
 
     /// Marks the run fenced: another process took it over.
-    pub(super) fn fence(&self, seq: u64) {
+    pub(crate) fn fence(&self, seq: u64) {
         self.fenced_at.store(seq, Ordering::SeqCst);
         self.fenced.store(true, Ordering::SeqCst);
     }
@@ -238,69 +243,4 @@ impl Ledger {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// A call answered from its `completed` entry.
-fn recorded(call: &ToolCall, content: &str, is_error: bool, fatal: bool) -> Executed {
-    let (result, outcome) = if is_error {
-        (
-            ToolResult::error(&call.id, &call.name, content),
-            CallOutcome::Failed(content.to_owned()),
-        )
-    } else {
-        (
-            ToolResult::ok(&call.id, &call.name, content),
-            CallOutcome::Succeeded(content.to_owned()),
-        )
-    };
-    Executed {
-        result,
-        outcome,
-        fatal,
-        pause: None,
-        escalation: None,
-        children: Vec::new(),
-        interventions: Vec::new(),
-        trip: None,
-    }
-}
-
-/// A call not started because another process took the run over (the run stops after
-/// this turn's calls, with [`AgentError::Fenced`]).
-fn not_started(call: &ToolCall) -> Executed {
-    let text = format!(
-        "{} was not run: another process took this run over",
-        call.name
-    );
-    Executed {
-        result: ToolResult::error(&call.id, &call.name, text.clone()),
-        outcome: CallOutcome::NotRun(text),
-        fatal: false,
-        pause: None,
-        escalation: None,
-        children: Vec::new(),
-        interventions: Vec::new(),
-        trip: None,
-    }
-}
-
-/// An irreversible call that started before a crash and never completed.
-fn unknown(call: &ToolCall) -> Executed {
-    let text = format!(
-        "the outcome of this {} call is unknown: the run was interrupted after the tool \
-         started and before its result was recorded, and {} is irreversible, so it was not \
-         run again. Do not assume it took effect or not; check before calling it again, or \
-         hand the case over.",
-        call.name, call.name
-    );
-    Executed {
-        result: ToolResult::error(&call.id, &call.name, text.clone()),
-        outcome: CallOutcome::Unknown(text),
-        fatal: false,
-        pause: None,
-        escalation: None,
-        children: Vec::new(),
-        interventions: Vec::new(),
-        trip: None,
-    }
 }

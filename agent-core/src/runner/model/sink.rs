@@ -6,10 +6,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 
-use super::incremental::IncrementalJson;
-use super::{EventSender, StreamDelta, StreamEvent, StreamSink, parse_partial};
-use crate::llm::TokenUsage;
+use crate::llm::{StreamDelta, StreamSink, TokenUsage};
 use crate::output::{SUBMIT_OUTPUT, reasoning_open, without_reasoning};
+use crate::partial_json::{IncrementalJson, parse_partial};
+use crate::runner::emit::{EventSender, StreamEvent};
 
 /// Where the structured answer arrives in a turn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -342,7 +342,7 @@ pub fn bench_partial_output(prefix: &str, deltas: &[&str], whole_text: bool) -> 
     }
     let mut sent = 0;
     let take = |sent: &mut usize| {
-        for event in super::lock(&queue).drain(..) {
+        for event in crate::runner::emit::lock(&queue).drain(..) {
             if matches!(event, StreamEvent::PartialOutput { .. }) {
                 *sent += 1;
             }
@@ -379,8 +379,8 @@ mod tests {
     use super::{EventSender, Meter, PartialKind, TurnSink};
     use crate::llm::{StreamDelta, StreamSink};
     use crate::output::SUBMIT_OUTPUT;
-    use crate::stream::StreamEvent;
-    use crate::stream::incremental::tests::{arb_value, write};
+    use crate::partial_json::incremental::tests::{arb_value, write};
+    use crate::runner::emit::StreamEvent;
 
     /// The partial values a sink sends for `pieces` (a flush after each batch of
     /// `batch` pieces, then the end of the turn); `whole_text`: the path before the

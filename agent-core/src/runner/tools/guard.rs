@@ -4,73 +4,13 @@ use std::borrow::Cow;
 
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
-use serde_json::Value;
-
 use crate::error::StuckReason;
-use crate::message::{ToolCall, ToolResult};
-
-/// JSON with object keys sorted and no whitespace, so `{"b":1, "a":2}` and
-/// `{"a":2,"b":1}` compare equal.
-pub(crate) fn canonical_json(value: &Value) -> String {
-    // Room for a usual call's arguments at once, instead of growing from 8 bytes.
-    let mut out = Vec::with_capacity(64);
-    write_canonical(value, &mut out);
-    // Only serde_json's own output and ASCII punctuation went in: always UTF-8.
-    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-}
-
-/// Appends `value` to `out` canonically; strings and scalars as serde_json writes them
-/// (written straight into `out`: no text per key or scalar).
-fn write_canonical(value: &Value, out: &mut Vec<u8>) {
-    match value {
-        Value::Object(map) => {
-            out.push(b'{');
-            // Keys that come sorted (one key, or written in the schema's order when it
-            // is alphabetical) are written in place, without a sorted copy.
-            if map.keys().is_sorted() {
-                for (i, (key, v)) in map.iter().enumerate() {
-                    write_entry(i, key, v, out);
-                }
-            } else {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort_unstable();
-                for (i, key) in keys.into_iter().enumerate() {
-                    if let Some(v) = map.get(key) {
-                        write_entry(i, key, v, out);
-                    }
-                }
-            }
-            out.push(b'}');
-        }
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(b']');
-        }
-        other => {
-            let _ = serde_json::to_writer(&mut *out, other);
-        }
-    }
-}
-
-/// Appends the `i`-th entry of an object (`,` before all but the first).
-fn write_entry(i: usize, key: &str, value: &Value, out: &mut Vec<u8>) {
-    if i > 0 {
-        out.push(b',');
-    }
-    // Writing to a Vec cannot fail, and a string always serializes.
-    let _ = serde_json::to_writer(&mut *out, key);
-    out.push(b':');
-    write_canonical(value, out);
-}
+use crate::limits::Limits;
+use crate::message::{ToolCall, ToolResult, canonical_json};
 
 /// What one call (tool name and canonical arguments) returned last, and how often in
 /// a row.
+#[derive(Debug, Clone, PartialEq)]
 struct CallRecord {
     /// The last result's content and error flag.
     last: (String, bool),
@@ -88,19 +28,20 @@ struct CallRecord {
 /// `repeat_limit` times in a row (the same call, the same answer: nothing can change),
 /// or an error `repeat_limit + 1` times in a row (errors whose text varies, such as a
 /// timestamp, still add up).
+///
+/// The limits are the config's (`repeated_call_limit`, `no_progress_turns`), passed to
+/// each [`record_turn`](Self::record_turn); the guard holds only counters, which a
+/// checkpoint keeps (serialized as [`GuardState`]).
+#[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct Guard {
-    repeat_limit: u32,
-    no_progress_limit: u32,
     calls: HashMap<(String, String), CallRecord>,
     seen_results: HashSet<(String, String)>,
     idle_turns: u32,
 }
 
 impl Guard {
-    pub(crate) fn new(repeat_limit: u32, no_progress_limit: u32) -> Self {
+    pub(crate) fn new() -> Self {
         Self {
-            repeat_limit,
-            no_progress_limit,
             calls: HashMap::new(),
             seen_results: HashSet::new(),
             idle_turns: 0,
@@ -116,6 +57,7 @@ impl Guard {
     /// not what the model sent; the no-progress guard still sees it).
     pub(crate) fn record_turn(
         &mut self,
+        limits: &Limits,
         calls: &[ToolCall],
         results: &[ToolResult],
     ) -> Option<StuckReason> {
@@ -154,9 +96,9 @@ impl Guard {
                     same_streak: 1,
                     error_streak: u32::from(result.is_error),
                 });
-            let times = if record.same_streak >= self.repeat_limit {
+            let times = if record.same_streak >= limits.repeated_call_limit {
                 Some(record.same_streak)
-            } else if record.error_streak > self.repeat_limit {
+            } else if record.error_streak > limits.repeated_call_limit {
                 Some(record.error_streak)
             } else {
                 None
@@ -169,13 +111,13 @@ impl Guard {
                 });
             }
         }
-        let idle = self.record_results(results);
+        let idle = self.record_results(results, limits.no_progress_turns);
         fired.or(idle)
     }
 
     /// Records the results of a tool turn; fires after `no_progress_limit` consecutive
     /// tool turns whose every result (tool name and content) was seen before.
-    fn record_results(&mut self, results: &[ToolResult]) -> Option<StuckReason> {
+    fn record_results(&mut self, results: &[ToolResult], limit: u32) -> Option<StuckReason> {
         let mut new_content = false;
         for r in results {
             new_content |= self
@@ -187,7 +129,7 @@ impl Guard {
             None
         } else {
             self.idle_turns += 1;
-            (self.idle_turns >= self.no_progress_limit).then_some(StuckReason::NoProgress {
+            (self.idle_turns >= limit).then_some(StuckReason::NoProgress {
                 turns: self.idle_turns,
             })
         }
@@ -238,8 +180,15 @@ impl Guard {
         }
     }
 
-    /// Puts back the counters of a checkpoint (the limits stay the config's).
-    pub(crate) fn restore(&mut self, state: GuardState<'_>) {
+    /// The guard a checkpoint's counters describe.
+    pub(crate) fn from_state(state: GuardState<'_>) -> Self {
+        let mut guard = Self::new();
+        guard.restore(state);
+        guard
+    }
+
+    /// Puts back the counters of a checkpoint.
+    fn restore(&mut self, state: GuardState<'_>) {
         self.calls = state
             .calls
             .into_iter()
@@ -265,26 +214,62 @@ impl Guard {
     }
 }
 
+impl serde::Serialize for Guard {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.state().serialize(serializer)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Guard {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        GuardState::deserialize(deserializer).map(Guard::from_state)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
-    #[test]
-    fn canonical_json_ignores_key_order_and_whitespace() {
-        let a: Value = serde_json::from_str(r#"{"b": [1, {"y":1,"x":2}], "a": "s"}"#).unwrap();
-        let b: Value = serde_json::from_str(r#"{"a":"s","b":[1,{"x":2,"y":1}]}"#).unwrap();
-        assert_eq!(canonical_json(&a), canonical_json(&b));
-        assert_eq!(canonical_json(&a), r#"{"a":"s","b":[1,{"x":2,"y":1}]}"#);
-        // Sorted outside, unsorted inside, escapes and an empty object.
-        let c = json!({"a": {"z": 1, "b": "q\"x"}, "b": [], "c": {}});
-        assert_eq!(
-            canonical_json(&c),
-            r#"{"a":{"b":"q\"x","z":1},"b":[],"c":{}}"#
-        );
+    /// A guard with its limits, as the run holds the two.
+    struct Tested {
+        guard: Guard,
+        limits: Limits,
     }
 
-    fn turn(g: &mut Guard, call: &ToolCall, content: &str, is_error: bool) -> Option<StuckReason> {
+    impl Tested {
+        fn new(repeated_call_limit: u32, no_progress_turns: u32) -> Self {
+            Self {
+                guard: Guard::new(),
+                limits: Limits::default()
+                    .repeated_call_limit(repeated_call_limit)
+                    .no_progress_turns(no_progress_turns),
+            }
+        }
+
+        fn record_turn(
+            &mut self,
+            calls: &[ToolCall],
+            results: &[ToolResult],
+        ) -> Option<StuckReason> {
+            self.guard.record_turn(&self.limits, calls, results)
+        }
+
+        fn record_results(&mut self, results: &[ToolResult]) -> Option<StuckReason> {
+            self.guard
+                .record_results(results, self.limits.no_progress_turns)
+        }
+
+        fn state(&self) -> GuardState<'_> {
+            self.guard.state()
+        }
+
+        fn restore(&mut self, state: GuardState<'_>) {
+            self.guard.restore(state);
+        }
+    }
+
+    fn turn(g: &mut Tested, call: &ToolCall, content: &str, is_error: bool) -> Option<StuckReason> {
         let result = if is_error {
             ToolResult::error(&call.id, &call.name, content)
         } else {
@@ -298,7 +283,7 @@ mod tests {
     /// would have.
     #[test]
     fn the_state_round_trips_through_its_json() {
-        let mut g = Guard::new(2, 10);
+        let mut g = Tested::new(2, 10);
         let call = ToolCall::new("1", "lookup", json!({"id": "q\"1"}));
         assert!(turn(&mut g, &call, "said \"shipped\"", false).is_none());
         assert!(
@@ -312,7 +297,7 @@ mod tests {
         );
         let text = serde_json::to_string(&g.state()).unwrap();
         let read: GuardState<'_> = serde_json::from_str(&text).unwrap();
-        let mut back = Guard::new(2, 10);
+        let mut back = Tested::new(2, 10);
         back.restore(read);
         assert_eq!(serde_json::to_string(&back.state()).unwrap(), text);
         assert_eq!(back.state(), g.state());
@@ -324,7 +309,7 @@ mod tests {
 
     #[test]
     fn the_same_call_with_the_same_result_fires_at_the_limit() {
-        let mut g = Guard::new(2, 10);
+        let mut g = Tested::new(2, 10);
         let call = ToolCall::new("1", "lookup", json!({"id": 1, "x": 2}));
         assert!(turn(&mut g, &call, "shipped", false).is_none());
         let same = ToolCall::new("2", "lookup", json!({"x": 2, "id": 1}));
@@ -341,7 +326,7 @@ mod tests {
     // C31: polling with a changing result is progress; so is a retry after an error.
     #[test]
     fn c31_a_repeat_whose_result_changed_is_progress() {
-        let mut g = Guard::new(2, 10);
+        let mut g = Tested::new(2, 10);
         let poll = ToolCall::new("1", "job_status", json!({"job_id": "J1"}));
         assert!(turn(&mut g, &poll, "running", false).is_none());
         assert!(turn(&mut g, &poll, "done", false).is_none());
@@ -354,7 +339,7 @@ mod tests {
 
     #[test]
     fn errors_that_keep_coming_fire_one_later_even_when_their_text_varies() {
-        let mut g = Guard::new(2, 10);
+        let mut g = Tested::new(2, 10);
         let call = ToolCall::new("1", "reserve", json!({"slot": 3}));
         assert!(turn(&mut g, &call, "busy at 10:00:01", true).is_none());
         assert!(turn(&mut g, &call, "busy at 10:00:02", true).is_none());
@@ -370,7 +355,7 @@ mod tests {
 
     #[test]
     fn duplicates_within_a_turn_and_unusable_arguments_do_not_count() {
-        let mut g = Guard::new(2, 10);
+        let mut g = Tested::new(2, 10);
         let same = || ToolCall::new("1", "ping", json!({}));
         let ok = || ToolResult::ok("1", "ping", "pong");
         assert!(
@@ -390,7 +375,7 @@ mod tests {
 
     #[test]
     fn no_progress_counts_consecutive_idle_turns() {
-        let mut g = Guard::new(2, 2);
+        let mut g = Tested::new(2, 2);
         let r = |c: &str| vec![ToolResult::ok("id", "lookup", c)];
         assert!(g.record_results(&r("not found")).is_none());
         assert!(g.record_results(&r("not found")).is_none());

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use super::IncrementalJson;
-use crate::stream::parse_partial;
+use crate::partial_json::parse_partial;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

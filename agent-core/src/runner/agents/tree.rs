@@ -15,10 +15,8 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{AgentError, Budget};
-use crate::output::AgentOutput;
-use crate::usage::{ChildUsage, Usage};
-
-use super::Run;
+use crate::limits::Limits;
+use crate::usage::ChildUsage;
 
 /// Tokens and cost spent in one run and every run below it, against the run's caps.
 ///
@@ -191,17 +189,47 @@ impl CallLink {
     }
 }
 
-impl<T: AgentOutput> Run<'_, T> {
+/// A run's part in its tree: its pool, the link its tool calls pass to child runs,
+/// and the estimate of the LLM call under way, reserved in the pools above it.
+#[derive(Debug)]
+pub(crate) struct Tree {
+    /// Tokens and cost of this run and its children, against its caps, linked to its
+    /// parent's when it is an agent used as a tool.
+    pool: Arc<Pool>,
+    /// What this run's tool calls pass to child runs (made at the first tool turn).
+    link: Option<Arc<RunLink>>,
+    reserved: Reserved,
+}
+
+impl Tree {
+    /// The part of a run with `limits` (its caps), below `parent`'s run if it has one.
+    pub(crate) fn new(limits: &Limits, parent: Option<Arc<CallLink>>) -> Self {
+        Self {
+            pool: Pool::new(
+                limits.max_total_tokens,
+                limits.max_cost_usd,
+                parent.map(|p| Arc::clone(&p.run.pool)),
+            ),
+            link: None,
+            reserved: Reserved::default(),
+        }
+    }
+
     /// The link this run's tool calls pass on (made at its first tool turn; the
     /// deadline is fixed by then).
-    pub(super) fn run_link(&mut self) -> Arc<RunLink> {
+    pub(crate) fn link(
+        &mut self,
+        tokens: &[CancellationToken],
+        deadline_at: Option<tokio::time::Instant>,
+        tool_timeout: Duration,
+    ) -> Arc<RunLink> {
         if let Some(link) = &self.link {
             return Arc::clone(link);
         }
         let link = Arc::new(RunLink {
-            tokens: self.tokens.clone(),
-            deadline_at: self.deadline_at,
-            tool_timeout: self.cfg.settings.budgets.tool_timeout,
+            tokens: tokens.to_vec(),
+            deadline_at,
+            tool_timeout,
             pool: Arc::clone(&self.pool),
         });
         self.link = Some(Arc::clone(&link));
@@ -209,15 +237,16 @@ impl<T: AgentOutput> Run<'_, T> {
     }
 
     /// The check of the caps above this run's own (a child's parent and theirs),
-    /// before an LLM call: the call's estimate is reserved there until its usage is
-    /// counted ([`count_in_tree`](Self::count_in_tree)).
-    pub(super) fn check_tree_budgets(&mut self) -> Result<(), AgentError> {
+    /// before an LLM call whose estimate is the last call's `tokens` and `cost_usd`: the
+    /// estimate is reserved there until its usage is counted ([`settle`](Self::settle)).
+    ///
+    /// # Errors
+    /// [`AgentError::BudgetExhausted`] naming the first cap above that the call would
+    /// pass.
+    pub(crate) fn check(&mut self, tokens: u64, cost_usd: f64) -> Result<(), AgentError> {
         // A reservation a call left (it failed without cost) goes back first.
         self.pool.release(std::mem::take(&mut self.reserved));
-        match self
-            .pool
-            .reserve(self.last_call_tokens, self.last_call_cost)
-        {
+        match self.pool.reserve(tokens, cost_usd) {
             Ok(reserved) => {
                 self.reserved = reserved;
                 Ok(())
@@ -228,36 +257,14 @@ impl<T: AgentOutput> Run<'_, T> {
 
     /// Counts one LLM call's tokens and cost in this run's pool and every pool above,
     /// in place of its reservation.
-    pub(super) fn count_in_tree(&mut self, tokens: u64, cost_usd: f64) {
+    pub(crate) fn settle(&mut self, (tokens, cost_usd): (u64, f64)) {
         let reserved = std::mem::take(&mut self.reserved);
         self.pool.settle(reserved, tokens, cost_usd);
     }
 
     /// Gives back what the run still holds reserved (at its end).
-    pub(super) fn release_reservation(&mut self) {
+    pub(crate) fn release(&mut self) {
         self.pool.release(std::mem::take(&mut self.reserved));
-    }
-
-    /// Adds what a child run spent to this run's usage: its tokens and cost count
-    /// toward this run's caps (the pools counted them already, while they happened);
-    /// its LLM calls and tool executions stay its own.
-    pub(super) fn add_child(&mut self, child: ChildUsage) {
-        let u: &Usage = &child.usage;
-        self.usage.input_tokens = self.usage.input_tokens.saturating_add(u.input_tokens);
-        self.usage.output_tokens = self.usage.output_tokens.saturating_add(u.output_tokens);
-        self.usage.cache_read_tokens = self
-            .usage
-            .cache_read_tokens
-            .saturating_add(u.cache_read_tokens);
-        self.usage.cache_write_tokens = self
-            .usage
-            .cache_write_tokens
-            .saturating_add(u.cache_write_tokens);
-        if let Some(cost) = u.cost_usd {
-            self.cost_usd += cost;
-            self.usage.cost_usd = Some(self.cost_usd);
-        }
-        self.usage.children.push(child);
     }
 }
 

@@ -1,164 +1,16 @@
-//! Approvals and deferred results in the runner: which calls of a turn wait, the pause
-//! itself, the decisions a resume brings, and the paused runs a store holds (see
-//! `docs/durable.md`, "Approvals and deferred results").
-
-use std::panic::AssertUnwindSafe;
+//! Approvals and deferred results in a checkpoint: the decisions a resume brings, and
+//! the paused runs a store holds (see `docs/durable.md`, "Approvals and deferred
+//! results"). Which calls of a turn wait, and the pause itself, are the tool turn's
+//! (`act.rs`).
 
 use serde_json::Value;
 
-use crate::error::{AgentError, panic_message};
-use crate::handover::{CallOutcome, RunState};
-use crate::message::{Message, ToolCall, ToolResult};
-use crate::output::AgentOutput;
+use crate::message::Message;
 use crate::pause::{Decision, DecisionProblem, Decisions, PauseReason, PendingCall};
 use crate::stores::{CheckpointRecord, CheckpointStore, ResumeError, StoreError, now_ms};
 use crate::validate::SchemaValidator;
 
-use super::Run;
-use super::checkpoint::{FORMAT, Header, Phase, Snapshot};
-use super::tools::{Executed, Gate, truncate};
-
-impl<T: AgentOutput> Run<'_, T> {
-    /// One gate per call of the turn: the decision a resume brought for it, else
-    /// whether it needs approval (the tool's flag or the config's policy).
-    pub(super) fn gates(&mut self, calls: &[ToolCall]) -> Vec<Gate> {
-        let cfg = self.cfg;
-        let max_bytes = cfg.settings.budgets.max_tool_result_bytes;
-        let state = RunState {
-            turn: self.usage.llm_calls,
-            tool_calls: self.usage.tool_calls,
-            calls: &self.calls,
-        };
-        let decisions = &mut self.decisions;
-        let table = &self.table;
-        let ledger = self
-            .durable
-            .as_deref()
-            .map(super::checkpoint::Durable::ledger);
-        calls
-            .iter()
-            .map(|call| {
-                if let Some(decision) = decisions.take(&call.id) {
-                    let ran = ledger.is_some_and(|l| l.deferred(&call.id));
-                    return gate_of(call, decision, max_bytes, ran);
-                }
-                let Some(tool) = table.get(&call.name) else {
-                    return Gate::Run;
-                };
-                if call.arguments_error.is_some() {
-                    return Gate::Run;
-                }
-                let asked = cfg.settings.approval.as_ref().is_some_and(|needs| {
-                    std::panic::catch_unwind(AssertUnwindSafe(|| needs(call, &state)))
-                        .unwrap_or_else(|payload| {
-                            tracing::warn!(
-                                tool = %call.name,
-                                panic = %panic_message(payload.as_ref()),
-                                "the approval policy panicked; the call waits for approval"
-                            );
-                            true
-                        })
-                });
-                if tool.requires_approval || asked {
-                    Gate::Hold
-                } else {
-                    Gate::Run
-                }
-            })
-            .collect()
-    }
-
-    /// After the turn's calls ran: the calls that wait, if any. With a checkpoint store
-    /// the run pauses: the checkpoint is saved as the turn stood before it ran (the
-    /// calls that ran are in the ledger), and the error to end the run with comes back.
-    /// Without one, a waiting call cannot wait: it gets an error result.
-    pub(super) async fn pause_if_waiting(
-        &mut self,
-        calls: &[ToolCall],
-        executed: &mut [Executed],
-        offered: &[String],
-        tool_calls_before: u32,
-    ) -> Option<AgentError> {
-        let pending: Vec<PendingCall> = calls
-            .iter()
-            .zip(executed.iter())
-            .filter_map(|(call, done)| {
-                done.pause.clone().map(|reason| PendingCall {
-                    call_id: call.id.clone(),
-                    tool: call.name.clone(),
-                    arguments: call.arguments.clone(),
-                    reason,
-                })
-            })
-            .collect();
-        if pending.is_empty() {
-            return None;
-        }
-        if self.durable.is_none() {
-            for (call, done) in calls.iter().zip(executed.iter_mut()) {
-                if done.pause.take().is_some() {
-                    let text = format!(
-                        "{} could not run: its result has to wait (for approval or from \
-                         outside), and this run cannot wait (no checkpoint store)",
-                        call.name
-                    );
-                    done.outcome = CallOutcome::Failed(text.clone());
-                    done.result = ToolResult::error(&call.id, &call.name, text);
-                }
-            }
-            return None;
-        }
-        // The turn is answered again when the run resumes (the calls that ran, from the
-        // ledger), and its tool executions are counted then: the checkpoint keeps the
-        // count from before the turn, the paused result the count so far.
-        let so_far = std::mem::replace(&mut self.usage.tool_calls, tool_calls_before);
-        let saved = self
-            .save_checkpoint(Phase::Paused {
-                offered: offered.to_vec(),
-                pending: pending.clone(),
-                decisions: Decisions::new(),
-            })
-            .await;
-        self.usage.tool_calls = so_far;
-        if let Err(fenced) = saved {
-            return Some(fenced);
-        }
-        Some(AgentError::Paused {
-            run_id: self.run_id.to_string(),
-            pending,
-        })
-    }
-}
-
-/// The gate a decision sets. Edits were applied to the turn when the run resumed.
-fn gate_of(call: &ToolCall, decision: Decision, max_bytes: usize, ran: bool) -> Gate {
-    match decision {
-        Decision::Approve | Decision::Edit { .. } => Gate::Run,
-        Decision::Deny { reason } => {
-            let text = format!(
-                "{} was not run: a person denied the call. Their reason: {reason}",
-                call.name
-            );
-            Gate::Answer(
-                ToolResult::error(&call.id, &call.name, text),
-                CallOutcome::Denied(reason),
-                ran,
-            )
-        }
-        Decision::Result { value } => {
-            let text = match value {
-                Value::String(text) => text,
-                other => other.to_string(),
-            };
-            let text = truncate(text, max_bytes);
-            Gate::Answer(
-                ToolResult::ok(&call.id, &call.name, text.clone()),
-                CallOutcome::External(text),
-                ran,
-            )
-        }
-    }
-}
+use super::{FORMAT, Header, Phase, Snapshot};
 
 /// What is wrong with `given` for the calls a run waits on (unknown call ids, decisions
 /// of the wrong kind, edited arguments that do not validate); `validate` checks a tool's
@@ -227,9 +79,9 @@ fn missing(pending: &[PendingCall], all: &Decisions) -> Vec<DecisionProblem> {
 /// decisions on a run that is not paused; the state is then unchanged.
 // The error is the one `resume_agent_with` returns, as it is: no box on that path.
 #[allow(clippy::result_large_err)]
-pub(super) fn take_decisions(
+pub(crate) fn take_decisions(
     run_id: &str,
-    snapshot: &mut Snapshot<'static>,
+    snapshot: &mut Snapshot,
     given: Decisions,
     validate: impl Fn(&str, &Value) -> Result<(), String>,
 ) -> Result<(), ResumeError> {
@@ -258,7 +110,7 @@ pub(super) fn take_decisions(
         });
     }
     let offered = offered.clone();
-    if let Some(Message::Assistant { tool_calls, .. }) = snapshot.messages.to_mut().last_mut() {
+    if let Some(Message::Assistant { tool_calls, .. }) = snapshot.state.messages.last_mut() {
         for call in tool_calls.iter_mut() {
             if let Some(Decision::Edit { arguments }) = all.get(&call.id) {
                 call.arguments = arguments.clone();
@@ -305,7 +157,7 @@ pub async fn paused_runs(
         .iter()
         .filter_map(|record| {
             let header: Header = serde_json::from_str(&record.header).ok()?;
-            let snapshot: Snapshot<'_> = serde_json::from_str(&record.state).ok()?;
+            let snapshot = Snapshot::from_text(&record.state).ok()?;
             let Phase::Paused {
                 pending, decisions, ..
             } = snapshot.phase
@@ -367,9 +219,8 @@ pub async fn record_decisions(
     }
     let header: Header = serde_json::from_str(&record.header)
         .map_err(|e| corrupt(format!("the header does not decode: {e}")))?;
-    let mut snapshot: Snapshot<'static> = serde_json::from_str(&record.state)
-        .map_err(|e| corrupt(format!("the state does not decode: {e}")))?;
-    if header.format != FORMAT || snapshot.format != FORMAT {
+    let mut snapshot = Snapshot::from_text(&record.state).map_err(corrupt)?;
+    if header.format != FORMAT {
         return Err(corrupt(format!(
             "format {} (this version reads {FORMAT})",
             header.format
@@ -406,7 +257,8 @@ pub async fn record_decisions(
         .filter(|p| recorded.get(&p.call_id).is_none())
         .cloned()
         .collect();
-    let state = serde_json::to_string(&snapshot)
+    let state = snapshot
+        .to_text()
         .map_err(|e| corrupt(format!("the state does not encode: {e}")))?;
     let next = CheckpointRecord {
         state,

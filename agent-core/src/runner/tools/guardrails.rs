@@ -8,20 +8,15 @@ use std::panic::AssertUnwindSafe;
 use futures::FutureExt;
 use serde_json::Value;
 
-use crate::error::{AgentError, panic_message};
+use crate::error::panic_message;
 use crate::guardrail::{InputGuardrail, OutputGuardrail, ToolGuardrail, ToolVerdict, Verdict};
 use crate::message::ToolCall;
-use crate::observe::RunEvent;
-use crate::output::AgentOutput;
-use crate::validate::ValidationErrors;
-
-use super::Run;
 
 /// A guardrail that tripped: its name and reason.
-pub(super) type Trip = (String, String);
+pub(crate) type Trip = (String, String);
 
 /// Runs the input guardrails in order; the first that trips (or rejects, or panics).
-pub(super) async fn check_input(guardrails: Vec<InputGuardrail>, input: String) -> Option<Trip> {
+pub(crate) async fn check_input(guardrails: Vec<InputGuardrail>, input: String) -> Option<Trip> {
     for g in guardrails {
         let verdict = AssertUnwindSafe(async { (g.check)(&input).await })
             .catch_unwind()
@@ -41,88 +36,49 @@ pub(super) async fn check_input(guardrails: Vec<InputGuardrail>, input: String) 
     None
 }
 
-impl<T: AgentOutput> Run<'_, T> {
-    /// Counts and reports a verdict other than a pass.
-    pub(super) fn guardrail_intervened(
-        &mut self,
-        guardrail: &str,
-        stage: &str,
-        verdict: &str,
-        call_id: Option<&str>,
-    ) {
-        self.usage.guardrail_interventions = self.usage.guardrail_interventions.saturating_add(1);
-        tracing::info!(guardrail, stage, verdict, call_id, "guardrail");
-        self.notify(&RunEvent::Guardrail {
-            trace_id: &self.trace_id,
-            guardrail,
-            stage,
-            verdict,
-            call_id,
-        });
-    }
+/// The input guardrails that run before the first LLM call, and the concurrent ones,
+/// each as a future that owns what it needs (`None` without any).
+pub(crate) fn input_checks(
+    all: &[InputGuardrail],
+    input: &str,
+) -> (
+    Option<impl Future<Output = Option<Trip>> + Send + 'static>,
+    Option<impl Future<Output = Option<Trip>> + Send + 'static>,
+) {
+    let (concurrent, before): (Vec<_>, Vec<_>) = all.iter().cloned().partition(|g| g.concurrent);
+    let future =
+        |list: Vec<InputGuardrail>| (!list.is_empty()).then(|| check_input(list, input.to_owned()));
+    (future(before), future(concurrent))
+}
 
-    /// The error of a tripped guardrail, counted and reported.
-    pub(super) fn tripped(&mut self, (guardrail, reason): Trip, stage: &str) -> AgentError {
-        self.guardrail_intervened(&guardrail, stage, "trip", None);
-        AgentError::GuardrailTripped { guardrail, reason }
-    }
+/// What the output guardrails said of a validated answer.
+pub(crate) enum OutputCheck {
+    /// Every guardrail passed it.
+    Pass,
+    /// A guardrail (named) rejected it: feedback for the model.
+    Reject(String, String),
+    /// A guardrail (named) tripped (or panicked): the reason; the run ends.
+    Trip(String, String),
+}
 
-    /// The input guardrails that run before the first LLM call, and the concurrent ones
-    /// as a future that owns what it needs (`None` without any). A resumed run passed
-    /// them when it started.
-    pub(super) fn input_guardrails(
-        &self,
-    ) -> (
-        Option<impl Future<Output = Option<Trip>> + Send + 'static>,
-        Option<impl Future<Output = Option<Trip>> + Send + 'static>,
-    ) {
-        let all = &self.cfg.settings.guardrails.input;
-        if all.is_empty() || self.usage.llm_calls > 0 {
-            return (None, None);
-        }
-        let (concurrent, before): (Vec<_>, Vec<_>) =
-            all.iter().cloned().partition(|g| g.concurrent);
-        let future = |list: Vec<InputGuardrail>| {
-            (!list.is_empty()).then(|| check_input(list, self.input.clone()))
-        };
-        (future(before), future(concurrent))
-    }
-
-    /// Runs the output guardrails on a validated answer: a rejection is feedback for
-    /// the model (a validation error); a trip is kept in `self.trip` and ends the run
-    /// after the turn.
-    pub(super) fn check_output_guardrails(&mut self, value: &T) -> Result<(), ValidationErrors> {
-        let guardrails: Vec<OutputGuardrail<T>> = self.cfg.settings.guardrails.output.clone();
-        for g in guardrails {
-            let verdict = std::panic::catch_unwind(AssertUnwindSafe(|| (g.check)(value)));
-            match verdict {
-                Ok(Verdict::Pass) => {}
-                Ok(Verdict::Reject(feedback)) => {
-                    self.guardrail_intervened(&g.name, "output", "reject", None);
-                    return Err(ValidationErrors::one(format!("/: {feedback}")));
-                }
-                Ok(Verdict::Trip(reason)) => {
-                    self.trip = Some(Box::new(self.tripped((g.name.clone(), reason), "output")));
-                    return Err(ValidationErrors::one(format!(
-                        "/: the guardrail {} tripped",
-                        g.name
-                    )));
-                }
-                Err(payload) => {
-                    let reason = format!(
-                        "the guardrail panicked: {}",
-                        panic_message(payload.as_ref())
-                    );
-                    self.trip = Some(Box::new(self.tripped((g.name.clone(), reason), "output")));
-                    return Err(ValidationErrors::one(format!(
-                        "/: the guardrail {} tripped",
-                        g.name
-                    )));
-                }
+/// Runs the output guardrails on a validated answer, in order; the first that does not
+/// pass it.
+pub(crate) fn check_output<T>(guardrails: &[OutputGuardrail<T>], value: &T) -> OutputCheck {
+    for g in guardrails {
+        match std::panic::catch_unwind(AssertUnwindSafe(|| (g.check)(value))) {
+            Ok(Verdict::Pass) => {}
+            Ok(Verdict::Reject(feedback)) => return OutputCheck::Reject(g.name.clone(), feedback),
+            Ok(Verdict::Trip(reason)) => return OutputCheck::Trip(g.name.clone(), reason),
+            Err(payload) => {
+                let reason = format!(
+                    "the guardrail panicked: {}",
+                    panic_message(payload.as_ref())
+                );
+                return OutputCheck::Trip(g.name.clone(), reason);
             }
         }
-        Ok(())
     }
+    OutputCheck::Pass
 }
 
 /// What the tool guardrails decided for one call before it runs.

@@ -1,5 +1,10 @@
 //! Lenient parsing of a JSON object that is still arriving: the longest prefix that
-//! makes a value once its open strings and brackets are closed.
+//! makes a value once its open strings and brackets are closed ([`parse_partial`]), and
+//! the same kept up to date piece by piece (`incremental`), for a streamed answer.
+
+pub(crate) mod incremental;
+
+pub(crate) use incremental::IncrementalJson;
 
 use serde_json::Value;
 
