@@ -147,7 +147,8 @@ pub use llm::{
 pub use message::{Message, ToolCall, ToolResult};
 pub use observe::{Observer, RunEvent};
 pub use output::{
-    AgentOutput, ESCALATE_TO_HUMAN, OutputMode, OutputSpec, PromptCaching, SUBMIT_OUTPUT,
+    AgentOutput, AnswerMode, ESCALATE_TO_HUMAN, OutputMode, OutputSpec, PromptCaching,
+    SUBMIT_OUTPUT,
 };
 pub use pause::{Decision, DecisionProblem, Decisions, PauseReason, PendingCall};
 pub use pricing::{ContextWindow, ModelPrice, Pricing};

@@ -3,6 +3,7 @@
 
 mod common;
 
+use agent_core::providers::ProviderOptions;
 use agent_core::testing::{ScriptedModel, TestModel};
 use agent_core::{
     AgentConfig, ConfigError, State, StateRequirement, Tool, ToolContext, ToolDefinition,
@@ -166,7 +167,7 @@ async fn with_derives_a_checked_variant_that_keeps_the_output_type() {
 fn config_debug_never_shows_the_api_key() {
     let model = ScriptedModel::new();
     let config = builder(&model, &[])
-        .api_key("sk-secret-123")
+        .provider(ProviderOptions::default().with_api_key("sk-secret-123"))
         .build()
         .unwrap();
     let text = format!("{config:?}");

@@ -64,7 +64,7 @@ impl LlmClient for SlowModel {
 fn config(memory: &Arc<MapMemory>, model: &SlowModel) -> AgentConfig<String> {
     AgentConfig::builder("threads")
         .llm(model.clone())
-        .memory_arc(Arc::clone(memory) as Arc<dyn Memory>)
+        .memory(Arc::clone(memory) as Arc<dyn Memory>)
         .build()
         .unwrap()
 }

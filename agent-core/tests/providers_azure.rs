@@ -59,9 +59,12 @@ async fn azure_route_takes_the_version_setting_and_a_bearer_token_instead_of_the
     let config = agent_core::AgentConfig::<Triage>::builder("triage")
         .model("azure/prod-gpt-4o")
         .output_mode(agent_core::OutputMode::Tool)
-        .base_url(server.uri())
-        .bearer_token("entra-token-0123456789")
-        .api_version("2025-01-01-preview")
+        .provider(
+            ProviderOptions::default()
+                .with_base_url(server.uri())
+                .with_bearer_token("entra-token-0123456789")
+                .with_api_version("2025-01-01-preview"),
+        )
         .build()
         .unwrap();
     let result = run_agent(&config, "ticket").await;
@@ -111,8 +114,11 @@ async fn c50_azure_content_filter_400_is_refused_and_does_not_fall_back() {
     let config = agent_core::AgentConfig::<Triage>::builder("triage")
         .model("azure/prod-gpt-4o")
         .output_mode(agent_core::OutputMode::Tool)
-        .api_key(KEY)
-        .base_url(server.uri())
+        .provider(
+            ProviderOptions::default()
+                .with_api_key(KEY)
+                .with_base_url(server.uri()),
+        )
         .fallback_model_with(
             "dispatch/backup",
             ProviderOptions::default().with_base_url(format!("{}/v1", backup.uri())),
@@ -150,8 +156,11 @@ async fn c50_azure_content_filter_finish_reason_is_refused() {
     let config = agent_core::AgentConfig::<Triage>::builder("triage")
         .model("azure/prod-gpt-4o")
         .output_mode(agent_core::OutputMode::Tool)
-        .api_key(KEY)
-        .base_url(server.uri())
+        .provider(
+            ProviderOptions::default()
+                .with_api_key(KEY)
+                .with_base_url(server.uri()),
+        )
         .build()
         .unwrap();
     let result = run_agent(&config, "ticket").await;

@@ -225,8 +225,7 @@ async fn a_tool_call_then_submit_output() {
     mount_once(&server, reply("tool_use.json")).await;
     mount(&server, reply("submit.json")).await;
     let lookup = CountingTool::lookup_order();
-    let config = triage(ROUTE, &server.uri())
-        .aws_region("us-east-1")
+    let config = triage_with(ROUTE, &server.uri(), |o| o.with_aws_region("us-east-1"))
         .tool(lookup.clone())
         .build()
         .unwrap();
@@ -412,8 +411,7 @@ async fn a_guardrail_intervention_ends_the_run_refused() {
         ResponseTemplate::new(200).set_body_raw(body, "application/json"),
     )
     .await;
-    let config = triage(ROUTE, &server.uri())
-        .aws_region("us-east-1")
+    let config = triage_with(ROUTE, &server.uri(), |o| o.with_aws_region("us-east-1"))
         .build()
         .unwrap();
     let result = run_agent(&config, "ticket").await;
@@ -457,8 +455,7 @@ async fn throttling_is_retried_after_its_delay_then_succeeds() {
     mount(&server, reply("submit.json")).await;
     let delays = Delays::default();
     let slow = Backoff::exponential(Duration::from_secs(30), Duration::from_secs(30));
-    let config = triage(ROUTE, &server.uri())
-        .aws_region("us-east-1")
+    let config = triage_with(ROUTE, &server.uri(), |o| o.with_aws_region("us-east-1"))
         .backoff(slow)
         .observer(delays.observer())
         .build()
@@ -546,8 +543,7 @@ async fn a_validation_error_ends_the_run_permanent_without_a_retry() {
         aws_error(400, "ValidationException", "error_validation.json"),
     )
     .await;
-    let config = triage(ROUTE, &server.uri())
-        .aws_region("us-east-1")
+    let config = triage_with(ROUTE, &server.uri(), |o| o.with_aws_region("us-east-1"))
         .build()
         .unwrap();
     let result = run_agent(&config, "ticket").await;
@@ -729,8 +725,7 @@ async fn claude_through_the_global_profile_is_priced_as_anthropic_lists_it() {
     mount_post(&server, global, reply("submit.json"), None).await;
     mount(&server, reply("submit.json")).await;
     let run = |route: &'static str| {
-        let config = triage(route, &server.uri())
-            .aws_region("us-east-1")
+        let config = triage_with(route, &server.uri(), |o| o.with_aws_region("us-east-1"))
             .build()
             .unwrap();
         async move { run_agent(&config, "ticket").await }
@@ -753,8 +748,7 @@ async fn reasoning_content_is_read_into_the_transcript_and_never_sent_back() {
     mount_once(&server, reply("reasoning_tool_use.json")).await;
     mount(&server, reply("submit.json")).await;
     let lookup = CountingTool::lookup_order();
-    let config = triage(ROUTE, &server.uri())
-        .aws_region("us-east-1")
+    let config = triage_with(ROUTE, &server.uri(), |o| o.with_aws_region("us-east-1"))
         .tool(lookup.clone())
         .build()
         .unwrap();
@@ -810,13 +804,14 @@ async fn streamed_reasoning_content_arrives_as_reasoning_deltas() {
 
 #[test]
 fn reasoning_settings_are_a_config_error_on_bedrock() {
-    let err = triage(ROUTE, "http://127.0.0.1:9")
-        .aws_region("us-east-1")
-        .reasoning(agent_core::Reasoning::budget(2_048))
-        .max_tokens(8_000)
-        .build()
-        .map(|_| ())
-        .unwrap_err();
+    let err = triage_with(ROUTE, "http://127.0.0.1:9", |o| {
+        o.with_aws_region("us-east-1")
+    })
+    .reasoning(agent_core::Reasoning::budget(2_048))
+    .max_tokens(8_000)
+    .build()
+    .map(|_| ())
+    .unwrap_err();
     match err {
         agent_core::ConfigError::InvalidSetting {
             setting: "reasoning",

@@ -85,7 +85,7 @@ async fn ollama_route_posts_to_the_host_v1_endpoint() {
     let config = agent_core::AgentConfig::<Triage>::builder("t")
         .model("ollama/llama3.2")
         .output_mode(agent_core::OutputMode::Tool)
-        .base_url(server.uri())
+        .provider(ProviderOptions::default().with_base_url(server.uri()))
         .tools(agent_core::ToolRegistry::new().with(CountingTool::lookup_order()))
         .max_llm_calls(1)
         .build()

@@ -140,11 +140,12 @@ async fn a_slow_server_is_a_transient_timeout() {
     assert!(error.message.contains("timed out"), "{error}");
     assert_eq!(error.status, None);
 
-    let config = triage(MODEL, &base(&server))
-        .request_timeout(Duration::from_millis(200))
-        .max_llm_retries(1)
-        .build()
-        .unwrap();
+    let config = triage_with(MODEL, &base(&server), |o| {
+        o.with_request_timeout(Duration::from_millis(200))
+    })
+    .max_llm_retries(1)
+    .build()
+    .unwrap();
     let result = run_agent(&config, "ticket").await;
     assert_eq!(result.category(), Some("max_llm_retries"));
 }

@@ -556,8 +556,11 @@ async fn the_route_reads_gemini_api_key_and_base_url() {
     mount(&server, json_fixture(200, "gemini/submit.json")).await;
     let config = agent_core::AgentConfig::<Triage>::builder("triage")
         .model(MODEL)
-        .api_key(KEY)
-        .base_url(format!("{}/v1beta", server.uri()))
+        .provider(
+            ProviderOptions::default()
+                .with_api_key(KEY)
+                .with_base_url(format!("{}/v1beta", server.uri())),
+        )
         .build()
         .unwrap();
     assert_eq!(config.provider(), "gemini");

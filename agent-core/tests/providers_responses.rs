@@ -219,9 +219,8 @@ async fn stored_mode_chains_with_previous_response_id() {
     let server = MockServer::start().await;
     mount_once(&server, reply("tool_call.json")).await;
     mount(&server, reply("submit.json")).await;
-    let config = triage(ROUTE, &base(&server))
+    let config = triage_with(ROUTE, &base(&server), |o| o.with_store_responses(true))
         .tool(CountingTool::lookup_order())
-        .store_responses(true)
         .build()
         .unwrap();
     let result = run_agent(&config, "ticket").await;
@@ -511,8 +510,11 @@ async fn azure_responses_post_to_the_v1_path_with_the_deployment_as_model() {
     let config = AgentConfig::<Triage>::builder("triage")
         .model("azure-responses/prod-gpt-5")
         .output_mode(OutputMode::Tool)
-        .api_key(KEY)
-        .base_url(server.uri())
+        .provider(
+            ProviderOptions::default()
+                .with_api_key(KEY)
+                .with_base_url(server.uri()),
+        )
         .build()
         .unwrap();
     let result = run_agent(&config, "ticket").await;

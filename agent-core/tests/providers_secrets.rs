@@ -181,7 +181,7 @@ fn clients_options_and_config_errors_never_show_the_key() {
     let bad = format!("{KEY}\n");
     let error = AgentConfig::<Triage>::builder("t")
         .model("gpt-4.1")
-        .api_key(bad.clone())
+        .provider(ProviderOptions::default().with_api_key(bad.clone()))
         .build()
         .unwrap_err();
     texts.push(format!("{error}"));
@@ -221,11 +221,16 @@ async fn bedrock_errors_echoing_the_secrets_leak_them_nowhere() {
     // SigV4 (the secret signs, the token is sent) and bearer (the key is sent).
     let sigv4 = AgentConfig::<Triage>::builder("t")
         .model("bedrock/anthropic.claude-haiku-4-5-20251001-v1:0")
-        .aws_region("us-east-1")
-        .aws_credentials(credentials.clone())
-        .base_url(server.uri())
+        .provider(
+            ProviderOptions::default()
+                .with_aws_region("us-east-1")
+                .with_aws_credentials(credentials.clone())
+                .with_base_url(server.uri()),
+        )
         .backoff(agent_core::Backoff::none());
-    let bearer = triage("bedrock/us.amazon.nova-pro-v1:0", &server.uri()).aws_region("us-east-1");
+    let bearer = triage_with("bedrock/us.amazon.nova-pro-v1:0", &server.uri(), |o| {
+        o.with_aws_region("us-east-1")
+    });
     for builder in [sigv4, bearer] {
         texts.push(format!("{builder:?}"));
         let config = builder.build().unwrap();

@@ -4,6 +4,7 @@
 
 mod common;
 
+use agent_core::providers::ProviderOptions;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -55,11 +56,14 @@ fn config(base_url: &str) -> AgentConfig<Triage> {
     AgentConfig::<Triage>::builder("pooled")
         .model("dispatch/m0")
         .output_mode(agent_core::OutputMode::Tool)
-        .base_url(base_url)
         // The counting proxy can leave a request whose connection it lost waiting (seen
         // once under load: 18 minutes at the default 600 s, with retries); a short
         // timeout turns that into a retried transient failure.
-        .request_timeout(std::time::Duration::from_secs(10))
+        .provider(
+            ProviderOptions::default()
+                .with_base_url(base_url)
+                .with_request_timeout(std::time::Duration::from_secs(10)),
+        )
         .build()
         .unwrap()
 }

@@ -378,7 +378,7 @@ async fn a_native_answer_streams_as_partial_output_from_a_compatible_server() {
     mount_openai(&server, sse("compatible/native_answer.sse"), None).await;
     let config = agent_core::AgentConfig::<Triage>::builder("triage")
         .model("dispatch/qwen")
-        .base_url(format!("{}/v1", server.uri()))
+        .provider(ProviderOptions::default().with_base_url(format!("{}/v1", server.uri())))
         .output_mode(agent_core::OutputMode::Native)
         .build()
         .unwrap();

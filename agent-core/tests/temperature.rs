@@ -32,8 +32,11 @@ fn warnings_of_build(model: &str, temperature: f32) -> String {
     let _guard = tracing::subscriber::set_default(subscriber);
     AgentConfig::<String>::builder("t")
         .model(model)
-        .api_key("sk-test")
-        .base_url("http://127.0.0.1:9")
+        .provider(
+            ProviderOptions::default()
+                .with_api_key("sk-test")
+                .with_base_url("http://127.0.0.1:9"),
+        )
         .temperature(temperature)
         .build()
         .unwrap();

@@ -161,8 +161,8 @@ async fn batch_through(fault: Fault) -> (Arc<Faulty>, common::Place, Vec<Failure
     let seen = Arc::clone(&failures);
     let config: AgentConfig<String> = AgentConfig::builder("c42")
         .llm(TestModel::new())
-        .feedback_store_arc(faulty.clone())
-        .trace_store_arc(faulty.clone())
+        .feedback_store(faulty.clone())
+        .trace_store(faulty.clone())
         .observer(move |event: &RunEvent<'_>| {
             if let RunEvent::StoreFailed {
                 trace_id,

@@ -33,6 +33,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+use agent_core::providers::ProviderOptions;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -137,7 +138,11 @@ fn live_config(model: &str, mode: OutputMode) -> AgentConfigBuilder<Triage> {
     AgentConfig::builder("triage")
         .model(model)
         .output_mode(mode)
-        .base_url(&base_url)
+        .provider(
+            ProviderOptions::default()
+                .with_base_url(&base_url)
+                .with_request_timeout(Duration::from_secs(180)),
+        )
         .system_prompt(
             "You triage customer support tickets. Decide the severity (1 lowest to 4 \
              critical), the queue (billing, shipping, technical or account) and a one-sentence \
@@ -146,7 +151,6 @@ fn live_config(model: &str, mode: OutputMode) -> AgentConfigBuilder<Triage> {
         .max_llm_calls(MAX_LLM_CALLS)
         .max_tokens(160)
         .temperature(0.7)
-        .request_timeout(Duration::from_secs(180))
         .backoff(Backoff::exponential(
             Duration::from_millis(200),
             Duration::from_secs(2),

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use agent_core::otel::{DURATION_BUCKETS, GenAiMetrics, TOKEN_BUCKETS};
+use agent_core::providers::ProviderOptions;
 use agent_core::testing::ScriptedModel;
 use agent_core::{
     AgentConfig, AgentError, AgentResult, LlmError, LlmResponse, TokenUsage, agent_output,
@@ -152,7 +153,7 @@ fn config(model: &ScriptedModel, capture: bool) -> AgentConfig<Answer> {
     AgentConfig::<Answer>::builder("orders")
         .llm(model.clone())
         .model("scripted-model")
-        .api_key(SECRET)
+        .provider(ProviderOptions::default().with_api_key(SECRET))
         .state(SECRET.to_owned())
         .system_prompt("You answer questions about orders.")
         .tools(tools![lookup_order])

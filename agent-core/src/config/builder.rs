@@ -252,15 +252,17 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     }
 
     /// Any [`LlmClient`]; used instead of routing `model` (which, if set, is still sent
-    /// as the request's `model` field).
+    /// as the request's `model` field). A shared client is an `LlmClient` too
+    /// (`Arc<C>`, `Arc<dyn LlmClient>`).
     #[must_use]
     pub fn llm(mut self, client: impl LlmClient + 'static) -> Self {
         self.settings.llm = Some(Arc::new(client));
         self
     }
 
-    /// A shared [`LlmClient`] (see [`llm`](Self::llm)).
+    /// A shared client: the same as [`llm`](Self::llm), which takes an `Arc` too.
     #[must_use]
+    #[deprecated(note = "pass the Arc to `llm` (`LlmClient` is implemented for Arc)")]
     pub fn llm_arc(mut self, client: Arc<dyn LlmClient>) -> Self {
         self.settings.llm = Some(client);
         self
@@ -344,8 +346,41 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         self
     }
 
+    /// The routed provider's options: its key, base URL, bearer token, API version, AWS
+    /// region and credentials, timeouts and response cap (see [`ProviderOptions`], built
+    /// with its `with_` setters), replacing any set before. Unset options fall back to
+    /// the provider's environment variables and defaults, as documented on each. The
+    /// fallback models take the same, without the key, base URL, bearer token and API
+    /// version (give a fallback its own with `fallback_model_with`).
+    ///
+    /// ```
+    /// use agent_core::AgentConfig;
+    /// use agent_core::providers::ProviderOptions;
+    ///
+    /// let config: AgentConfig<String> = AgentConfig::builder("local")
+    ///     .model("dispatch/qwen")
+    ///     .provider(ProviderOptions::default().with_base_url("http://127.0.0.1:8080/v1"))
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(config.model(), "dispatch/qwen");
+    /// ```
+    #[must_use]
+    pub fn provider(mut self, options: ProviderOptions) -> Self {
+        // A `with_` variant keeps its parent's connection pool (the route checks that
+        // the pool's timeouts are the options').
+        let pool = self.settings.provider.pool.take();
+        self.settings.provider = options;
+        if self.settings.provider.pool.is_none() {
+            self.settings.provider.pool = pool;
+        }
+        self
+    }
+
     /// The API key for the routed provider, instead of its environment variable.
     #[must_use]
+    #[deprecated(
+        note = "set it in the provider's options: `.provider(ProviderOptions::default().with_api_key(..))`"
+    )]
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         self.settings.provider.api_key = Some(ApiKey::new(key));
         self
@@ -353,6 +388,9 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
 
     /// The provider's base URL, instead of its environment variable or default.
     #[must_use]
+    #[deprecated(
+        note = "set it in the provider's options: `.provider(ProviderOptions::default().with_base_url(..))`"
+    )]
     pub fn base_url(mut self, url: impl Into<String>) -> Self {
         self.settings.provider.base_url = Some(url.into());
         self
@@ -361,6 +399,9 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     /// A bearer token instead of the key, for `azure/` (a Microsoft Entra ID token) and
     /// `bedrock/` (a Bedrock API key), sent as `Authorization: Bearer TOKEN`; see [`ProviderOptions::bearer_token`].
     #[must_use]
+    #[deprecated(
+        note = "set it in the provider's options: `.provider(ProviderOptions::default().with_bearer_token(..))`"
+    )]
     pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
         self.settings.provider.bearer_token = Some(ApiKey::new(token));
         self
@@ -369,6 +410,9 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     /// The AWS region of `bedrock/` (default `AWS_REGION`, else `AWS_DEFAULT_REGION`);
     /// see [`ProviderOptions::aws_region`].
     #[must_use]
+    #[deprecated(
+        note = "set it in the provider's options: `.provider(ProviderOptions::default().with_aws_region(..))`"
+    )]
     pub fn aws_region(mut self, region: impl Into<String>) -> Self {
         self.settings.provider.aws_region = Some(region.into());
         self
@@ -378,6 +422,9 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     /// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`); see
     /// [`ProviderOptions::aws_credentials`].
     #[must_use]
+    #[deprecated(
+        note = "set it in the provider's options: `.provider(ProviderOptions::default().with_aws_credentials(..))`"
+    )]
     pub fn aws_credentials(mut self, credentials: crate::providers::AwsCredentials) -> Self {
         self.settings.provider.aws_credentials = Some(credentials);
         self
@@ -386,6 +433,9 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     /// The Azure OpenAI `api-version` (default `AZURE_OPENAI_API_VERSION`, else
     /// `2024-10-21`); see [`ProviderOptions::api_version`].
     #[must_use]
+    #[deprecated(
+        note = "set it in the provider's options: `.provider(ProviderOptions::default().with_api_version(..))`"
+    )]
     pub fn api_version(mut self, version: impl Into<String>) -> Self {
         self.settings.provider.api_version = Some(version.into());
         self
@@ -396,6 +446,9 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     /// whole history with its encrypted reasoning (default `false`, stateless); see
     /// [`ProviderOptions::store_responses`].
     #[must_use]
+    #[deprecated(
+        note = "set it in the provider's options: `.provider(ProviderOptions::default().with_store_responses(..))`"
+    )]
     pub fn store_responses(mut self, store: bool) -> Self {
         self.settings.provider.store_responses = store;
         self
@@ -403,6 +456,9 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
 
     /// The whole-request timeout of the HTTP adapters (default 600 s).
     #[must_use]
+    #[deprecated(
+        note = "set it in the provider's options: `.provider(ProviderOptions::default().with_request_timeout(..))`"
+    )]
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.settings.provider.request_timeout = timeout;
         self
@@ -410,6 +466,9 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
 
     /// The largest provider response body accepted (bytes, default 32 MiB).
     #[must_use]
+    #[deprecated(
+        note = "set it in the provider's options: `.provider(ProviderOptions::default().with_max_response_bytes(..))`"
+    )]
     pub fn max_response_bytes(mut self, bytes: usize) -> Self {
         self.settings.provider.max_response_bytes = bytes;
         self

@@ -29,7 +29,7 @@ pub use builder::{AgentConfigBuilder, OutputValidator};
 
 use crate::limits::Limits;
 use crate::llm::{LlmClient, OutputSpec};
-use crate::output::{AgentOutput, ESCALATE_TO_HUMAN, OutputMode, PromptCaching};
+use crate::output::{AgentOutput, AnswerMode, ESCALATE_TO_HUMAN, OutputMode, PromptCaching};
 use crate::pricing::ModelPrice;
 use crate::providers::{self, PREFIXES};
 use crate::tool::{StateMap, Tool, ToolDefinition};
@@ -182,7 +182,7 @@ impl OutputPlan {
     pub(crate) fn mode(&self) -> OutputMode {
         match self {
             OutputPlan::Text | OutputPlan::Tool => OutputMode::Tool,
-            OutputPlan::Json(spec) => spec.mode,
+            OutputPlan::Json(spec) => spec.mode.into(),
         }
     }
 }
@@ -519,7 +519,11 @@ fn plan_output(
     }
     Ok(match mode {
         OutputMode::Native | OutputMode::Prompted => OutputPlan::Json(Arc::new(OutputSpec::new(
-            mode,
+            if mode == OutputMode::Native {
+                AnswerMode::Native
+            } else {
+                AnswerMode::Prompted
+            },
             "output",
             def.description,
             def.parameters,
@@ -549,6 +553,8 @@ pub(crate) fn escalation_tool() -> ToolDefinition {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+    use crate::providers::ProviderOptions;
+
     use super::*;
     use std::time::Duration;
 
@@ -566,7 +572,7 @@ mod tests {
     fn variants_share_the_parent_pool_unless_the_timeouts_change() {
         let parent: AgentConfig<String> = AgentConfig::builder("p")
             .model("dispatch/a")
-            .base_url("http://127.0.0.1:9/v1")
+            .provider(ProviderOptions::default().with_base_url("http://127.0.0.1:9/v1"))
             .build()
             .unwrap();
         let same_model = parent.with_(|b| b.max_llm_calls(3)).unwrap();
@@ -581,16 +587,24 @@ mod tests {
         ));
         assert!(pool_of(&parent).is_same(&pool_of(&other_model)));
         let other_url = parent
-            .with_(|b| b.base_url("http://127.0.0.1:10/v1"))
+            .with_(|b| {
+                b.provider(ProviderOptions::default().with_base_url("http://127.0.0.1:10/v1"))
+            })
             .unwrap();
         assert!(pool_of(&parent).is_same(&pool_of(&other_url)));
         let other_timeout = parent
-            .with_(|b| b.request_timeout(Duration::from_secs(5)))
+            .with_(|b| {
+                b.provider(
+                    ProviderOptions::default()
+                        .with_base_url("http://127.0.0.1:9/v1")
+                        .with_request_timeout(Duration::from_secs(5)),
+                )
+            })
             .unwrap();
         assert!(!pool_of(&parent).is_same(&pool_of(&other_timeout)));
         let sibling: AgentConfig<String> = AgentConfig::builder("s")
             .model("dispatch/a")
-            .base_url("http://127.0.0.1:9/v1")
+            .provider(ProviderOptions::default().with_base_url("http://127.0.0.1:9/v1"))
             .build()
             .unwrap();
         assert!(

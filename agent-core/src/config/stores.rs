@@ -20,8 +20,9 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         self
     }
 
-    /// A shared [`Memory`] (see [`memory`](Self::memory)).
+    /// A shared store: the same as [`memory`](Self::memory), which takes an `Arc` too.
     #[must_use]
+    #[deprecated(note = "pass the Arc to `memory` (every store trait is implemented for Arc)")]
     pub fn memory_arc(mut self, memory: Arc<dyn Memory>) -> Self {
         self.settings.stores.memory = Some(memory);
         self
@@ -56,8 +57,9 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         self
     }
 
-    /// A shared [`Retriever`] (see [`retriever`](Self::retriever)).
+    /// A shared store: the same as [`retriever`](Self::retriever), which takes an `Arc` too.
     #[must_use]
+    #[deprecated(note = "pass the Arc to `retriever` (every store trait is implemented for Arc)")]
     pub fn retriever_arc(mut self, retriever: Arc<dyn Retriever>) -> Self {
         self.settings.stores.retriever = Some(retriever);
         self
@@ -78,8 +80,11 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         self
     }
 
-    /// A shared [`FeedbackStore`] (see [`feedback_store`](Self::feedback_store)).
+    /// A shared store: the same as [`feedback_store`](Self::feedback_store), which takes an `Arc` too.
     #[must_use]
+    #[deprecated(
+        note = "pass the Arc to `feedback_store` (every store trait is implemented for Arc)"
+    )]
     pub fn feedback_store_arc(mut self, store: Arc<dyn FeedbackStore>) -> Self {
         self.settings.stores.feedback = Some(store);
         self
@@ -93,8 +98,9 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         self
     }
 
-    /// A shared [`TraceStore`] (see [`trace_store`](Self::trace_store)).
+    /// A shared store: the same as [`trace_store`](Self::trace_store), which takes an `Arc` too.
     #[must_use]
+    #[deprecated(note = "pass the Arc to `trace_store` (every store trait is implemented for Arc)")]
     pub fn trace_store_arc(mut self, store: Arc<dyn TraceStore>) -> Self {
         self.settings.stores.trace = Some(store);
         self
@@ -110,8 +116,9 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         self
     }
 
-    /// A shared [`CheckpointStore`] (see [`checkpoints`](Self::checkpoints)).
+    /// A shared store: the same as [`checkpoints`](Self::checkpoints), which takes an `Arc` too.
     #[must_use]
+    #[deprecated(note = "pass the Arc to `checkpoints` (every store trait is implemented for Arc)")]
     pub fn checkpoints_arc(mut self, store: Arc<dyn CheckpointStore>) -> Self {
         self.settings.stores.checkpoints = Some(store);
         self

@@ -201,7 +201,7 @@ mod tests {
     #[test]
     fn the_prompted_instruction_carries_the_description_and_schema() {
         let spec = OutputSpec::new(
-            crate::OutputMode::Prompted,
+            crate::output::AnswerMode::Prompted,
             "output",
             "Triage decision.",
             json!({"type": "object"}),

@@ -179,13 +179,45 @@ impl AgentOutput for String {
     }
 }
 
+/// How the schema of an answer given as text reaches the model: the two
+/// [`OutputMode`]s an [`OutputSpec`] can be in (the tool mode has no spec; `Auto` is
+/// resolved at `build()`). Compares equal to the [`OutputMode`] of the same name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerMode {
+    /// The provider's structured output (a JSON Schema the server enforces).
+    Native,
+    /// The schema in the system prompt; the JSON object is read from the text.
+    Prompted,
+}
+
+impl From<AnswerMode> for OutputMode {
+    fn from(mode: AnswerMode) -> Self {
+        match mode {
+            AnswerMode::Native => OutputMode::Native,
+            AnswerMode::Prompted => OutputMode::Prompted,
+        }
+    }
+}
+
+impl PartialEq<OutputMode> for AnswerMode {
+    fn eq(&self, other: &OutputMode) -> bool {
+        OutputMode::from(*self) == *other
+    }
+}
+
+impl PartialEq<AnswerMode> for OutputMode {
+    fn eq(&self, other: &AnswerMode) -> bool {
+        *self == OutputMode::from(*other)
+    }
+}
+
 /// The structured answer a request expects in the model's text.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct OutputSpec {
-    /// How the schema reaches the model: [`OutputMode::Native`] or
-    /// [`OutputMode::Prompted`].
-    pub mode: OutputMode,
+    /// How the schema reaches the model.
+    pub mode: AnswerMode,
     /// A name for the schema (`^[A-Za-z0-9_-]{1,64}$`; OpenAI's `json_schema.name`).
     pub name: String,
     /// What the answer is, for the model (the output type's doc comment).
@@ -198,7 +230,7 @@ pub struct OutputSpec {
 impl OutputSpec {
     /// A spec from its parts.
     pub fn new(
-        mode: OutputMode,
+        mode: AnswerMode,
         name: impl Into<String>,
         description: impl Into<String>,
         schema: Value,
@@ -213,6 +245,6 @@ impl OutputSpec {
 
     /// Whether adapters send the schema as the provider's structured-output setting.
     pub fn is_native(&self) -> bool {
-        self.mode == OutputMode::Native
+        self.mode == AnswerMode::Native
     }
 }

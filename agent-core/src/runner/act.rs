@@ -241,7 +241,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         let OutputPlan::Json(spec) = &self.agent.output else {
             return false;
         };
-        spec.mode == crate::output::OutputMode::Native
+        spec.mode == crate::output::AnswerMode::Native
             && self
                 .model()
                 .client

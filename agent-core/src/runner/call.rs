@@ -142,7 +142,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         let OutputPlan::Json(spec) = &self.agent.output else {
             return;
         };
-        if spec.mode != crate::output::OutputMode::Native {
+        if spec.mode != crate::output::AnswerMode::Native {
             return;
         }
         let caps = self.model().client.output_capabilities(&self.request.model);

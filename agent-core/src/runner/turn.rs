@@ -154,7 +154,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 }
             }
             OutputPlan::Json(spec) => {
-                let prompted = spec.mode == crate::output::OutputMode::Prompted;
+                let prompted = spec.mode == crate::output::AnswerMode::Prompted;
                 return self.on_answer_text(text, stop_reason, prompted);
             }
             OutputPlan::Tool => {}

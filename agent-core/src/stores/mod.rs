@@ -6,6 +6,7 @@ mod diff;
 mod feedback;
 mod memory;
 mod retrieval;
+mod shared;
 mod trace;
 
 use std::fmt;

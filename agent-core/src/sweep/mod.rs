@@ -334,7 +334,7 @@ where
             v.config
                 .with_(|mut b| {
                     if let Some(store) = store {
-                        b = b.feedback_store_arc(store);
+                        b = b.feedback_store(store);
                     }
                     if let Some(label) = label {
                         b = b.variant(label);

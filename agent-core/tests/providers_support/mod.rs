@@ -3,6 +3,7 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use agent_core::providers::ProviderOptions;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -233,11 +234,23 @@ impl Tool for CountingTool {
 /// output mode (the wire facts these tests pin are tool mode's; the output modes have
 /// their own tests).
 pub(crate) fn triage(model: &str, base_url: &str) -> AgentConfigBuilder<Triage> {
+    triage_with(model, base_url, |options| options)
+}
+
+/// [`triage`] with more provider options than the test key and `base_url` (`more`
+/// adds them).
+pub(crate) fn triage_with(
+    model: &str,
+    base_url: &str,
+    more: impl FnOnce(ProviderOptions) -> ProviderOptions,
+) -> AgentConfigBuilder<Triage> {
+    let options = ProviderOptions::default()
+        .with_api_key(KEY)
+        .with_base_url(base_url);
     AgentConfig::<Triage>::builder("triage")
         .model(model)
         .output_mode(agent_core::OutputMode::Tool)
-        .api_key(KEY)
-        .base_url(base_url)
+        .provider(more(options))
         .system_prompt("You triage support tickets.")
         .backoff(Backoff::none())
 }

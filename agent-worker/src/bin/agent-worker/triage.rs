@@ -1,6 +1,7 @@
 //! The benchmark agent `triage`: the peer benchmarks' scenario (bench/peers) over HTTP
 //! against their mock server: a typed decision and one tool, two round trips per run.
 
+use agent_core::providers::ProviderOptions;
 use agent_core::{
     AgentConfig, ConfigError, FnGrader, OutputMode, Scores, agent_output, agent_type, tool, tools,
 };
@@ -49,7 +50,7 @@ pub(crate) fn config(url: &str) -> Result<AgentConfig<Triage>, ConfigError> {
         .model("dispatch/mock")
         // The scenario is the output tool; `dispatch/` would pick native output.
         .output_mode(OutputMode::Tool)
-        .base_url(url)
+        .provider(ProviderOptions::default().with_base_url(url))
         .system_prompt("You triage support tickets. Look the order up, then submit your decision.")
         .tools(tools![lookup_order])
         // `expected` = 1 for the value the mock server submits, so a benchmark can
