@@ -203,7 +203,7 @@ pub(crate) fn plan<T>(
         Strategy::ClearToolResults => None,
         Strategy::Summarize(SummaryModel::Own) => Some(None),
         Strategy::Summarize(SummaryModel::Named(name)) => {
-            let route = crate::providers::route(name, &settings.provider)?;
+            let route = super::route::route(name, &settings.provider)?;
             Some(Some(Summarizer {
                 client: route.client,
                 wire_model: route.wire_model,

@@ -4,7 +4,7 @@
 use crate::error::ConfigError;
 use crate::llm::LlmClient;
 use crate::output::OutputMode;
-use crate::providers::{self, ProviderOptions};
+use crate::providers::ProviderOptions;
 
 use super::checks::invalid;
 use super::{ModelEntry, OutputPlan, Settings};
@@ -52,7 +52,7 @@ pub(super) fn system_prompt_for<T>(
 ///
 /// # Errors
 /// [`ConfigError::InvalidSetting`] for a model listed twice (or the primary again);
-/// the routing errors of [`providers::route`] (unknown prefix, missing key or URL);
+/// the routing errors of `route::route` (unknown prefix, missing key or URL);
 /// [`ConfigError::MissingPrice`] when `max_cost_usd` is set and a fallback has no
 /// price; [`ConfigError::UnsupportedOutputMode`] when the primary's resolved mode is
 /// native and a fallback's provider takes no output schema.
@@ -86,7 +86,7 @@ pub(super) fn compile<T>(
                 options
             }
         };
-        let route = providers::route(model, &options)?;
+        let route = super::route::route(model, &options)?;
         let price = settings.pricing.price_of(model);
         if let Some(p) = price.filter(|p| !p.is_valid()) {
             return Err(invalid(

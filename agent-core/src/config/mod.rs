@@ -8,6 +8,7 @@ mod fingerprint;
 mod guardrails;
 mod handoff;
 mod params;
+mod route;
 pub use compaction::Compaction;
 pub(crate) use compaction::{Plan as CompactionPlan, Summarizer};
 pub use handoff::{Handoff, HistoryFilter};
@@ -31,7 +32,6 @@ use crate::limits::Limits;
 use crate::llm::{LlmClient, OutputSpec};
 use crate::output::{AgentOutput, AnswerMode, ESCALATE_TO_HUMAN, OutputMode, PromptCaching};
 use crate::pricing::ModelPrice;
-use crate::providers::{self, PREFIXES};
 use crate::tool::{StateMap, Tool, ToolDefinition};
 use crate::validate::SchemaValidator;
 
@@ -327,14 +327,14 @@ impl<T: AgentOutput> AgentConfig<T> {
             ),
             (None, Some(client), model) => (Arc::clone(client), model.clone().unwrap_or_default()),
             (None, None, Some(model)) => {
-                let route = providers::route(model, &settings.provider)?;
+                let route = route::route(model, &settings.provider)?;
                 // Variants derived with `with_` inherit the pool with the settings.
                 settings.provider.pool = route.pool;
                 (route.client, route.wire_model)
             }
             (None, None, None) => {
                 return Err(ConfigError::MissingModel {
-                    prefixes: PREFIXES.to_owned(),
+                    prefixes: route::prefixes(),
                 });
             }
         };

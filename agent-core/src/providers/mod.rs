@@ -11,7 +11,6 @@
 //! | `openai-responses/NAME`; the Responses-only `-pro`, `-codex`, `-deep-research` OpenAI names | OpenAI Responses API ([`OpenAiResponsesClient::openai`]) | as `gpt-` |
 //! | `azure-responses/DEPLOYMENT` | Azure OpenAI Responses API, v1 ([`OpenAiResponsesClient::azure`]) | as `azure/`, no API version |
 //! | `bedrock/MODEL_ID` | AWS Bedrock Converse API ([`BedrockClient`]) | `AWS_REGION` (else `AWS_DEFAULT_REGION`); `AWS_BEARER_TOKEN_BEDROCK` (a Bedrock API key), else `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN` optional (SigV4) |
-//! | `test` | the built-in [`TestModel`](crate::testing::TestModel) (no network) | |
 //!
 //! `o1`, `o3` and `o4` match the bare name or the name followed by `-` (`o3`, `o4-mini`).
 //! For `ollama/`, `dispatch/`, `azure/`, `openai-responses/`, `azure-responses/` and
@@ -63,7 +62,7 @@ pub use embeddings::EmbeddingClient;
 pub use gemini::GeminiClient;
 pub use openai::{OpenAiClient, OpenAiResponsesClient};
 pub use routing::PREFIXES;
-pub(crate) use routing::route;
+pub(crate) use routing::{Route, route};
 
 /// An API key. Its `Debug` and `Display` never show the key, and the adapters remove it
 /// from every error message they build.

@@ -9,11 +9,10 @@ use crate::providers::{
     AnthropicClient, ApiKey, AwsCredentials, BedrockClient, GeminiClient, OpenAiClient,
     OpenAiResponsesClient, ProviderOptions,
 };
-use crate::testing::TestModel;
 
 /// The routable prefixes, for error messages.
 pub const PREFIXES: &str = "claude-, gpt-, o1, o3, o4, chatgpt-, gemini-, ollama/, dispatch/, \
-     azure/, openai-responses/, azure-responses/, bedrock/, test";
+     azure/, openai-responses/, azure-responses/, bedrock/";
 
 /// The host Ollama listens on when `OLLAMA_HOST` is not set.
 const OLLAMA_DEFAULT_HOST: &str = "http://127.0.0.1:11434";
@@ -22,7 +21,7 @@ const OLLAMA_DEFAULT_HOST: &str = "http://127.0.0.1:11434";
 pub(crate) struct Route {
     pub(crate) client: Arc<dyn LlmClient>,
     pub(crate) wire_model: String,
-    /// The connection pool the client uses (`None` for the test model).
+    /// The connection pool the client uses (`None` for a client without one).
     pub(crate) pool: Option<HttpPool>,
 }
 
@@ -43,7 +42,6 @@ pub(crate) fn route(model: &str, options: &ProviderOptions) -> Result<Route, Con
 /// Which provider a name routes to.
 #[derive(Debug, PartialEq, Eq)]
 enum Target<'m> {
-    Test,
     Anthropic,
     OpenAi,
     Gemini,
@@ -69,9 +67,6 @@ fn responses_only(model: &str) -> bool {
 }
 
 fn target(model: &str) -> Option<Target<'_>> {
-    if model == "test" {
-        return Some(Target::Test);
-    }
     if let Some(name) = model.strip_prefix("ollama/") {
         return Some(Target::Ollama(name));
     }
@@ -132,13 +127,11 @@ pub(crate) fn route_with(
     let mut resolved = options.clone();
     // Reuse the pool handed down from a parent config, else start one (HTTP routes only).
     let pool = match options.pool.as_ref().filter(|p| p.fits(options)) {
-        _ if matches!(target, Target::Test) => None,
         Some(pool) => Some(pool.clone()),
         None => Some(HttpPool::new(options).map_err(invalid)?),
     };
     resolved.pool.clone_from(&pool);
     let (client, wire_model): (Arc<dyn LlmClient>, &str) = match target {
-        Target::Test => (Arc::new(TestModel::new()), model),
         Target::Anthropic => {
             resolved.api_key = Some(settings.required_key("ANTHROPIC_API_KEY")?);
             resolved.base_url = url_or_env("ANTHROPIC_BASE_URL");
@@ -409,7 +402,6 @@ mod tests {
                 "aws.bedrock",
                 "us.amazon.nova-pro-v1:0",
             ),
-            ("test", "test", "test"),
         ];
         for (model, provider, wire) in cases {
             let route = routed(model, &full).unwrap();
