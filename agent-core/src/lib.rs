@@ -140,7 +140,7 @@ pub use guardrail::{
 pub use handover::{CallOutcome, CallRecord, Handover, Limits, RunState};
 pub use llm::{
     Effort, LlmClient, LlmError, LlmErrorCause, LlmErrorKind, LlmFuture, LlmRequest, LlmResponse,
-    OutputCapabilities, Reasoning, StopReason, TokenUsage, ToolChoice,
+    OutputCapabilities, Reasoning, RefusalReason, StopReason, TokenUsage, ToolChoice,
 };
 pub use message::{Message, ToolCall, ToolResult};
 pub use observe::{Observer, RunEvent};

@@ -11,7 +11,7 @@ mod config;
 pub use category::Category;
 pub use config::ConfigError;
 
-use crate::llm::{LlmError, StopReason};
+use crate::llm::{LlmError, RefusalReason, StopReason};
 
 /// Why a run ended, in six words that say whose move is next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -299,12 +299,21 @@ pub enum AgentError {
     /// (OpenAI `finish_reason: "content_filter"`). Not retried, not nudged: the same
     /// input gets the same answer. Its ending is [`Ending::Failed`]: the fix is the
     /// input or the policy, not a budget.
-    #[error("the provider refused to answer ({}): {message}", .stop_reason.as_str())]
+    ///
+    /// Match it with `..` (`AgentError::Refused { stop_reason, .. }`): fields may be
+    /// added, as `reason` was (case C58).
+    #[error("the provider refused to answer ({}{}): {message}{}", .stop_reason.as_str(), RefusalCategory(.reason.as_ref()), RefusalExplanation(.reason.as_ref(), .message))]
     Refused {
         /// `Refusal` or `ContentFilter`.
         stop_reason: StopReason,
-        /// The provider's text (the refusal message), or a note when it sent none.
+        /// The provider's text (the refusal message); without one, the reason's
+        /// explanation; without either, a note that the provider sent none.
         message: String,
+        /// The structured reason the provider gave (a policy category, an
+        /// explanation), when it gave one ([`RefusalReason`]); `None` otherwise, and
+        /// in records written before it existed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<RefusalReason>,
     },
     /// The conversation no longer fits the model's context window (Anthropic
     /// `stop_reason: "model_context_window_exceeded"`); another LLM call cannot help.
@@ -422,6 +431,37 @@ impl AgentError {
         self.kind().ending()
     }
 
+    /// The structured reason of a refusal ([`AgentError::Refused`]), when the
+    /// provider gave one.
+    pub fn refusal_reason(&self) -> Option<&RefusalReason> {
+        match self {
+            AgentError::Refused { reason, .. } => reason.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The error a provider-declared refusal ends the run with: `text` is the turn's
+    /// text (or the error's message); when blank, the reason's explanation, else a note
+    /// that the provider gave no text.
+    pub(crate) fn refused(
+        stop_reason: StopReason,
+        text: String,
+        reason: Option<RefusalReason>,
+    ) -> Self {
+        let message = if !text.trim().is_empty() {
+            text
+        } else if let Some(explanation) = reason.as_ref().and_then(|r| r.explanation.clone()) {
+            explanation
+        } else {
+            "the provider gave no text".to_owned()
+        };
+        AgentError::Refused {
+            stop_reason,
+            message,
+            reason,
+        }
+    }
+
     /// The calls a paused run waits on (empty unless [`AgentError::Paused`]).
     pub fn pending_calls(&self) -> &[crate::pause::PendingCall] {
         match self {
@@ -446,6 +486,30 @@ impl AgentError {
             AttemptKind::SchemaValidation => AgentError::SchemaValidation { attempts },
             AttemptKind::AmbiguousTurn => AgentError::AmbiguousTurn { attempts },
             AttemptKind::SchemaNotCalled => AgentError::SchemaNotCalled { attempts },
+        }
+    }
+}
+
+/// `, category C` when a refusal's reason names one.
+struct RefusalCategory<'a>(Option<&'a RefusalReason>);
+
+impl fmt::Display for RefusalCategory<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.and_then(|r| r.category.as_deref()) {
+            Some(category) => write!(f, ", category {category}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// ` (explanation)` when a refusal's reason explains more than its message says.
+struct RefusalExplanation<'a>(Option<&'a RefusalReason>, &'a str);
+
+impl fmt::Display for RefusalExplanation<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.and_then(|r| r.explanation.as_deref()) {
+            Some(explanation) if explanation != self.1 => write!(f, " ({explanation})"),
+            _ => Ok(()),
         }
     }
 }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 mod error;
 mod reasoning;
+mod refusal;
 mod sink;
 
 use crate::message::{Message, ToolCall};
@@ -16,6 +17,7 @@ pub(crate) use crate::output::OutputSpec;
 use crate::tool::ToolDefinition;
 pub use error::{LlmError, LlmErrorCause, LlmErrorKind};
 pub use reasoning::{Effort, Reasoning};
+pub use refusal::RefusalReason;
 pub use sink::{StreamDelta, StreamSink};
 pub(crate) use sink::{push_piece, replay};
 
@@ -438,12 +440,21 @@ impl StopReason {
 pub struct TokenUsage {
     /// Input (prompt) tokens, including cached ones (tokens).
     pub input_tokens: u64,
-    /// Output (completion) tokens, reasoning tokens included (tokens).
+    /// Output (completion) tokens, reasoning tokens included (tokens): every token
+    /// class the provider bills at its output rate, however it reports them (a server
+    /// that counts reasoning apart from its completion count has both added here; case
+    /// C56, see `docs/providers.md`, "Usage").
     pub output_tokens: u64,
     /// Input tokens read from the provider's prompt cache (a subset of `input_tokens`).
     pub cache_read_tokens: u64,
     /// Input tokens written to the provider's prompt cache (Anthropic `cache_creation_input_tokens`).
     pub cache_write_tokens: u64,
+    /// The reasoning tokens among `output_tokens`, when the provider reports them
+    /// (OpenAI and compatible `completion_tokens_details.reasoning_tokens`, Responses
+    /// `output_tokens_details.reasoning_tokens`, Gemini `thoughtsTokenCount`); 0 when
+    /// not reported. A subset of `output_tokens`, priced with it at the output rate.
+    #[serde(default)]
+    pub reasoning_tokens: u64,
 }
 
 impl TokenUsage {
@@ -454,6 +465,7 @@ impl TokenUsage {
             output_tokens,
             cache_read_tokens: 0,
             cache_write_tokens: 0,
+            reasoning_tokens: 0,
         }
     }
 
@@ -462,6 +474,13 @@ impl TokenUsage {
     pub fn with_cache(mut self, read: u64, write: u64) -> Self {
         self.cache_read_tokens = read;
         self.cache_write_tokens = write;
+        self
+    }
+
+    /// Sets the reasoning tokens (tokens; a subset of `output_tokens`).
+    #[must_use]
+    pub fn with_reasoning(mut self, reasoning_tokens: u64) -> Self {
+        self.reasoning_tokens = reasoning_tokens;
         self
     }
 }
@@ -491,6 +510,10 @@ pub struct LlmResponse {
     /// unchanged: set with [`StopReason::PauseTurn`] (Anthropic's content blocks,
     /// server tool blocks included); `None` otherwise.
     pub provider_content: Option<serde_json::Value>,
+    /// The structured reason a refusal or content filter came with (case C58), when
+    /// the provider gave one: set with [`StopReason::Refusal`] or
+    /// [`StopReason::ContentFilter`]; `None` otherwise.
+    pub refusal: Option<RefusalReason>,
 }
 
 impl LlmResponse {
