@@ -133,7 +133,9 @@ impl ModelUsage {
         self.cache_write_tokens = self
             .cache_write_tokens
             .saturating_add(tokens.cache_write_tokens);
-        self.reasoning_tokens = self.reasoning_tokens.saturating_add(tokens.reasoning_tokens);
+        self.reasoning_tokens = self
+            .reasoning_tokens
+            .saturating_add(tokens.reasoning_tokens);
         if let Some(cost) = cost {
             self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + cost);
         }
@@ -170,6 +172,8 @@ impl Usage {
         self.cache_write_tokens = self
             .cache_write_tokens
             .saturating_add(tokens.cache_write_tokens);
-        self.reasoning_tokens = self.reasoning_tokens.saturating_add(tokens.reasoning_tokens);
+        self.reasoning_tokens = self
+            .reasoning_tokens
+            .saturating_add(tokens.reasoning_tokens);
     }
 }

@@ -695,7 +695,10 @@ async fn a_cut_stream_is_transient() {
         let events: Vec<(String, Value)> =
             serde_json::from_str(&fixture("streaming/bedrock/text.json")).unwrap();
         let len = |(name, payload): &(String, Value)| frame("event", name, payload).len();
-        (len(&events[events.len() - 2]), len(&events[events.len() - 1]))
+        (
+            len(&events[events.len() - 2]),
+            len(&events[events.len() - 1]),
+        )
     };
     let before_stop = whole.len() - metadata - stop;
     for cut in [before_stop, before_stop + stop / 2] {

@@ -155,7 +155,10 @@ const CHAT: [(&str, &str, bool); 4] = [
 ];
 
 /// A server for one Chat Completions route, and its base URL.
-async fn chat_server(route: (&str, &str, bool), replies: Vec<ResponseTemplate>) -> (MockServer, String) {
+async fn chat_server(
+    route: (&str, &str, bool),
+    replies: Vec<ResponseTemplate>,
+) -> (MockServer, String) {
     let (_, path, with_v1) = route;
     let server = serve(path, replies).await;
     let base = if with_v1 { v1(&server) } else { server.uri() };
@@ -246,7 +249,10 @@ async fn c54_a_streamed_name_in_pieces_is_joined_on_every_wire() {
             let submit = chunks(&streamed_call(
                 "call_n2",
                 &["sub", "mit_out", "put"],
-                &["{\"severity\": 2, \"queue\": \"ship", "ping\", \"summary\": \"Parcel A-1001 is a week late.\"}"],
+                &[
+                    "{\"severity\": 2, \"queue\": \"ship",
+                    "ping\", \"summary\": \"Parcel A-1001 is a week late.\"}",
+                ],
                 repeat,
             ));
             let (server, base) = chat_server(route, vec![sse_body(lookup), sse_body(submit)]).await;
@@ -307,7 +313,12 @@ async fn c55_a_stream_closed_after_its_final_chunk_without_the_end_marker_is_com
         let config = triage(route.0, &base).build().unwrap();
         let (events, result) = collect(run_agent_stream(&config, "ticket")).await;
         assert_eq!(result.outcome, Ok(expected_triage()), "{}", route.0);
-        assert!(retries(&events).is_empty(), "{}: {:?}", route.0, retries(&events));
+        assert!(
+            retries(&events).is_empty(),
+            "{}: {:?}",
+            route.0,
+            retries(&events)
+        );
         assert_eq!(requests(&server).await.len(), 1);
         assert_eq!(result.usage.input_tokens, 236);
         assert_eq!(result.usage.estimated_llm_calls, 0);
@@ -350,7 +361,13 @@ async fn c55_a_content_filter_finish_without_the_end_marker_is_refused_after_one
         let (server, base) = chat_server(route, vec![sse_body(filtered)]).await;
         let config = triage(route.0, &base).build().unwrap();
         let (_, result) = collect(run_agent_stream(&config, "ticket")).await;
-        assert_eq!(result.category(), Some("refused"), "{}: {:?}", route.0, result.outcome);
+        assert_eq!(
+            result.category(),
+            Some("refused"),
+            "{}: {:?}",
+            route.0,
+            result.outcome
+        );
         assert_eq!(requests(&server).await.len(), 1, "{}", route.0);
     }
     let refused = events(&[
@@ -520,8 +537,18 @@ async fn c57_a_filter_results_chunk_with_an_empty_id_and_model_is_not_the_respon
         let (response, _) = stream_once(&client, &hello("gpt-4o")).await;
         let response = response.unwrap();
         assert_eq!(response.text, "The parcel is late.");
-        assert_eq!(response.request_id.as_deref(), Some("chatcmpl-Az57"), "{}", route.0);
-        assert_eq!(response.model.as_deref(), Some("gpt-4o-2024-11-20"), "{}", route.0);
+        assert_eq!(
+            response.request_id.as_deref(),
+            Some("chatcmpl-Az57"),
+            "{}",
+            route.0
+        );
+        assert_eq!(
+            response.model.as_deref(),
+            Some("gpt-4o-2024-11-20"),
+            "{}",
+            route.0
+        );
     }
 }
 
@@ -534,8 +561,16 @@ const EXPLANATION: &str =
 async fn c58_a_refusal_without_text_carries_its_structured_reason_on_every_wire() {
     let details = json!({"type": "refusal", "category": "cyber", "explanation": EXPLANATION});
     // (label, path, base of the config, model, reply, streamed, category, explanation)
-    let mut cases: Vec<(&str, &str, bool, &str, ResponseTemplate, bool, &str, Option<&str>)> =
-        Vec::new();
+    let mut cases: Vec<(
+        &str,
+        &str,
+        bool,
+        &str,
+        ResponseTemplate,
+        bool,
+        &str,
+        Option<&str>,
+    )> = Vec::new();
     cases.push((
         "anthropic",
         "/v1/messages",
@@ -678,7 +713,11 @@ async fn c59_an_incomplete_responses_reply_without_output_is_a_cut_turn_named_by
             .unwrap();
         let (_, result) = run(&config, streamed).await;
         assert_eq!(result.outcome, Ok(expected_triage()), "streamed={streamed}");
-        assert!(delays.get().is_empty(), "not a transient failure: {:?}", delays.get());
+        assert!(
+            delays.get().is_empty(),
+            "not a transient failure: {:?}",
+            delays.get()
+        );
         assert_eq!(result.usage.llm_calls, 2);
         // The cut call's usage counts.
         assert_eq!(result.usage.output_tokens, 4096 + 58);
@@ -693,7 +732,9 @@ async fn c59_an_incomplete_responses_reply_without_output_is_a_cut_turn_named_by
         vec![ResponseTemplate::new(200).set_body_json(incomplete_without_output("content_filter"))],
     )
     .await;
-    let config = triage("openai-responses/gpt-5-mini", &v1(&server)).build().unwrap();
+    let config = triage("openai-responses/gpt-5-mini", &v1(&server))
+        .build()
+        .unwrap();
     let result = run_agent(&config, "ticket").await;
     assert_eq!(result.category(), Some("refused"), "{:?}", result.outcome);
     assert_eq!(requests(&server).await.len(), 1);
@@ -737,7 +778,9 @@ fn lookup_only_in_arguments_done() -> String {
 async fn c60_responses_call_arguments_sent_only_in_done_events_reach_the_preview_and_the_call() {
     // The answer's arguments only in `.done`: previewed all the same.
     let server = serve("/v1/responses", vec![sse_body(submit_without_deltas())]).await;
-    let config = triage("openai-responses/gpt-5-mini", &v1(&server)).build().unwrap();
+    let config = triage("openai-responses/gpt-5-mini", &v1(&server))
+        .build()
+        .unwrap();
     let (events, result) = collect(run_agent_stream(&config, "ticket")).await;
     assert_eq!(result.outcome, Ok(expected_triage()));
     assert_eq!(partials(&events).last(), Some(&answer()));
@@ -745,7 +788,10 @@ async fn c60_responses_call_arguments_sent_only_in_done_events_reach_the_preview
     // with an empty `output`: the call is built from the stream, with its arguments.
     let server = serve(
         "/v1/responses",
-        vec![sse_body(lookup_only_in_arguments_done()), sse("responses/submit.sse")],
+        vec![
+            sse_body(lookup_only_in_arguments_done()),
+            sse("responses/submit.sse"),
+        ],
     )
     .await;
     let tool = CountingTool::lookup_order();
@@ -873,7 +919,8 @@ async fn trickle_server(body: String, piece: usize) -> String {
                 }
             }
         }
-        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+        let head =
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
         socket.write_all(head.as_bytes()).await.unwrap();
         for bytes in body.as_bytes().chunks(piece) {
             socket.write_all(bytes).await.unwrap();
@@ -897,11 +944,23 @@ async fn c61_a_gemini_stream_split_at_any_byte_is_the_same_turn_as_the_plain_cal
         "blocked_prompt.json",
     ] {
         let plain_body: Value = serde_json::from_str(&fixture(&format!("gemini/{file}"))).unwrap();
-        let model = plain_body["modelVersion"].as_str().unwrap_or(GEMINI).to_owned();
+        let model = plain_body["modelVersion"]
+            .as_str()
+            .unwrap_or(GEMINI)
+            .to_owned();
         let request = hello(&model);
         let path = format!("/v1beta/models/{model}:generateContent");
-        let server = serve(&path, vec![ResponseTemplate::new(200).set_body_json(&plain_body)]).await;
-        let plain = turn(gemini_client(&server.uri()).complete(&request).await.unwrap());
+        let server = serve(
+            &path,
+            vec![ResponseTemplate::new(200).set_body_json(&plain_body)],
+        )
+        .await;
+        let plain = turn(
+            gemini_client(&server.uri())
+                .complete(&request)
+                .await
+                .unwrap(),
+        );
         for (piece, bytes) in [(4, 1), (7, 3), (1000, 64)] {
             let body = gemini_stream_of(&plain_body, piece);
             let base = trickle_server(body, bytes).await;
@@ -955,7 +1014,11 @@ async fn c61_gemini_streams_a_tool_loop_with_signatures_usage_and_events() {
         })
         .collect();
     assert_eq!(text, "I'll look up that order first.");
-    assert!(events.iter().any(|e| matches!(e, StreamEvent::ReasoningDelta { .. })));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, StreamEvent::ReasoningDelta { .. }))
+    );
     // Both requests asked for the event stream; the second sends the call back with its
     // thought signature.
     let sent = requests(&server).await;
@@ -994,7 +1057,13 @@ async fn c61_gemini_streams_native_answers_blocks_cuts_and_errors_as_typed_outco
         assert_eq!(result.category(), Some("refused"), "{file}");
         let error = result.outcome.unwrap_err();
         assert_eq!(
-            matches!(&error, AgentError::Refused { stop_reason: StopReason::ContentFilter, .. }),
+            matches!(
+                &error,
+                AgentError::Refused {
+                    stop_reason: StopReason::ContentFilter,
+                    ..
+                }
+            ),
             true,
             "{error:?}"
         );

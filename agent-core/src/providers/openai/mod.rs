@@ -23,8 +23,8 @@ use crate::providers::encoded::WireCache;
 use crate::providers::glue::{self, Streams, Wire};
 use crate::providers::http::{Reply, Transport, parse_url};
 use crate::providers::{ApiKey, ProviderOptions};
-pub use responses::OpenAiResponsesClient;
 use response::WireResponse;
+pub use responses::OpenAiResponsesClient;
 use stream::ChunkAssembler;
 use wire::accepts_temperature;
 

@@ -132,9 +132,7 @@ impl WireUsage {
             .unwrap_or(0);
         let outside = reasoning > 0
             && match self.total_tokens {
-                Some(total) => {
-                    total >= prompt.saturating_add(completion).saturating_add(reasoning)
-                }
+                Some(total) => total >= prompt.saturating_add(completion).saturating_add(reasoning),
                 None => reasoning > completion,
             };
         let output = if outside {

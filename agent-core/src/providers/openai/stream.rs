@@ -466,7 +466,12 @@ mod tests {
         ]);
         assert_eq!(
             deltas,
-            ["start 0 c1 read_file", "args 0 {}", "start 1 c2 ping", "start 2 c3 lookup"]
+            [
+                "start 0 c1 read_file",
+                "args 0 {}",
+                "start 1 c2 ping",
+                "start 2 c3 lookup"
+            ]
         );
         let names: Vec<String> = message(&reply)
             .tool_calls

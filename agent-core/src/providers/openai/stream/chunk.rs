@@ -149,7 +149,9 @@ impl<'de> Visitor<'de> for ChunkVisitor<'_> {
                 ChunkField::Id if reply.id.is_none() => reply.id = id(map.next_value()?),
                 ChunkField::Model if reply.model.is_none() => {
                     // The first non-empty model (C57, as for the id).
-                    reply.model = map.next_value::<Option<String>>()?.filter(|m| !m.is_empty());
+                    reply.model = map
+                        .next_value::<Option<String>>()?
+                        .filter(|m| !m.is_empty());
                 }
                 ChunkField::Choices => map.next_value_seed(Choices {
                     reply: &mut *reply,
