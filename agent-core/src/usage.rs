@@ -24,10 +24,6 @@ pub struct Usage {
     pub cache_read_tokens: u64,
     /// Input tokens written to the prompt cache (tokens; part of `input_tokens`).
     pub cache_write_tokens: u64,
-    /// Reasoning tokens the providers reported (tokens; part of `output_tokens`, and
-    /// priced with them at the output rate: see [`TokenUsage::reasoning_tokens`]).
-    #[serde(default)]
-    pub reasoning_tokens: u64,
     /// The cost (USD), when the model has a price in the config's pricing table.
     pub cost_usd: Option<f64>,
     /// LLM calls whose response carried no token usage (some compatible servers send
@@ -102,9 +98,6 @@ pub struct ModelUsage {
     pub cache_read_tokens: u64,
     /// Input tokens written to its prompt cache (tokens; part of `input_tokens`).
     pub cache_write_tokens: u64,
-    /// Reasoning tokens its provider reported (tokens; part of `output_tokens`).
-    #[serde(default)]
-    pub reasoning_tokens: u64,
     /// Its cost (USD) at its own price, when the pricing table has one.
     pub cost_usd: Option<f64>,
     /// Its LLM calls counted from an estimate (see [`Usage::estimated_llm_calls`]).
@@ -133,9 +126,6 @@ impl ModelUsage {
         self.cache_write_tokens = self
             .cache_write_tokens
             .saturating_add(tokens.cache_write_tokens);
-        self.reasoning_tokens = self
-            .reasoning_tokens
-            .saturating_add(tokens.reasoning_tokens);
         if let Some(cost) = cost {
             self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + cost);
         }
@@ -172,8 +162,5 @@ impl Usage {
         self.cache_write_tokens = self
             .cache_write_tokens
             .saturating_add(tokens.cache_write_tokens);
-        self.reasoning_tokens = self
-            .reasoning_tokens
-            .saturating_add(tokens.reasoning_tokens);
     }
 }

@@ -51,9 +51,10 @@ pub struct LlmError {
     /// The structured reason of a content filter that refused the request (with
     /// [`LlmErrorCause::ContentFilter`]: Azure's filtered categories), when the error
     /// body gives one; the run's [`AgentError::Refused`](crate::AgentError::Refused)
-    /// carries it (case C58).
+    /// carries it (case C58). Boxed: an `LlmError` is returned by every LLM call and
+    /// stays small.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub refusal: Option<super::RefusalReason>,
+    pub refusal: Option<Box<super::RefusalReason>>,
 }
 
 /// What a failed LLM call's error says about its cause, as the adapters read it from

@@ -449,12 +449,6 @@ pub struct TokenUsage {
     pub cache_read_tokens: u64,
     /// Input tokens written to the provider's prompt cache (Anthropic `cache_creation_input_tokens`).
     pub cache_write_tokens: u64,
-    /// The reasoning tokens among `output_tokens`, when the provider reports them
-    /// (OpenAI and compatible `completion_tokens_details.reasoning_tokens`, Responses
-    /// `output_tokens_details.reasoning_tokens`, Gemini `thoughtsTokenCount`); 0 when
-    /// not reported. A subset of `output_tokens`, priced with it at the output rate.
-    #[serde(default)]
-    pub reasoning_tokens: u64,
 }
 
 impl TokenUsage {
@@ -465,7 +459,6 @@ impl TokenUsage {
             output_tokens,
             cache_read_tokens: 0,
             cache_write_tokens: 0,
-            reasoning_tokens: 0,
         }
     }
 
@@ -474,13 +467,6 @@ impl TokenUsage {
     pub fn with_cache(mut self, read: u64, write: u64) -> Self {
         self.cache_read_tokens = read;
         self.cache_write_tokens = write;
-        self
-    }
-
-    /// Sets the reasoning tokens (tokens; a subset of `output_tokens`).
-    #[must_use]
-    pub fn with_reasoning(mut self, reasoning_tokens: u64) -> Self {
-        self.reasoning_tokens = reasoning_tokens;
         self
     }
 }

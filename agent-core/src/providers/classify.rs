@@ -251,13 +251,17 @@ fn cause_of(status: Option<u16>, error: Option<&ErrorBody>) -> Option<LlmErrorCa
 
 /// A content filter's reason (C58): the categories Azure marked filtered, when the
 /// error is a content filter's and names any.
-fn refusal_of(cause: Option<LlmErrorCause>, error: Option<&ErrorBody>) -> Option<RefusalReason> {
+fn refusal_of(
+    cause: Option<LlmErrorCause>,
+    error: Option<&ErrorBody>,
+) -> Option<Box<RefusalReason>> {
     if cause != Some(LlmErrorCause::ContentFilter) {
         return None;
     }
     RefusalReason::new()
         .with_category(error?.filtered.join(", "))
         .non_empty()
+        .map(Box::new)
 }
 
 /// The `x-should-retry` header, when it is `true` or `false`.

@@ -161,7 +161,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             return Err(AgentError::refused(
                 StopReason::ContentFilter,
                 error.message,
-                error.refusal,
+                error.refusal.map(|r| *r),
             ));
         }
         if !error.is_transient() {

@@ -253,10 +253,6 @@ impl<T: AgentOutput> Run<'_, T> {
             .usage
             .cache_write_tokens
             .saturating_add(u.cache_write_tokens);
-        self.usage.reasoning_tokens = self
-            .usage
-            .reasoning_tokens
-            .saturating_add(u.reasoning_tokens);
         if let Some(cost) = u.cost_usd {
             self.cost_usd += cost;
             self.usage.cost_usd = Some(self.cost_usd);

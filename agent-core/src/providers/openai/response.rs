@@ -140,9 +140,7 @@ impl WireUsage {
         } else {
             completion
         };
-        TokenUsage::new(prompt, output)
-            .with_cache(cached, 0)
-            .with_reasoning(reasoning)
+        TokenUsage::new(prompt, output).with_cache(cached, 0)
     }
 }
 

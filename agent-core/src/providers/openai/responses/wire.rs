@@ -341,7 +341,6 @@ impl WireUsage {
             self.output_tokens.unwrap_or(0),
         )
         .with_cache(cached, 0)
-        .with_reasoning(self.reasoning_tokens())
     }
 
     fn reasoning_tokens(&self) -> u64 {
@@ -484,6 +483,12 @@ pub(super) fn decode_wire(
             text = refusal;
         }
         stop_reason = StopReason::Refusal;
+    }
+    if let Some(usage) = &wire.usage {
+        tracing::debug!(
+            reasoning_tokens = usage.reasoning_tokens(),
+            "responses usage"
+        );
     }
     let mut response = LlmResponse::tool_calls(calls)
         .with_text(text)
