@@ -323,6 +323,23 @@ async fn c55_a_stream_closed_after_its_final_chunk_without_the_end_marker_is_com
         assert_eq!(result.usage.input_tokens, 236);
         assert_eq!(result.usage.estimated_llm_calls, 0);
     }
+    // The same in native and prompted output modes: the answer as text.
+    for mode in [OutputMode::Native, OutputMode::Prompted] {
+        for route in CHAT {
+            let pieces: Vec<Value> = ANSWER
+                .as_bytes()
+                .chunks(20)
+                .map(|c| json!({"index": 0, "delta": {"content": String::from_utf8_lossy(c)}}))
+                .chain([json!({"index": 0, "delta": {}, "finish_reason": "stop"})])
+                .collect();
+            let (server, base) = chat_server(route, vec![sse_body(chunk_events(&pieces))]).await;
+            let config = triage(route.0, &base).output_mode(mode).build().unwrap();
+            let (events, result) = collect(run_agent_stream(&config, "ticket")).await;
+            assert_eq!(result.outcome, Ok(expected_triage()), "{mode} {}", route.0);
+            assert!(retries(&events).is_empty(), "{mode} {}", route.0);
+            assert_eq!(requests(&server).await.len(), 1);
+        }
+    }
     // Anthropic: `message_delta` with the stop reason, no `message_stop`.
     let server = serve(
         "/v1/messages",

@@ -53,8 +53,9 @@ pub trait LlmClient: Send + Sync {
     ///
     /// # Errors
     /// As [`complete`](Self::complete). A stream that ends before the provider's end
-    /// marker (cut mid-way) is [`LlmErrorKind::Transient`]: the runner retries the
-    /// whole LLM call under its usual rules.
+    /// marker and before its final chunk (the one with the finish reason; cut
+    /// mid-way) is [`LlmErrorKind::Transient`]: the runner retries the whole LLM call
+    /// under its usual rules.
     fn complete_streaming<'a>(
         &'a self,
         request: &'a LlmRequest,
