@@ -142,7 +142,7 @@ pub use handover::{CallOutcome, CallRecord, Handover, RunState};
 pub use limits::Limits;
 pub use llm::{
     Effort, LlmClient, LlmError, LlmErrorCause, LlmErrorKind, LlmFuture, LlmRequest, LlmResponse,
-    OutputCapabilities, Reasoning, StopReason, TokenUsage, ToolChoice,
+    OutputCapabilities, Reasoning, RefusalReason, StopReason, TokenUsage, ToolChoice,
 };
 pub use message::{Message, ToolCall, ToolResult};
 pub use observe::{Observer, RunEvent};

@@ -32,7 +32,8 @@ async fn c27_a_refusal_ends_the_run_after_that_request_with_its_text() {
         err,
         AgentError::Refused {
             stop_reason: StopReason::Refusal,
-            message: "I can't help with that request.".into()
+            message: "I can't help with that request.".into(),
+            reason: None,
         }
     );
     assert_eq!(err.category(), "refused");
@@ -56,7 +57,8 @@ async fn c27_a_content_filter_stop_is_a_refusal_too_in_every_output_mode() {
             r.outcome.unwrap_err(),
             AgentError::Refused {
                 stop_reason: StopReason::ContentFilter,
-                message: "the provider gave no text".into()
+                message: "the provider gave no text".into(),
+                reason: None,
             },
             "{mode}"
         );

@@ -129,6 +129,7 @@ async fn c50_azure_content_filter_400_is_refused_and_does_not_fall_back() {
     let Err(AgentError::Refused {
         stop_reason,
         message,
+        ..
     }) = &result.outcome
     else {
         panic!("{:?}", result.outcome)

@@ -684,15 +684,20 @@ async fn an_error_message_in_the_stream_is_a_transient_error() {
 
 #[tokio::test]
 async fn a_cut_stream_is_transient() {
-    // Cut before the `metadata` end marker, and cut in the middle of a message.
+    // Cut before `messageStop` (a stream closed after it, without the `metadata` end
+    // marker, is whole: C55), and cut in the middle of that message.
     let whole = stream_fixture("text.json");
-    let last = {
+    let (stop, metadata) = {
         let events: Vec<(String, Value)> =
             serde_json::from_str(&fixture("streaming/bedrock/text.json")).unwrap();
-        let (name, payload) = events.last().unwrap();
-        frame("event", name, payload).len()
+        let len = |(name, payload): &(String, Value)| frame("event", name, payload).len();
+        (
+            len(&events[events.len() - 2]),
+            len(&events[events.len() - 1]),
+        )
     };
-    for cut in [whole.len() - last, whole.len() - last / 2] {
+    let before_stop = whole.len() - metadata - stop;
+    for cut in [before_stop, before_stop + stop / 2] {
         let server = MockServer::start().await;
         mount_post(
             &server,

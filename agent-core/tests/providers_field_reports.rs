@@ -77,7 +77,8 @@ async fn c27_openai_refusal_ends_the_run_after_one_request() {
         r.outcome.unwrap_err(),
         AgentError::Refused {
             stop_reason: StopReason::Refusal,
-            message: "I'm sorry, I can't help with that request.".into()
+            message: "I'm sorry, I can't help with that request.".into(),
+            reason: None,
         }
     );
     assert_eq!(requests(&server).await.len(), 1);
@@ -120,7 +121,8 @@ async fn c27_anthropic_refusal_ends_the_run_with_its_text() {
         r.outcome.unwrap_err(),
         AgentError::Refused {
             stop_reason: StopReason::Refusal,
-            message: "I can't assist with that.".into()
+            message: "I can't assist with that.".into(),
+            reason: None,
         }
     );
     assert_eq!(requests(&server).await.len(), 1);

@@ -362,6 +362,7 @@ async fn a_blocked_prompt_ends_the_run_refused_after_one_request() {
         let Err(AgentError::Refused {
             stop_reason,
             message,
+            ..
         }) = &result.outcome
         else {
             panic!("{file}: {:?}", result.outcome)

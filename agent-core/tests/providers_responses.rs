@@ -326,6 +326,7 @@ async fn a_refusal_ends_the_run_refused_with_its_text() {
     let Err(AgentError::Refused {
         stop_reason,
         message,
+        ..
     }) = &result.outcome
     else {
         panic!("{:?}", result.outcome)

@@ -7,11 +7,16 @@ use serde::{Deserialize, Serialize};
 
 mod category;
 mod config;
+mod text;
 
 pub use category::Category;
 pub use config::ConfigError;
+use text::{
+    Attempts, AttemptsSuffix, BudgetText, Last, Models, Pending, RefusalCategory,
+    RefusalExplanation, StuckText, Times,
+};
 
-use crate::llm::{LlmError, StopReason};
+use crate::llm::{LlmError, RefusalReason, StopReason};
 
 /// Why a run ended, in six words that say whose move is next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -299,12 +304,21 @@ pub enum AgentError {
     /// (OpenAI `finish_reason: "content_filter"`). Not retried, not nudged: the same
     /// input gets the same answer. Its ending is [`Ending::Failed`]: the fix is the
     /// input or the policy, not a budget.
-    #[error("the provider refused to answer ({}): {message}", .stop_reason.as_str())]
+    ///
+    /// Match it with `..` (`AgentError::Refused { stop_reason, .. }`): fields may be
+    /// added, as `reason` was (case C58).
+    #[error("the provider refused to answer ({}{}): {message}{}", .stop_reason.as_str(), RefusalCategory(.reason.as_ref()), RefusalExplanation(.reason.as_ref(), .message))]
     Refused {
         /// `Refusal` or `ContentFilter`.
         stop_reason: StopReason,
-        /// The provider's text (the refusal message), or a note when it sent none.
+        /// The provider's text (the refusal message); without one, the reason's
+        /// explanation; without either, a note that the provider sent none.
         message: String,
+        /// The structured reason the provider gave (a policy category, an
+        /// explanation), when it gave one ([`RefusalReason`]); `None` otherwise, and
+        /// in records written before it existed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<RefusalReason>,
     },
     /// The conversation no longer fits the model's context window (Anthropic
     /// `stop_reason: "model_context_window_exceeded"`); another LLM call cannot help.
@@ -422,6 +436,37 @@ impl AgentError {
         self.kind().ending()
     }
 
+    /// The structured reason of a refusal ([`AgentError::Refused`]), when the
+    /// provider gave one.
+    pub fn refusal_reason(&self) -> Option<&RefusalReason> {
+        match self {
+            AgentError::Refused { reason, .. } => reason.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The error a provider-declared refusal ends the run with: `text` is the turn's
+    /// text (or the error's message); when blank, the reason's explanation, else a note
+    /// that the provider gave no text.
+    pub(crate) fn refused(
+        stop_reason: StopReason,
+        text: String,
+        reason: Option<RefusalReason>,
+    ) -> Self {
+        let message = if !text.trim().is_empty() {
+            text
+        } else if let Some(explanation) = reason.as_ref().and_then(|r| r.explanation.clone()) {
+            explanation
+        } else {
+            "the provider gave no text".to_owned()
+        };
+        AgentError::Refused {
+            stop_reason,
+            message,
+            reason,
+        }
+    }
+
     /// The calls a paused run waits on (empty unless [`AgentError::Paused`]).
     pub fn pending_calls(&self) -> &[crate::pause::PendingCall] {
         match self {
@@ -446,141 +491,6 @@ impl AgentError {
             AttemptKind::SchemaValidation => AgentError::SchemaValidation { attempts },
             AttemptKind::AmbiguousTurn => AgentError::AmbiguousTurn { attempts },
             AttemptKind::SchemaNotCalled => AgentError::SchemaNotCalled { attempts },
-        }
-    }
-}
-
-struct Pending<'a>(&'a [crate::pause::PendingCall]);
-
-impl fmt::Display for Pending<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, call) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(", ")?;
-            }
-            write!(f, "{call}")?;
-        }
-        Ok(())
-    }
-}
-
-struct Attempts<'a>(&'a [Attempt]);
-
-impl fmt::Display for Attempts<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} failed attempts", self.0.len())?;
-        for (i, a) in self.0.iter().enumerate() {
-            write!(
-                f,
-                "; #{} ({}, llm call {}): {}",
-                i + 1,
-                a.kind.category(),
-                a.llm_call,
-                a.message
-            )?;
-        }
-        Ok(())
-    }
-}
-
-struct AttemptsSuffix<'a>(&'a [Attempt]);
-
-impl fmt::Display for AttemptsSuffix<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0.is_empty() {
-            Ok(())
-        } else {
-            write!(f, " ({})", Attempts(self.0))
-        }
-    }
-}
-
-/// `once`, `twice in a row`, `3 times in a row`.
-struct Times(usize);
-
-impl fmt::Display for Times {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            1 => f.write_str("once"),
-            2 => f.write_str("twice in a row"),
-            n => write!(f, "{n} times in a row"),
-        }
-    }
-}
-
-struct Last<'a>(&'a [LlmError]);
-
-impl fmt::Display for Last<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0.last() {
-            Some(e) => write!(f, "{e}"),
-            None => f.write_str("none"),
-        }
-    }
-}
-
-struct Models<'a>(&'a [ModelFailures]);
-
-impl fmt::Display for Models<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, m) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str("; ")?;
-            }
-            write!(
-                f,
-                "{} ({}): {} failed calls, last: {}",
-                m.model,
-                m.provider,
-                m.failures.len(),
-                Last(&m.failures)
-            )?;
-        }
-        Ok(())
-    }
-}
-
-struct BudgetText<'a>(&'a Budget);
-
-impl fmt::Display for BudgetText<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            Budget::TotalTokens { limit, used } => {
-                write!(f, "max_total_tokens {limit} (used {used})")
-            }
-            Budget::CostUsd { limit, spent } => {
-                write!(f, "max_cost_usd {limit} (spent {spent:.6})")
-            }
-            Budget::ThreadLlmCalls { limit, used } => {
-                write!(f, "max_thread_llm_calls {limit} (the thread used {used})")
-            }
-        }
-    }
-}
-
-struct StuckText<'a>(&'a StuckReason);
-
-impl fmt::Display for StuckText<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            StuckReason::RepeatedCall {
-                tool,
-                arguments,
-                times,
-            } => write!(
-                f,
-                "{tool}({arguments}) called {times} times in a row without progress (the same \
-                 result, or an error, each time)"
-            ),
-            StuckReason::NoProgress { turns } => {
-                write!(f, "{turns} turns in a row brought no new tool results")
-            }
-            StuckReason::Handoffs { limit } => {
-                write!(
-                    f,
-                    "the agents handed the conversation over more than {limit} times"
-                )
-            }
         }
     }
 }

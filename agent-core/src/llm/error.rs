@@ -48,6 +48,13 @@ pub struct LlmError {
     /// [`ContentFilter`](LlmErrorCause::ContentFilter) ends the run `refused`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cause: Option<LlmErrorCause>,
+    /// The structured reason of a content filter that refused the request (with
+    /// [`LlmErrorCause::ContentFilter`]: Azure's filtered categories), when the error
+    /// body gives one; the run's [`AgentError::Refused`](crate::AgentError::Refused)
+    /// carries it (case C58). Boxed: an `LlmError` is returned by every LLM call and
+    /// stays small.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<Box<super::RefusalReason>>,
 }
 
 /// What a failed LLM call's error says about its cause, as the adapters read it from
@@ -108,6 +115,7 @@ impl LlmError {
             request_id: None,
             usage: None,
             cause: None,
+            refusal: None,
         }
     }
 

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 mod error;
 mod reasoning;
+mod refusal;
 mod sink;
 
 use crate::message::{Message, ToolCall};
@@ -16,6 +17,7 @@ pub(crate) use crate::output::OutputSpec;
 use crate::tool::ToolDefinition;
 pub use error::{LlmError, LlmErrorCause, LlmErrorKind};
 pub use reasoning::{Effort, Reasoning};
+pub use refusal::RefusalReason;
 pub use sink::{StreamDelta, StreamSink};
 pub(crate) use sink::{push_piece, replay};
 
@@ -51,8 +53,9 @@ pub trait LlmClient: Send + Sync {
     ///
     /// # Errors
     /// As [`complete`](Self::complete). A stream that ends before the provider's end
-    /// marker (cut mid-way) is [`LlmErrorKind::Transient`]: the runner retries the
-    /// whole LLM call under its usual rules.
+    /// marker and before its final chunk (the one with the finish reason; cut
+    /// mid-way) is [`LlmErrorKind::Transient`]: the runner retries the whole LLM call
+    /// under its usual rules.
     fn complete_streaming<'a>(
         &'a self,
         request: &'a LlmRequest,
@@ -445,7 +448,10 @@ impl StopReason {
 pub struct TokenUsage {
     /// Input (prompt) tokens, including cached ones (tokens).
     pub input_tokens: u64,
-    /// Output (completion) tokens, reasoning tokens included (tokens).
+    /// Output (completion) tokens, reasoning tokens included (tokens): every token
+    /// class the provider bills at its output rate, however it reports them (a server
+    /// that counts reasoning apart from its completion count has both added here; case
+    /// C56, see `docs/providers.md`, "Usage").
     pub output_tokens: u64,
     /// Input tokens read from the provider's prompt cache (a subset of `input_tokens`).
     pub cache_read_tokens: u64,
@@ -498,6 +504,10 @@ pub struct LlmResponse {
     /// unchanged: set with [`StopReason::PauseTurn`] (Anthropic's content blocks,
     /// server tool blocks included); `None` otherwise.
     pub provider_content: Option<serde_json::Value>,
+    /// The structured reason a refusal or content filter came with (case C58), when
+    /// the provider gave one: set with [`StopReason::Refusal`] or
+    /// [`StopReason::ContentFilter`]; `None` otherwise.
+    pub refusal: Option<RefusalReason>,
 }
 
 impl LlmResponse {

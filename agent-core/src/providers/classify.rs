@@ -8,7 +8,7 @@ use reqwest::header::HeaderMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::llm::{LlmError, LlmErrorCause, LlmErrorKind};
+use crate::llm::{LlmError, LlmErrorCause, LlmErrorKind, RefusalReason};
 use crate::providers::ApiKey;
 
 /// Error `type` / `code` values that mean the account cannot pay: retrying cannot help.
@@ -50,6 +50,9 @@ pub(crate) struct ErrorBody {
     pub(crate) message: Option<String>,
     /// What a Google API error's `details` say, when the body is one (it has a `status`).
     pub(crate) google: Option<GoogleDetails>,
+    /// The categories Azure OpenAI's content filter marked `filtered: true` in the
+    /// error's `innererror.content_filter_result` (a filtered prompt), in the order sent.
+    pub(crate) filtered: Vec<String>,
 }
 
 /// The parts of a Google API error's `details` that decide a retry (the `google.rpc`
@@ -164,6 +167,17 @@ impl ErrorBody {
                     Some(Value::String(s)) => Some(s.clone()),
                     _ => None,
                 };
+                let filtered = match map
+                    .get("innererror")
+                    .and_then(|e| e.get("content_filter_result"))
+                {
+                    Some(Value::Object(results)) => results
+                        .iter()
+                        .filter(|(_, r)| r.get("filtered") == Some(&Value::Bool(true)))
+                        .map(|(category, _)| category.clone())
+                        .collect(),
+                    _ => Vec::new(),
+                };
                 Some(Self {
                     google: status
                         .is_some()
@@ -171,6 +185,7 @@ impl ErrorBody {
                     kind: text(map.get("type")).or(status),
                     code: text(map.get("code")),
                     message: text(map.get("message")),
+                    filtered,
                 })
             }
             _ => None,
@@ -232,6 +247,21 @@ fn cause_of(status: Option<u16>, error: Option<&ErrorBody>) -> Option<LlmErrorCa
             _ => None,
         }
     }
+}
+
+/// A content filter's reason (C58): the categories Azure marked filtered, when the
+/// error is a content filter's and names any.
+fn refusal_of(
+    cause: Option<LlmErrorCause>,
+    error: Option<&ErrorBody>,
+) -> Option<Box<RefusalReason>> {
+    if cause != Some(LlmErrorCause::ContentFilter) {
+        return None;
+    }
+    RefusalReason::new()
+        .with_category(error?.filtered.join(", "))
+        .non_empty()
+        .map(Box::new)
 }
 
 /// The `x-should-retry` header, when it is `true` or `false`.
@@ -343,6 +373,7 @@ pub(crate) fn status_error(
     }
     let mut error = LlmError::new(kind, redact(message, key)).with_status(status);
     error.cause = cause_of(Some(status), parsed.as_ref());
+    error.refusal = refusal_of(error.cause, parsed.as_ref());
     let google_delay = parsed
         .as_ref()
         .and_then(|p| p.google.as_ref())
@@ -444,6 +475,7 @@ pub(crate) fn embedded_error(
     );
     let mut out = LlmError::new(kind, redact(message, key)).with_status(status);
     out.cause = cause_of(code, Some(&error));
+    out.refusal = refusal_of(out.cause, Some(&error));
     if let Some(id) = request_id(headers) {
         out = out.with_request_id(id);
     }

@@ -70,8 +70,9 @@ pub(crate) trait Streams: Wire {
         Ok(Cow::Borrowed(self.transport().url()))
     }
 
-    /// Normalizes a stream that reached its end marker: `assembled` is the assembler's
-    /// reply, `status` and `headers` the response's.
+    /// Normalizes a stream that reached its end marker (or ended after its final
+    /// chunk, see [`Assembler::complete`]): `assembled` is the assembler's reply,
+    /// `status` and `headers` the response's.
     ///
     /// # Errors
     /// As [`Wire::decode`].

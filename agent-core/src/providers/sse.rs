@@ -38,6 +38,15 @@ pub(crate) trait Assembler {
     /// data lines joined.
     fn on_event(&mut self, event: &str, data: &str, sink: &mut dyn StreamSink) -> Step;
 
+    /// Whether what arrived is the whole reply although the end marker has not: the
+    /// provider's final chunk, with its finish or stop reason, was read (case C55:
+    /// servers and proxies that close the stream there, without `[DONE]` or its
+    /// equivalent; Gemini's stream has no end marker at all). A stream that then ends
+    /// cleanly is complete, not cut. `false` by default: only the end marker ends it.
+    fn complete(&self) -> bool {
+        false
+    }
+
     /// The whole reply (for example the provider's non-streamed body).
     fn finish(self) -> Self::Output;
 }
@@ -79,7 +88,8 @@ pub(crate) enum ReadError {
 
 /// How a stream ended.
 pub(crate) enum Streamed<O> {
-    /// At its end marker, with the reply and the response headers.
+    /// At its end marker, or at the body's end after its final chunk
+    /// ([`Assembler::complete`]), with the reply and the response headers.
     Done(O, reqwest::header::HeaderMap),
     /// With an error event: a reply whose body is `{"error": ..}`, for the provider's
     /// `decode` to classify as an error in a 2xx body.
@@ -89,12 +99,13 @@ pub(crate) enum Streamed<O> {
     Whole(Reply),
 }
 
-/// Reads a streamed reply to its end marker and returns the assembled reply.
+/// Reads a streamed reply to its end marker (or to the body's end after its final
+/// chunk, see [`Assembler::complete`]) and returns the assembled reply.
 ///
 /// # Errors
 /// Transient when the connection fails mid-way, when the stream ends before the end
-/// marker (cut mid-way), or when an event is not valid UTF-8 or JSON; permanent when the
-/// events' data outgrows `max_response_bytes`.
+/// marker and before its final chunk (cut mid-way), or when an event is not valid
+/// UTF-8 or JSON; permanent when the events' data outgrows `max_response_bytes`.
 pub(crate) async fn read<A: Assembler>(
     transport: &Transport,
     streaming: Streaming,
@@ -215,6 +226,14 @@ async fn read_events<A: Assembler>(
                 ));
             }
         }
+    }
+    if assembler.complete() {
+        // The final chunk came, then the body ended cleanly: the turn is whole (C55).
+        tracing::debug!(
+            provider,
+            "the event stream ended after its final chunk, without its end marker"
+        );
+        return Ok(Streamed::Done(assembler.finish(), headers));
     }
     let message = format!(
         "{provider}: the event stream ended before its end marker (cut mid-way, after {read} bytes of data)"

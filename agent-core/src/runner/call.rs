@@ -161,10 +161,11 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     /// fallback model, or the run ends.
     pub(super) async fn on_provider_failure(&mut self, error: LlmError) -> Result<(), AgentError> {
         if error.cause == Some(LlmErrorCause::ContentFilter) {
-            return Err(AgentError::Refused {
-                stop_reason: StopReason::ContentFilter,
-                message: error.message,
-            });
+            return Err(AgentError::refused(
+                StopReason::ContentFilter,
+                error.message,
+                error.refusal.map(|r| *r),
+            ));
         }
         let has_next = self.state.route + 1 < self.agent.models.len();
         if !error.is_transient() {

@@ -36,6 +36,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             stop_reason,
             reasoning,
             provider_content,
+            refusal,
             ..
         } = response;
         if stop_reason == StopReason::PauseTurn {
@@ -100,15 +101,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             // Provider-declared stops that are not answers: the same input gets the
             // same answer, so no nudge and no retry.
             StopReason::Refusal | StopReason::ContentFilter => {
-                let message = if text.trim().is_empty() {
-                    "the provider gave no text".to_owned()
-                } else {
-                    text
-                };
-                return Next::Stop(Err(AgentError::Refused {
-                    stop_reason,
-                    message,
-                }));
+                return Next::Stop(Err(AgentError::refused(stop_reason, text, refusal)));
             }
             StopReason::ContextWindowExceeded => {
                 return Next::Stop(Err(AgentError::ContextWindowExceeded { input_tokens }));

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::wire::THINKING;
-use crate::llm::{LlmError, LlmResponse, StopReason, TokenUsage};
+use crate::llm::{LlmError, LlmResponse, RefusalReason, StopReason, TokenUsage};
 use crate::message::ToolCall;
 use crate::providers::ApiKey;
 use crate::providers::classify::{ErrorBody, embedded_error, request_id, undecodable};
@@ -21,6 +21,7 @@ struct WireResponse {
     /// The blocks, kept as JSON: a paused turn goes back exactly as it came.
     content: Option<Vec<Value>>,
     stop_reason: Option<String>,
+    stop_details: Option<Value>,
     usage: Option<WireUsage>,
     error: Option<Value>,
 }
@@ -71,6 +72,7 @@ pub(crate) struct Assembled {
     pub(super) model: Option<String>,
     pub(super) content: Vec<AssembledBlock>,
     pub(super) stop_reason: Option<String>,
+    pub(super) stop_details: Option<Value>,
     pub(super) usage: WireUsage,
 }
 
@@ -151,7 +153,9 @@ pub(crate) fn decode(reply: &Reply, key: Option<&ApiKey>) -> Result<LlmResponse,
     let provider_content = (stop_reason == StopReason::PauseTurn)
         .then(|| Value::Array(content.into_iter().map(parsed_input).collect()));
     let usage = wire.usage.map_or_else(TokenUsage::default, |u| u.tokens());
+    let refusal = refusal_reason(&stop_reason, wire.stop_details.as_ref());
     let mut response = turn.response(stop_reason, usage);
+    response.refusal = refusal;
     response.model = wire.model;
     response.request_id = request_id(&reply.headers).or(wire.id);
     response.provider_content = provider_content;
@@ -184,7 +188,9 @@ pub(super) fn decode_assembled(assembled: Assembled, headers: &HeaderMap) -> Llm
             AssembledBlock::Other(block) => turn.block(&block),
         }
     }
+    let refusal = refusal_reason(&stop_reason, assembled.stop_details.as_ref());
     let mut response = turn.response(stop_reason, assembled.usage.tokens());
+    response.refusal = refusal;
     response.model = assembled.model;
     response.request_id = request_id(headers).or(assembled.id);
     response.provider_content = provider_content;
@@ -252,6 +258,22 @@ fn stop_reason(wire: Option<&str>) -> StopReason {
         Some("pause_turn") => StopReason::PauseTurn,
         Some(other) => StopReason::Other(other.to_owned()),
     }
+}
+
+/// A refusal's structured reason: `stop_details: {type: "refusal", category,
+/// explanation}`, both nullable (source: Messages API reference, `stop_details`,
+/// <https://docs.anthropic.com/en/api/messages>; C58). `None` for another stop reason or
+/// without details.
+fn refusal_reason(stop_reason: &StopReason, details: Option<&Value>) -> Option<RefusalReason> {
+    if *stop_reason != StopReason::Refusal {
+        return None;
+    }
+    let details = details?;
+    let text = |key: &str| details.get(key).and_then(Value::as_str).unwrap_or("");
+    RefusalReason::new()
+        .with_category(text("category"))
+        .with_explanation(text("explanation"))
+        .non_empty()
 }
 
 /// A block whose `input` arrived as JSON text (a streamed `tool_use` or

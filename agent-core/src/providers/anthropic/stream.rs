@@ -5,9 +5,10 @@
 //! `content_block_start` opens a block at an `index` (`text`, `tool_use` with its id
 //! and name, `thinking`, ...); `content_block_delta` adds to it (`text_delta` text,
 //! `input_json_delta` a piece of the tool input's JSON, other deltas ignored);
-//! `content_block_stop` closes it; `message_delta` carries `stop_reason` and the
-//! cumulative `usage` (output tokens); `message_stop` ends the stream; `ping` events
-//! may come anywhere; an `error` event is an error mid-stream. Source: "Streaming
+//! `content_block_stop` closes it; `message_delta` carries `stop_reason` (a refusal's
+//! `stop_details` with it) and the cumulative `usage` (output tokens); `message_stop`
+//! ends the stream (a stream closed after the stop reason without it is whole, C55);
+//! `ping` events may come anywhere; an `error` event is an error mid-stream. Source: "Streaming
 //! Messages" (<https://docs.anthropic.com/en/docs/build-with-claude/streaming>).
 //!
 //! Blocks of other types (`thinking` with its `thinking_delta` and `signature_delta`,
@@ -68,6 +69,7 @@ pub(crate) struct EventAssembler {
     blocks: Vec<(usize, Block)>,
     calls: usize,
     stop_reason: Option<String>,
+    stop_details: Option<Value>,
     /// The usage fields seen (`Some(None)`: sent as `null`).
     usage: Usage,
 }
@@ -252,9 +254,16 @@ impl Assembler for EventAssembler {
                 }
             }
             Event::BlockDelta { index, delta } => self.on_delta(index, &delta, sink),
-            Event::MessageDelta { stop_reason, usage } => {
+            Event::MessageDelta {
+                stop_reason,
+                stop_details,
+                usage,
+            } => {
                 if let Some(reason) = stop_reason {
                     self.stop_reason = Some(reason);
+                }
+                if stop_details.is_some() {
+                    self.stop_details = stop_details;
                 }
                 self.add_usage(usage.unwrap_or_default(), false);
                 self.report_usage(sink);
@@ -264,6 +273,12 @@ impl Assembler for EventAssembler {
             Event::Other => {}
         }
         Step::More
+    }
+
+    /// `message_delta` brought the stop reason (C55: a stream closed there, without
+    /// `message_stop`, is whole).
+    fn complete(&self) -> bool {
+        self.stop_reason.is_some()
     }
 
     fn finish(self) -> Assembled {
@@ -309,6 +324,7 @@ impl Assembler for EventAssembler {
             model: self.model,
             content,
             stop_reason: self.stop_reason,
+            stop_details: self.stop_details,
             usage: wire_usage(&self.usage),
         }
     }

@@ -9,7 +9,8 @@
 //! `delta.toolUse.input` (a piece of the input's JSON text) or
 //! `delta.reasoningContent.text`; `contentBlockStop {contentBlockIndex}`;
 //! `messageStop {stopReason}`; `metadata {usage, metrics}`, the last event, taken as
-//! the end marker. An exception event (`throttlingException`,
+//! the end marker (a stream closed after `messageStop` without it is whole, its usage
+//! then estimated by the runner; C55). An exception event (`throttlingException`,
 //! `modelStreamErrorException`, `validationException`, `internalServerException`,
 //! `serviceUnavailableException`), or an event-stream `error` message, ends the stream
 //! with that error.
@@ -177,6 +178,11 @@ impl Assembler for EventAssembler {
             _ => {}
         }
         Step::More
+    }
+
+    /// `messageStop` brought the stop reason (C55).
+    fn complete(&self) -> bool {
+        self.stop_reason.is_some()
     }
 
     fn finish(self) -> Value {

@@ -1,5 +1,6 @@
 //! [`GeminiClient`]: Google's Generative Language API (the Gemini API),
-//! `POST {base}/v1beta/models/{model}:generateContent`.
+//! `POST {base}/v1beta/models/{model}:generateContent`, streamed with
+//! `:streamGenerateContent?alt=sse`.
 //!
 //! Wire format from the API reference (<https://ai.google.dev/api/generate-content>), the
 //! function calling guide (<https://ai.google.dev/gemini-api/docs/function-calling>), the
@@ -7,6 +8,8 @@
 //! the thought signatures guide (<https://ai.google.dev/gemini-api/docs/thought-signatures>);
 //! the rules that matter here are in `docs/providers.md`, "Google Gemini".
 
+mod response;
+mod stream;
 mod wire;
 
 use std::borrow::Cow;
@@ -16,11 +19,15 @@ use reqwest::Url;
 use reqwest::header::HeaderMap;
 
 use crate::error::ConfigError;
-use crate::llm::{LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, OutputCapabilities};
+use crate::llm::{
+    LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, OutputCapabilities, StreamSink,
+};
 use crate::providers::ProviderOptions;
 use crate::providers::encoded::WireCache;
-use crate::providers::glue::{self, Wire};
+use crate::providers::glue::{self, Streams, Wire};
 use crate::providers::http::{Reply, Transport, parse_url};
+use response::WireResponse;
+use stream::ChunkAssembler;
 
 /// The `thoughtSignature` sent on a function call the model did not sign (a call from
 /// another provider's history, or one the runner rebuilt): the value Google documents
@@ -57,6 +64,9 @@ pub(crate) const UNSIGNED_CALL: &str = "skip_thought_signature_validator";
 /// usage with input = `promptTokenCount` + `toolUsePromptTokenCount`, output =
 /// `candidatesTokenCount` + `thoughtsTokenCount`, cache reads =
 /// `cachedContentTokenCount`; `responseId` as the request id when no header has one.
+///
+/// Streamed calls go to `:streamGenerateContent?alt=sse` and give the same turn as a
+/// plain call (see the stream module; case C61).
 pub struct GeminiClient {
     transport: Transport,
     models: Url,
@@ -129,6 +139,23 @@ impl GeminiClient {
     /// # Errors
     /// A permanent [`LlmError`] when the model name is empty.
     pub fn endpoint(&self, model: &str) -> Result<Url, LlmError> {
+        self.method_url(model, "generateContent")
+    }
+
+    /// The endpoint a streamed request for `model` is posted to
+    /// (`.../v1beta/models/{model}:streamGenerateContent?alt=sse`: server-sent events,
+    /// source: <https://ai.google.dev/api/generate-content#method:-models.streamgeneratecontent>).
+    ///
+    /// # Errors
+    /// As [`endpoint`](Self::endpoint).
+    pub fn stream_endpoint(&self, model: &str) -> Result<Url, LlmError> {
+        let mut url = self.method_url(model, "streamGenerateContent")?;
+        url.set_query(Some("alt=sse"));
+        Ok(url)
+    }
+
+    /// `.../models/{model}:{method}`.
+    fn method_url(&self, model: &str, method: &str) -> Result<Url, LlmError> {
         let name = model.strip_prefix("models/").unwrap_or(model);
         if name.trim().is_empty() {
             return Err(LlmError::permanent("gemini: the model name is empty"));
@@ -137,7 +164,7 @@ impl GeminiClient {
         url.path_segments_mut()
             .map_err(|()| LlmError::permanent("gemini: the base URL cannot take a path"))?
             .pop_if_empty()
-            .push(&format!("{name}:generateContent"));
+            .push(&format!("{name}:{method}"));
         Ok(url)
     }
 }
@@ -156,13 +183,46 @@ impl Wire for GeminiClient {
     }
 
     fn decode(&self, reply: &Reply) -> Result<LlmResponse, LlmError> {
-        wire::decode(reply, self.transport.key())
+        response::decode(reply, self.transport.key())
+    }
+}
+
+impl Streams for GeminiClient {
+    type Assembler = ChunkAssembler;
+
+    fn stream_url(&self, request: &LlmRequest) -> Result<Cow<'_, Url>, LlmError> {
+        self.stream_endpoint(&request.model).map(Cow::Owned)
+    }
+
+    fn decode_streamed(
+        &self,
+        assembled: WireResponse,
+        status: u16,
+        headers: HeaderMap,
+    ) -> Result<LlmResponse, LlmError> {
+        let reply = Reply {
+            status,
+            headers,
+            body: Vec::new(),
+        };
+        response::decode_wire(assembled, &reply, self.transport.key())
     }
 }
 
 impl LlmClient for GeminiClient {
     fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
         glue::complete(self, request)
+    }
+
+    /// Streams with `streamGenerateContent` (server-sent events), read until the body
+    /// ends after the chunk with the finish reason (see the stream module). The turn
+    /// is normalized as a non-streamed one.
+    fn complete_streaming<'a>(
+        &'a self,
+        request: &'a LlmRequest,
+        sink: &'a mut dyn StreamSink,
+    ) -> LlmFuture<'a> {
+        glue::complete_streaming(self, request, sink)
     }
 
     /// `"gemini"`, the GenAI conventions' name for the Gemini API

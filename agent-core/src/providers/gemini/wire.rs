@@ -1,20 +1,16 @@
 //! The `generateContent` wire format: the request body a [`LlmRequest`] is encoded
-//! into, and the reply decoded into an [`LlmResponse`].
+//! into (the reply is decoded in `response.rs`, shared by streamed replies).
 
 use serde::ser::SerializeMap;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::{UNSIGNED_CALL, clamp_temperature, schema_with_tools};
-use crate::llm::{LlmError, LlmRequest, LlmResponse, StopReason, TokenUsage, ToolChoice};
+use crate::llm::{LlmError, LlmRequest, ToolChoice};
 use crate::message::{Message, ToolCall};
-use crate::providers::ApiKey;
-use crate::providers::classify::{ErrorBody, embedded_error, request_id, undecodable};
 use crate::providers::encoded::{WireCache, raw, request_body};
 use crate::providers::history::{self, Turn};
-use crate::providers::http::Reply;
-use crate::providers::normalize::fill_ids;
 use crate::schema;
 use crate::tool::ToolDefinition;
 
@@ -383,182 +379,6 @@ fn user_parts<'m, 'a>(out: &'m mut Vec<Content<'a>>) -> &'m mut Vec<Part<'a>> {
     }
     let last = out.len() - 1;
     &mut out[last].parts
-}
-
-// ---- response ----
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct WireResponse {
-    candidates: Option<Vec<WireCandidate>>,
-    prompt_feedback: Option<PromptFeedback>,
-    usage_metadata: Option<UsageMetadata>,
-    model_version: Option<String>,
-    response_id: Option<String>,
-    error: Option<Value>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct WireCandidate {
-    content: Option<WireContent>,
-    finish_reason: Option<String>,
-    finish_message: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct WireContent {
-    parts: Option<Vec<WirePart>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct WirePart {
-    text: Option<String>,
-    #[serde(default)]
-    thought: bool,
-    thought_signature: Option<String>,
-    function_call: Option<WireFunctionCall>,
-}
-
-#[derive(Deserialize)]
-struct WireFunctionCall {
-    id: Option<String>,
-    name: Option<String>,
-    args: Option<Value>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PromptFeedback {
-    block_reason: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct UsageMetadata {
-    prompt_token_count: Option<u64>,
-    candidates_token_count: Option<u64>,
-    cached_content_token_count: Option<u64>,
-    thoughts_token_count: Option<u64>,
-    tool_use_prompt_token_count: Option<u64>,
-}
-
-/// A candidate's `finishReason` as a stop reason (`docs/providers.md`, "Stop reasons";
-/// values from the API reference, `Candidate.FinishReason`). Filters of every kind
-/// (safety, recitation, blocklists, prohibited content, personal data, an unsupported
-/// language, image filters) are `ContentFilter`; a malformed or unexpected function call
-/// and unknown values are kept as `Other`, so the turn is judged by its content.
-fn stop_reason(finish: Option<&str>, has_calls: bool) -> StopReason {
-    match finish {
-        None | Some("STOP" | "FINISH_REASON_UNSPECIFIED") if has_calls => StopReason::ToolUse,
-        None | Some("STOP" | "FINISH_REASON_UNSPECIFIED") => StopReason::EndTurn,
-        Some("MAX_TOKENS") => StopReason::MaxTokens,
-        Some(
-            "SAFETY"
-            | "RECITATION"
-            | "BLOCKLIST"
-            | "PROHIBITED_CONTENT"
-            | "SPII"
-            | "LANGUAGE"
-            | "IMAGE_SAFETY"
-            | "IMAGE_PROHIBITED_CONTENT"
-            | "IMAGE_RECITATION"
-            | "MODEL_ARMOR",
-        ) => StopReason::ContentFilter,
-        Some(other) => StopReason::Other(other.to_ascii_lowercase()),
-    }
-}
-
-/// Normalizes a 2xx reply.
-///
-/// # Errors
-/// Transient when the body is not JSON, is cut off, or has neither `candidates` nor a
-/// blocked prompt (case C20); an `error` object in a 2xx body is classified by
-/// [`embedded_error`].
-pub(crate) fn decode(reply: &Reply, key: Option<&ApiKey>) -> Result<LlmResponse, LlmError> {
-    let wire: WireResponse = serde_json::from_slice(&reply.body)
-        .map_err(|e| undecodable("gemini", reply.status, &reply.headers, &reply.body, &e, key))?;
-    let usage = wire.usage_metadata.map_or_else(TokenUsage::default, |u| {
-        let cached = u.cached_content_token_count.unwrap_or(0);
-        TokenUsage::new(
-            u.prompt_token_count.unwrap_or(0) + u.tool_use_prompt_token_count.unwrap_or(0),
-            u.candidates_token_count.unwrap_or(0) + u.thoughts_token_count.unwrap_or(0),
-        )
-        .with_cache(cached, 0)
-    });
-    let request_id = request_id(&reply.headers).or(wire.response_id);
-    let candidate = wire.candidates.and_then(|c| c.into_iter().next());
-    let Some(candidate) = candidate else {
-        if let Some(reason) = wire.prompt_feedback.and_then(|f| f.block_reason) {
-            // The prompt itself was blocked: no candidate at all.
-            let mut response =
-                LlmResponse::text(format!("Gemini blocked the prompt (blockReason {reason})"))
-                    .with_stop_reason(StopReason::ContentFilter)
-                    .with_usage(usage);
-            response.model = wire.model_version;
-            response.request_id = request_id;
-            return Ok(response);
-        }
-        if let Some(error) = wire.error.and_then(ErrorBody::from_value) {
-            return Err(embedded_error(
-                "gemini",
-                reply.status,
-                &reply.headers,
-                error,
-                key,
-            ));
-        }
-        let missing = <serde_json::Error as serde::de::Error>::missing_field("candidates");
-        return Err(undecodable(
-            "gemini",
-            reply.status,
-            &reply.headers,
-            &reply.body,
-            &missing,
-            key,
-        ));
-    };
-    let mut text = String::new();
-    let mut reasoning = String::new();
-    let mut tool_calls = Vec::new();
-    let parts = candidate.content.and_then(|c| c.parts).unwrap_or_default();
-    for part in parts {
-        if let Some(call) = part.function_call {
-            let mut call = ToolCall::from_wire(
-                call.id.unwrap_or_default(),
-                call.name.unwrap_or_default(),
-                call.args.as_ref(),
-            );
-            call.thought_signature = part.thought_signature;
-            tool_calls.push(call);
-        } else if let Some(t) = part.text {
-            if part.thought {
-                reasoning.push_str(&t);
-            } else {
-                text.push_str(&t);
-            }
-        }
-    }
-    fill_ids(&mut tool_calls);
-    let finish = candidate.finish_reason.as_deref();
-    let stop_reason = stop_reason(finish, !tool_calls.is_empty());
-    if stop_reason == StopReason::ContentFilter && text.trim().is_empty() {
-        text = candidate.finish_message.unwrap_or_else(|| {
-            format!(
-                "Gemini stopped the response (finishReason {})",
-                finish.unwrap_or("")
-            )
-        });
-    }
-    let mut response = LlmResponse::tool_calls(tool_calls)
-        .with_text(text)
-        .with_stop_reason(stop_reason)
-        .with_usage(usage);
-    response.model = wire.model_version;
-    response.reasoning = reasoning;
-    response.request_id = request_id;
-    Ok(response)
 }
 
 #[cfg(test)]

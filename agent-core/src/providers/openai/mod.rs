@@ -6,6 +6,7 @@
 //! (<https://platform.openai.com/docs/api-reference/chat>) and openai-python; the quirks of
 //! compatible servers are listed in `docs/providers.md`.
 
+mod response;
 mod responses;
 mod stream;
 mod wire;
@@ -22,9 +23,10 @@ use crate::providers::encoded::WireCache;
 use crate::providers::glue::{self, Streams, Wire};
 use crate::providers::http::{Reply, Transport, parse_url};
 use crate::providers::{ApiKey, ProviderOptions};
+use response::WireResponse;
 pub use responses::OpenAiResponsesClient;
 use stream::ChunkAssembler;
-use wire::{WireResponse, accepts_temperature};
+use wire::accepts_temperature;
 
 /// The `gen_ai.provider.name` of Azure OpenAI, as the OpenTelemetry GenAI conventions
 /// spell it (<https://opentelemetry.io/docs/specs/semconv/registry/attributes/gen-ai/>).
@@ -264,7 +266,7 @@ impl Wire for OpenAiClient {
 
     fn decode(&self, reply: &Reply) -> Result<LlmResponse, LlmError> {
         let compatible = self.flavor == Flavor::Compatible;
-        wire::decode(
+        response::decode(
             reply,
             self.transport.provider(),
             compatible,
@@ -288,7 +290,7 @@ impl Streams for OpenAiClient {
             body: Vec::new(),
         };
         let compatible = self.flavor == Flavor::Compatible;
-        wire::decode_wire(
+        response::decode_wire(
             assembled,
             &reply,
             self.transport.provider(),

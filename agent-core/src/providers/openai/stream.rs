@@ -9,6 +9,12 @@
 //! empty `choices` and the `usage`; then `data: [DONE]`. A chunk with `error` is an
 //! error mid-stream. Source: Chat Completions API reference, "The chat completion chunk
 //! object" (<https://platform.openai.com/docs/api-reference/chat-streaming>).
+//!
+//! What servers do besides: a name sent in pieces, or whole in every fragment (joined,
+//! C54); a stream closed after the finish (and usage) chunk without `[DONE]` (whole,
+//! C55); a first chunk with an empty `id` and `model` (Azure's prompt filter results:
+//! the first non-empty ones are kept, C57); Azure's `content_filter_results` on a
+//! choice (the filtered categories, a content filter's reason, C58).
 
 mod chunk;
 
@@ -16,8 +22,9 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::wire::{
-    WireCallOut, WireChoiceOut, WireFunctionOut, WireMessageOut, WireResponse, WireUsage,
+use super::response::{
+    FilterResults, WireCallOut, WireChoiceOut, WireFunctionOut, WireMessageOut, WireResponse,
+    WireUsage,
 };
 use crate::llm::{StreamDelta, StreamSink};
 use crate::providers::sse::{Assembler, Step};
@@ -29,6 +36,9 @@ struct Call {
     id: Option<Value>,
     name: String,
     arguments: String,
+    /// Whether its start went to the sink: once its name is whole (its arguments
+    /// began, another call opened, or the choice finished; case C54).
+    announced: bool,
 }
 
 /// The reply so far.
@@ -41,6 +51,9 @@ pub(crate) struct ChunkAssembler {
     reasoning: String,
     calls: Vec<Call>,
     finish_reason: Option<String>,
+    /// The content filter categories marked `filtered` (Azure's
+    /// `content_filter_results`), in the order first seen.
+    pub(super) filtered: Vec<String>,
     usage: Option<WireUsage>,
     /// The arguments piece of the tool call fragment being read (kept for its
     /// capacity: no allocation per fragment).
@@ -48,6 +61,40 @@ pub(crate) struct ChunkAssembler {
 }
 
 impl ChunkAssembler {
+    /// Hands the start of every call up to `last` (by position) that was not announced
+    /// yet to the sink, in order, each with its name as assembled so far.
+    fn announce_through(&mut self, last: usize, sink: &mut dyn StreamSink) {
+        for (index, call) in self.calls.iter_mut().enumerate().take(last + 1) {
+            if call.announced {
+                continue;
+            }
+            call.announced = true;
+            let shown: Cow<'_, str> = match &call.id {
+                Some(Value::String(s)) => Cow::Borrowed(s),
+                Some(Value::Number(n)) => Cow::Owned(n.to_string()),
+                _ => Cow::Borrowed(""),
+            };
+            sink.on_delta(StreamDelta::ToolCallStarted {
+                index,
+                id: &shown,
+                name: &call.name,
+            });
+        }
+    }
+
+    /// Hands every call's start not yet announced to the sink: the choice finished.
+    pub(super) fn announce_all(&mut self, sink: &mut dyn StreamSink) {
+        if let Some(last) = self.calls.len().checked_sub(1) {
+            self.announce_through(last, sink);
+        }
+    }
+
+    /// Records a finish reason; the calls are then whole, and announced.
+    pub(super) fn on_finish(&mut self, reason: String, sink: &mut dyn StreamSink) {
+        self.finish_reason = Some(reason);
+        self.announce_all(sink);
+    }
+
     /// Applies one tool call fragment: the call keyed by `wire_index` starts (with its
     /// id and name) or grows by `arguments`.
     ///
@@ -55,6 +102,15 @@ impl ChunkAssembler {
     /// open at its `index`, opens a new call (case C34: some compatible servers send
     /// every call of a turn at `index: 0`, each with its own id); a repeated id, or a
     /// fragment without one, continues the call open at that index.
+    ///
+    /// A name in a later fragment of the same call is joined to the name so far (case
+    /// C54): appended when it is a piece (`"lookup_"`, `"order"`), ignored when it
+    /// repeats the whole name so far (servers that send the name in every fragment),
+    /// taken instead when it extends it (a server that sends the name so far each
+    /// time). So a piece equal to the whole name before it (`"ab"` sent as `"ab"`,
+    /// `"ab"`) reads as a repeat. The call's start goes to the sink once its name is
+    /// whole: at its first arguments piece, when another call opens, or when the
+    /// choice finishes.
     fn on_call(
         &mut self,
         wire_index: usize,
@@ -74,41 +130,44 @@ impl ChunkAssembler {
                 if call.id.is_none() {
                     call.id = id;
                 }
-                if call.name.is_empty()
-                    && let Some(name) = name
-                {
-                    call.name = name;
+                if let Some(piece) = name {
+                    join_name(&mut call.name, piece);
                 }
                 at
             }
             None => {
-                let name = name.unwrap_or_default();
-                let shown: Cow<'_, str> = match &id {
-                    Some(Value::String(s)) => Cow::Borrowed(s),
-                    Some(Value::Number(n)) => Cow::Owned(n.to_string()),
-                    _ => Cow::Borrowed(""),
-                };
-                sink.on_delta(StreamDelta::ToolCallStarted {
-                    index: self.calls.len(),
-                    id: &shown,
-                    name: &name,
-                });
+                // The calls before this one are whole.
+                self.announce_all(sink);
                 self.calls.push(Call {
                     wire_index,
                     id,
-                    name,
+                    name: name.unwrap_or_default(),
                     arguments: String::new(),
+                    announced: false,
                 });
                 self.calls.len() - 1
             }
         };
         if !arguments.is_empty() {
+            self.announce_through(at, sink);
             crate::llm::push_piece(&mut self.calls[at].arguments, arguments);
             sink.on_delta(StreamDelta::ToolCallArguments {
                 index: at,
                 json: arguments,
             });
         }
+    }
+}
+
+/// Joins a name piece to a call's name so far (see [`ChunkAssembler::on_call`]).
+fn join_name(name: &mut String, piece: String) {
+    if piece.is_empty() || piece == *name {
+        return;
+    }
+    if piece.starts_with(name.as_str()) {
+        *name = piece;
+    } else {
+        name.push_str(&piece);
     }
 }
 
@@ -132,6 +191,7 @@ impl Assembler for ChunkAssembler {
     fn on_event(&mut self, _event: &str, data: &str, sink: &mut dyn StreamSink) -> Step {
         let data = data.trim();
         if data == "[DONE]" {
+            self.announce_all(sink);
             return Step::End;
         }
         if data.is_empty() {
@@ -142,6 +202,12 @@ impl Assembler for ChunkAssembler {
             Ok(Some(error)) => Step::Failed(error),
             Err(e) => Step::Undecodable(e),
         }
+    }
+
+    /// The choice's finish reason came (case C55: a server may close the stream after
+    /// it, and after the usage chunk, without `[DONE]`).
+    fn complete(&self) -> bool {
+        self.finish_reason.is_some()
     }
 
     fn finish(self) -> WireResponse {
@@ -171,6 +237,7 @@ impl Assembler for ChunkAssembler {
             choices: Some(vec![WireChoiceOut {
                 message: Some(message),
                 finish_reason: self.finish_reason,
+                content_filter_results: Some(FilterResults(self.filtered)),
             }]),
             usage: self.usage,
             error: None,
@@ -380,6 +447,40 @@ mod tests {
                 (json!("call_b"), json!("{\"path\":\"b\"}")),
             ]
         );
+    }
+
+    // C54: a name in pieces is joined, a name repeated whole is kept once, and the
+    // call's start waits for the whole name.
+    #[test]
+    fn c54_name_pieces_are_joined_and_the_start_waits_for_the_whole_name() {
+        let (deltas, reply) = assemble(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"read_","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"file"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}"#,
+            // Repeated whole, and the name so far sent again each time (extended).
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"c2","function":{"name":"ping"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"c2","function":{"name":"ping"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":2,"id":"c3","function":{"name":"look"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":2,"function":{"name":"lookup"}}]}}],"id":""}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ]);
+        assert_eq!(
+            deltas,
+            [
+                "start 0 c1 read_file",
+                "args 0 {}",
+                "start 1 c2 ping",
+                "start 2 c3 lookup"
+            ]
+        );
+        let names: Vec<String> = message(&reply)
+            .tool_calls
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|c| c.function.as_ref().unwrap().name.clone().unwrap())
+            .collect();
+        assert_eq!(names, ["read_file", "ping", "lookup"]);
     }
 
     #[test]

@@ -35,9 +35,11 @@ pub(super) enum Event<'a> {
     },
     /// `content_block_delta`: a piece for the block at `index`.
     BlockDelta { index: usize, delta: Delta<'a> },
-    /// `message_delta`: the stop reason and the cumulative usage.
+    /// `message_delta`: the stop reason (with a refusal's `stop_details`) and the
+    /// cumulative usage.
     MessageDelta {
         stop_reason: Option<String>,
+        stop_details: Option<Value>,
         usage: Option<Usage>,
     },
     /// `message_stop`: the end marker.
@@ -124,8 +126,13 @@ impl Kind {
             }
             Self::MessageDelta => {
                 let MessageDelta { delta, usage } = MessageDelta::deserialize(de)?;
+                let (stop_reason, stop_details) = match delta {
+                    Some(d) => (d.stop_reason, d.stop_details.filter(|v| !v.is_null())),
+                    None => (None, None),
+                };
                 Event::MessageDelta {
-                    stop_reason: delta.and_then(|d| d.stop_reason),
+                    stop_reason,
+                    stop_details,
                     usage,
                 }
             }
@@ -262,6 +269,8 @@ struct MessageDelta {
 #[derive(Deserialize)]
 struct StopReason {
     stop_reason: Option<String>,
+    /// A refusal's structured reason (`{type: "refusal", category, explanation}`).
+    stop_details: Option<Value>,
 }
 
 #[derive(Deserialize)]

@@ -144,32 +144,3 @@ fn tool_config_declarations_and_temperature_are_mapped() {
         );
     }
 }
-
-#[test]
-fn finish_reasons_map_to_stop_reasons() {
-    assert_eq!(stop_reason(Some("STOP"), false), StopReason::EndTurn);
-    assert_eq!(stop_reason(None, true), StopReason::ToolUse);
-    assert_eq!(stop_reason(Some("MAX_TOKENS"), true), StopReason::MaxTokens);
-    for filter in [
-        "SAFETY",
-        "RECITATION",
-        "BLOCKLIST",
-        "PROHIBITED_CONTENT",
-        "SPII",
-        "LANGUAGE",
-    ] {
-        assert_eq!(
-            stop_reason(Some(filter), false),
-            StopReason::ContentFilter,
-            "{filter}"
-        );
-    }
-    assert_eq!(
-        stop_reason(Some("MALFORMED_FUNCTION_CALL"), false),
-        StopReason::Other("malformed_function_call".into())
-    );
-    assert_eq!(
-        stop_reason(Some("OTHER"), false),
-        StopReason::Other("other".into())
-    );
-}

@@ -5,14 +5,17 @@
 //! Read: `response.output_item.added` (a `function_call` item opens a call, with its
 //! `call_id` and `name`), `response.output_text.delta` (text),
 //! `response.function_call_arguments.delta` (a piece of a call's arguments, keyed by
-//! `output_index`), `response.reasoning_summary_text.delta` (reasoning),
-//! `response.output_item.done` (the finished item), then the end:
+//! `output_index`), `response.function_call_arguments.done` (the whole arguments),
+//! `response.reasoning_summary_text.delta` (reasoning), `response.output_item.done`
+//! (the finished item), then the end:
 //! `response.completed` or `response.incomplete`, carrying the whole `response` object,
 //! which is decoded as a non-streamed reply. `response.failed` (its `response.error`)
 //! and `error` (`code`, `message`, `param` at the top level) are error events. The
 //! stream has no `[DONE]`: a stream that stops before one of the end events was cut.
-//! Other events (`response.created`, `.in_progress`, `.content_part.*`, `.done`
-//! events) carry nothing the assembled reply needs.
+//! Other events (`response.created`, `.in_progress`, `.content_part.*`, the text
+//! `.done` events) carry nothing the assembled reply needs. Arguments that arrive only
+//! in the `.done` events (no deltas) are previewed from them, and a call missing from
+//! the end event's `output` is built from its events (C60).
 
 use serde_json::{Map, Value, json};
 
@@ -20,11 +23,17 @@ use super::wire::WireResponse;
 use crate::llm::{StreamDelta, StreamSink};
 use crate::providers::sse::{Assembler, Step};
 
-/// A function call seen in the stream: its `output_index` and its index among the
-/// turn's calls.
+/// A function call seen in the stream.
 struct Open {
     output_index: u64,
+    /// Its index among the turn's calls.
     index: usize,
+    /// The item as `response.output_item.added` gave it.
+    item: Value,
+    /// The arguments handed to the sink so far.
+    previewed: String,
+    /// The whole arguments, from a `.done` event.
+    done: Option<String>,
 }
 
 /// The reply so far.
@@ -39,12 +48,30 @@ pub(crate) struct EventAssembler {
 }
 
 impl EventAssembler {
-    /// The turn's index of the call at `output_index`.
-    fn call_at(&self, output_index: u64) -> Option<usize> {
+    /// The call at `output_index`.
+    fn call_at(&mut self, output_index: u64) -> Option<&mut Open> {
         self.calls
-            .iter()
+            .iter_mut()
             .find(|c| c.output_index == output_index)
-            .map(|c| c.index)
+    }
+
+    /// A call's whole arguments (from `response.function_call_arguments.done` or the
+    /// finished item): what the deltas did not preview yet goes to the sink (C60: some
+    /// servers send the arguments only in the `.done` events), and the call keeps them.
+    fn settle(&mut self, output_index: u64, arguments: &str, sink: &mut dyn StreamSink) {
+        let Some(call) = self.call_at(output_index) else {
+            return;
+        };
+        if let Some(rest) = arguments.strip_prefix(call.previewed.as_str())
+            && !rest.is_empty()
+        {
+            sink.on_delta(StreamDelta::ToolCallArguments {
+                index: call.index,
+                json: rest,
+            });
+            call.previewed.push_str(rest);
+        }
+        call.done = Some(arguments.to_owned());
     }
 
     fn on_json(
@@ -69,7 +96,16 @@ impl EventAssembler {
                     self.calls.push(Open {
                         output_index,
                         index,
+                        item: item.clone(),
+                        previewed: String::new(),
+                        done: None,
                     });
+                    // A server that sends the arguments with the item itself.
+                    if let Some(arguments) = item.get("arguments").and_then(Value::as_str)
+                        && !arguments.is_empty()
+                    {
+                        self.settle(output_index, arguments, sink);
+                    }
                 }
             }
             "response.output_text.delta" if !delta.is_empty() => {
@@ -79,12 +115,24 @@ impl EventAssembler {
                 sink.on_delta(StreamDelta::Reasoning(delta));
             }
             "response.function_call_arguments.delta" if !delta.is_empty() => {
-                if let Some(index) = self.call_at(output_index) {
+                if let Some(call) = self.call_at(output_index) {
+                    call.previewed.push_str(delta);
+                    let index = call.index;
                     sink.on_delta(StreamDelta::ToolCallArguments { index, json: delta });
+                }
+            }
+            "response.function_call_arguments.done" => {
+                if let Some(arguments) = event.get("arguments").and_then(Value::as_str) {
+                    self.settle(output_index, arguments, sink);
                 }
             }
             "response.output_item.done" => {
                 if let Some(item) = event.get("item") {
+                    if let Some(arguments) = item.get("arguments").and_then(Value::as_str)
+                        && item.get("type").and_then(Value::as_str) == Some("function_call")
+                    {
+                        self.settle(output_index, arguments, sink);
+                    }
                     self.items.push((output_index, item.clone()));
                 }
             }
@@ -122,6 +170,42 @@ impl EventAssembler {
     }
 }
 
+/// Gives `output` every call the stream opened, with its arguments (C60): a
+/// `function_call` item of the output with empty arguments takes the ones the stream
+/// sent; a call the output lacks (no `output_item.done`, and an end event with an
+/// empty `output`) is built from its `output_item.added` item and its arguments, at its
+/// `output_index`.
+fn with_calls(output: &mut Vec<Value>, calls: Vec<Open>) {
+    for call in calls {
+        let arguments = call.done.unwrap_or(call.previewed);
+        let call_id = call.item.get("call_id").cloned();
+        let found = output.iter_mut().find(|item| {
+            item.get("type").and_then(Value::as_str) == Some("function_call")
+                && item.get("call_id").cloned() == call_id
+        });
+        match found {
+            Some(item) => {
+                let empty = item
+                    .get("arguments")
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty);
+                if empty && !arguments.is_empty() {
+                    item["arguments"] = Value::String(arguments);
+                }
+            }
+            None => {
+                let mut item = call.item;
+                if let Some(map) = item.as_object_mut() {
+                    map.insert("arguments".to_owned(), Value::String(arguments));
+                }
+                let at = usize::try_from(call.output_index)
+                    .map_or(output.len(), |i| i.min(output.len()));
+                output.insert(at, item);
+            }
+        }
+    }
+}
+
 impl Assembler for EventAssembler {
     type Output = WireResponse;
 
@@ -147,12 +231,16 @@ impl Assembler for EventAssembler {
     }
 
     /// The end event's response; its `output`, when empty or missing, is made of the
-    /// items the stream finished (`response.output_item.done`), in output order.
+    /// items the stream finished (`response.output_item.done`), in output order; every
+    /// call the stream opened is in it, with its arguments (see [`with_calls`]).
     fn finish(mut self) -> WireResponse {
         let mut response = self.last.take().unwrap_or_default();
         if response.output.as_ref().is_none_or(Vec::is_empty) && !self.items.is_empty() {
             self.items.sort_by_key(|(at, _)| *at);
             response.output = Some(self.items.into_iter().map(|(_, item)| item).collect());
+        }
+        if !self.calls.is_empty() {
+            with_calls(response.output.get_or_insert_with(Vec::new), self.calls);
         }
         response
     }
@@ -221,6 +309,8 @@ mod tests {
                 "args 0 {\"y\":",
                 "args 1 {}",
                 "reasoning hm",
+                // The finished item completes the preview (C60).
+                "args 0 1}",
             ]
         );
         let response = assembler.finish();

@@ -354,7 +354,8 @@ impl WireUsage {
 /// Normalizes a 2xx reply.
 ///
 /// # Errors
-/// Transient when the body is not JSON, is cut off, or has no `output`; an `error`
+/// Transient when the body is not JSON, is cut off, or has no `output` (unless it is
+/// `incomplete`: see [`decode_wire`]); an `error`
 /// object (a `failed` response, or an error event of a stream) is classified by
 /// [`embedded_error`].
 pub(crate) fn decode(
@@ -381,7 +382,8 @@ fn text_of<'v>(value: &'v Value, field: &str) -> Option<&'v str> {
 /// [`LlmResponse::reasoning`]); other item types are skipped. `status`: `incomplete`
 /// with `incomplete_details.reason` `max_output_tokens` is
 /// [`StopReason::MaxTokens`] and `content_filter` [`StopReason::ContentFilter`], as
-/// Chat Completions' `length` and `content_filter`; `failed` is an error.
+/// Chat Completions' `length` and `content_filter`, with or without an `output` list
+/// (none: an empty turn; C59); `failed` is an error.
 ///
 /// # Errors
 /// As [`decode`].
@@ -396,8 +398,13 @@ pub(super) fn decode_wire(
         .as_ref()
         .map_or_else(TokenUsage::default, WireUsage::tokens);
     let failed = wire.status.as_deref() == Some("failed");
-    let Some(output) = wire.output.filter(|_| !failed) else {
-        return Err(failure(wire.error, reply, provider, usage, key));
+    let incomplete = wire.status.as_deref() == Some("incomplete");
+    // An incomplete response may have no `output` at all (the cap was reached before
+    // any item was finished): an empty turn cut by its cap, not a garbled body (C59).
+    let output = match wire.output {
+        Some(output) if !failed => output,
+        None if incomplete && wire.error.as_ref().is_none_or(Value::is_null) => Vec::new(),
+        _ => return Err(failure(wire.error, reply, provider, usage, key)),
     };
     let mut text = String::new();
     let mut refusal = String::new();

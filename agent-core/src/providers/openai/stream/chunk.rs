@@ -16,7 +16,7 @@ use serde_json::value::RawValue;
 
 use super::ChunkAssembler;
 use crate::llm::{StreamDelta, StreamSink};
-use crate::providers::openai::wire::WireUsage;
+use crate::providers::openai::response::{FilterResults, WireUsage};
 
 /// Reads the chunk `data` into `reply`, handing its pieces to `sink` as they are read.
 /// Returns the chunk's `error` object, if it has one (`null` is none).
@@ -83,6 +83,7 @@ enum ChunkField {
 enum ChoiceField {
     Delta,
     FinishReason,
+    ContentFilterResults,
     #[serde(other)]
     Other,
 }
@@ -120,10 +121,11 @@ enum FunctionField {
 
 /// An id as a value: a string, or a number (some servers send numeric ids). Read raw
 /// first, so an id that is not a usable value (a number out of range, a lone surrogate)
-/// is no id rather than an undecodable chunk.
+/// is no id rather than an undecodable chunk; `null` and `""` are no id either (case
+/// C57: Azure's first chunk, its prompt filter results, has `"id": ""`).
 fn id(raw: Option<&RawValue>) -> Option<Value> {
     raw.and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
-        .filter(|v| !v.is_null())
+        .filter(|v| !v.is_null() && v.as_str() != Some(""))
 }
 
 /// The chunk object.
@@ -145,7 +147,12 @@ impl<'de> Visitor<'de> for ChunkVisitor<'_> {
         while let Some(field) = map.next_key()? {
             match field {
                 ChunkField::Id if reply.id.is_none() => reply.id = id(map.next_value()?),
-                ChunkField::Model if reply.model.is_none() => reply.model = map.next_value()?,
+                ChunkField::Model if reply.model.is_none() => {
+                    // The first non-empty model (C57, as for the id).
+                    reply.model = map
+                        .next_value::<Option<String>>()?
+                        .filter(|m| !m.is_empty());
+                }
                 ChunkField::Choices => map.next_value_seed(Choices {
                     reply: &mut *reply,
                     sink: &mut *sink,
@@ -221,7 +228,15 @@ impl<'de> Visitor<'de> for Choice<'_> {
                 })?,
                 ChoiceField::FinishReason => {
                     if let Some(reason) = map.next_value::<Option<String>>()? {
-                        reply.finish_reason = Some(reason);
+                        reply.on_finish(reason, &mut *sink);
+                    }
+                }
+                ChoiceField::ContentFilterResults => {
+                    let FilterResults(filtered) = map.next_value()?;
+                    for category in filtered {
+                        if !reply.filtered.contains(&category) {
+                            reply.filtered.push(category);
+                        }
                     }
                 }
                 ChoiceField::Other => {
