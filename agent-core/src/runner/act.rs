@@ -318,7 +318,10 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 done.pause.clone().map(|reason| PendingCall {
                     call_id: call.id.clone(),
                     tool: call.name.clone(),
-                    arguments: call.arguments.clone(),
+                    arguments: done
+                        .held_arguments
+                        .clone()
+                        .unwrap_or_else(|| call.arguments.clone()),
                     reason,
                 })
             })
@@ -340,6 +343,22 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             }
             return None;
         };
+        // A call held with the arguments a tool guardrail put in is that call: the turn
+        // shows them, so that what a person approves is what runs (C51).
+        if let Some(Message::Assistant { tool_calls, .. }) = self.state.messages.last_mut() {
+            for (held, done) in calls.iter().zip(executed.iter()) {
+                let Some(arguments) = done
+                    .held_arguments
+                    .as_ref()
+                    .filter(|_| done.pause.is_some())
+                else {
+                    continue;
+                };
+                if let Some(call) = tool_calls.iter_mut().find(|c| c.id == held.id) {
+                    call.arguments = arguments.clone();
+                }
+            }
+        }
         // The turn is answered again when the run resumes (the calls that ran, from the
         // ledger), and its tool executions are counted then: the checkpoint keeps the
         // count from before the turn, the paused result the count so far.
@@ -365,7 +384,8 @@ impl<'c, T: AgentOutput> Run<'c, T> {
 /// The gate a decision sets. Edits were applied to the turn when the run resumed.
 fn gate_of(call: &ToolCall, decision: Decision, max_bytes: usize, ran: bool) -> Gate {
     match decision {
-        Decision::Approve | Decision::Edit { .. } => Gate::Run,
+        // Edits were applied to the turn; an approved call runs as it stands.
+        Decision::Approve | Decision::Edit { .. } => Gate::Approved,
         Decision::Deny { reason } => {
             let text = format!(
                 "{} was not run: a person denied the call. Their reason: {reason}",

@@ -13,6 +13,7 @@ use crate::run_options::RunOptions;
 use crate::stores::{CheckpointRecord, ConfigDifference, ResumeError, SaveOutcome, now_ms};
 
 use super::durable::{FORMAT, Finished, Header, Resumed, Snapshot, bounded, new_writer};
+use super::tools::guardrails::{Before, before_tool};
 
 /// Continues the run `run_id` from its last checkpoint (see [`resume_agent_with`]).
 ///
@@ -140,6 +141,9 @@ pub async fn resume_agent_with<T: AgentOutput>(
             differences: moved,
         });
     }
+    // An edit is checked as the tool's arguments, and by the tool guardrails, which
+    // judged the call before it waited: an edit they would change or deny is refused
+    // here, never changed after the approval (C51).
     let validate = |tool: &str, arguments: &Value| -> Result<(), String> {
         let compiled = cfg
             .table
@@ -148,7 +152,21 @@ pub async fn resume_agent_with<T: AgentOutput>(
         compiled
             .validator
             .validate(arguments)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        let call = crate::message::ToolCall::new("edit", tool, arguments.clone());
+        match before_tool(&cfg.hooks.guardrails.tool, &call) {
+            Before::Run => Ok(()),
+            Before::Replaced(arguments, name) => Err(format!(
+                "the tool guardrail {name} would run the call with other arguments \
+                 ({arguments}): approve those, or edit within its rules"
+            )),
+            Before::Deny(name, message) => Err(format!(
+                "the tool guardrail {name} denies these arguments: {message}"
+            )),
+            Before::Trip(name, reason) => Err(format!(
+                "the tool guardrail {name} trips on these arguments: {reason}"
+            )),
+        }
     };
     super::durable::pause::take_decisions(run_id, &mut snapshot, given, validate)?;
     // The claim: the same checkpoint under this process's writer token, fenced on the

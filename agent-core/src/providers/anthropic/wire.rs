@@ -237,10 +237,22 @@ pub(crate) fn encode_body(
         ),
         None => None,
     };
-    let thinking = request
+    let mut thinking = request
         .reasoning
         .and_then(|r| r.budget_or_effort())
         .map(|budget| serde_json::json!({"type": "enabled", "budget_tokens": budget}));
+    if thinking.is_some() && unsigned_tool_loop(&request.messages) {
+        // With thinking on, the assistant turn a tool loop continues must start with
+        // its signed thinking block ("Preserving thinking blocks", in the page above);
+        // a turn another provider or model wrote has none (it was dropped at the switch
+        // or handoff, C53), so this request goes without thinking.
+        tracing::info!(
+            model = %request.model,
+            "extended thinking is off for this request: the tool loop it continues began \
+             with a turn that has no signed thinking block (written by another model)"
+        );
+        thinking = None;
+    }
     let body = Body {
         model: &request.model,
         max_tokens: request.max_tokens,
@@ -272,6 +284,30 @@ pub(crate) fn encode_body(
         stream,
     };
     request_body(&body, request, None).map_err(failed)
+}
+
+/// Whether the conversation continues a tool loop (its last assistant turn has calls,
+/// and only their results follow) whose turn carries no thinking blocks of this
+/// provider's.
+fn unsigned_tool_loop(history: &[crate::message::Message]) -> bool {
+    use crate::message::Message;
+    let Some(at) = history
+        .iter()
+        .rposition(|m| matches!(m, Message::Assistant { .. } | Message::User { .. }))
+    else {
+        return false;
+    };
+    match &history[at] {
+        Message::Assistant { tool_calls, .. } => {
+            !tool_calls.is_empty()
+                && !tool_calls.iter().any(|c| {
+                    c.provider_data
+                        .as_ref()
+                        .is_some_and(|d| d.get(THINKING).is_some())
+                })
+        }
+        _ => false,
+    }
 }
 
 /// The conversation as Anthropic messages: user-side turns (text and tool results) that

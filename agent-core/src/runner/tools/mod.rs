@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{FutureExt, StreamExt};
+use serde_json::Value;
 use tracing::Instrument;
 
 use crate::config::{Compiled, CompiledTool, ToolTable};
@@ -40,8 +41,12 @@ enum Plan<'c> {
     /// Answer without running, from a decision (a denial, an outside result); whether
     /// the tool ran before the pause.
     Decided(ToolResult, CallOutcome, bool),
-    /// Do not run it yet: it waits for approval.
-    Hold,
+    /// Do not run it yet: it waits for approval, with these arguments (the model's, or
+    /// those a tool guardrail, named, put in: what will run once approved).
+    Hold(Option<(Value, String)>),
+    /// Run this tool as a person approved it (its arguments are the approved ones; the
+    /// tool guardrails judged them before the pause).
+    Approved(&'c CompiledTool),
     /// Run this tool.
     Run(&'c CompiledTool),
     /// Run this tool with the arguments a tool guardrail (named) put in.
@@ -55,6 +60,8 @@ enum Plan<'c> {
 pub(crate) enum Gate {
     /// Run it.
     Run,
+    /// Run it: a person approved it as it stands (edits were applied to the turn).
+    Approved,
     /// Do not run it: it waits for a person's approval.
     Hold,
     /// Answer it without running (a denial, an outside result); `ran` when the tool ran
@@ -81,6 +88,9 @@ pub(crate) struct Executed {
     pub(crate) interventions: Vec<(String, &'static str)>,
     /// A tool guardrail that tripped on it: (name, reason).
     pub(crate) trip: Option<(String, String)>,
+    /// For a call that waits for approval: the arguments a tool guardrail replaced the
+    /// model's with (what the person is shown, and what runs once approved).
+    pub(crate) held_arguments: Option<Value>,
 }
 
 impl Executed {
@@ -95,6 +105,7 @@ impl Executed {
             children: Vec::new(),
             interventions: Vec::new(),
             trip: None,
+            held_arguments: None,
         }
     }
 
@@ -113,6 +124,7 @@ impl Executed {
             children: Vec::new(),
             interventions: Vec::new(),
             trip: None,
+            held_arguments: None,
         }
     }
 }
@@ -143,19 +155,36 @@ pub(crate) async fn run_tool_calls<T>(
         .iter()
         .zip(gates)
         .map(|(call, gate)| {
+            let guardrails = &cfg.hooks.guardrails.tool;
             let plan = match (plan_call(table, call, offered), gate) {
-                (Plan::Run(_), Gate::Hold) => Plan::Hold,
+                // The tool guardrails judge a call before it waits (C51): a denial or a
+                // trip answers it at once; a replacement is what the person approves,
+                // and what runs.
+                (Plan::Run(tool), Gate::Hold) => match guard_call(guardrails, tool, call) {
+                    Plan::Run(_) => Plan::Hold(None),
+                    Plan::RunWith(_, replaced, name) => {
+                        Plan::Hold(Some((replaced.arguments, name)))
+                    }
+                    guarded => guarded,
+                },
+                (Plan::Run(tool), Gate::Approved) => Plan::Approved(tool),
                 (Plan::Run(_), Gate::Answer(result, outcome, ran)) => {
                     Plan::Decided(result, outcome, ran)
                 }
                 (plan, _) => plan,
             };
             match plan {
-                Plan::Run(_) if *executed >= limit => Plan::Answer(ToolResult::error(
-                    &call.id,
-                    &call.name,
-                    correction::tool_limit(limit, &cfg.output),
-                )),
+                Plan::Run(_) | Plan::Approved(_) if *executed >= limit => {
+                    Plan::Answer(ToolResult::error(
+                        &call.id,
+                        &call.name,
+                        correction::tool_limit(limit, &cfg.output),
+                    ))
+                }
+                Plan::Approved(tool) => {
+                    *executed += 1;
+                    Plan::Approved(tool)
+                }
                 Plan::Run(tool) => {
                     let plan = guard_call(&cfg.hooks.guardrails.tool, tool, call);
                     if matches!(plan, Plan::Run(_) | Plan::RunWith(..)) {
@@ -184,7 +213,14 @@ pub(crate) async fn run_tool_calls<T>(
                 Executed::answered(result.clone(), CallOutcome::NotRun(result.content))
             }
             Plan::Decided(result, outcome, _) => Executed::answered(result, outcome),
-            Plan::Hold => Executed::waiting(call, PauseReason::Approval),
+            Plan::Hold(replaced) => {
+                let mut done = Executed::waiting(call, PauseReason::Approval);
+                if let Some((arguments, name)) = replaced {
+                    done.held_arguments = Some(arguments);
+                    done.interventions.push((name, "replace"));
+                }
+                done
+            }
             Plan::Guarded(result, name, trip) => {
                 let verdict = if trip.is_some() { "trip" } else { "deny" };
                 let mut done =
@@ -195,7 +231,7 @@ pub(crate) async fn run_tool_calls<T>(
                 }
                 done
             }
-            Plan::Run(tool) => {
+            Plan::Run(tool) | Plan::Approved(tool) => {
                 let ids = (trace_id, run_id, deadline);
                 let context = (state, link, guardrails);
                 let run = execute(tool, call, ids, context, (timeout, max_bytes), capture);
@@ -399,6 +435,7 @@ async fn execute(
                 children,
                 interventions: Vec::new(),
                 trip: None,
+                held_arguments: None,
             }
         }
         Err(text) => {
@@ -412,6 +449,7 @@ async fn execute(
                 children,
                 interventions: Vec::new(),
                 trip: None,
+                held_arguments: None,
             }
         }
     };

@@ -19,6 +19,7 @@
 //! The output type and the tool are made by `#[agent_output]` and `#[tool]`, as a user
 //! would write them.
 
+use agent_core::providers::ProviderOptions;
 use std::sync::Arc;
 
 use agent_core::{
@@ -160,17 +161,17 @@ pub fn main_for(stream: bool) -> Result<(), Box<dyn std::error::Error>> {
         &scenario,
         Some(|| one_run(&inproc_config, stream)),
         |url| {
-            let builder = if anthropic {
-                AgentConfig::<Output>::builder("triage")
-                    .model("claude-sonnet-4-5")
-                    .api_key("sk-ant-mock")
+            let options = ProviderOptions::default().with_base_url(url);
+            let (model, options) = if anthropic {
+                ("claude-sonnet-4-5", options.with_api_key("sk-ant-mock"))
             } else {
-                AgentConfig::<Output>::builder("triage").model("dispatch/mock")
+                ("dispatch/mock", options)
             };
-            let config = builder
+            let config = AgentConfig::<Output>::builder("triage")
+                .model(model)
+                .provider(options)
                 // The scenario is the output tool; `dispatch/` would pick native output.
                 .output_mode(OutputMode::Tool)
-                .base_url(url)
                 .system_prompt(SYSTEM_PROMPT)
                 .tools(tools![lookup_order])
                 .build()
