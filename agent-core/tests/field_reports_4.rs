@@ -13,9 +13,9 @@ use agent_core::providers::ProviderOptions;
 use agent_core::store::InMemoryCheckpoints;
 use agent_core::testing::ScriptedModel;
 use agent_core::{
-    AgentConfig, AgentError, DecisionProblem, Decisions, LlmResponse, Reasoning, ResumeError,
-    RunOptions, Tool, ToolCall, ToolContext, ToolDefinition, ToolFuture, ToolGuardrail,
-    ToolVerdict, paused_runs, resume_agent_with, run_agent, run_agent_with,
+    AgentConfig, AgentError, DecisionProblem, Decisions, Reasoning, ResumeError, RunOptions, Tool,
+    ToolCall, ToolContext, ToolDefinition, ToolFuture, ToolGuardrail, ToolVerdict, paused_runs,
+    resume_agent_with, run_agent, run_agent_with,
 };
 use common::{Triage, valid};
 use serde_json::{Value, json};
