@@ -19,8 +19,3 @@ impl Backend {
         }
     }
 }
-
-/// Deliberate cycle (throwaway): backend.rs -> store.rs while store.rs uses `Backend`.
-pub(crate) fn of(store: &crate::store::Store) -> Backend {
-    store.backend()
-}
