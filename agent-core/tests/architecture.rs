@@ -459,44 +459,45 @@ fn root_re_exports_and_super_chains_resolve_to_their_layers() {
     assert_eq!(at_depth_1, ["Run", "run_agent", "stores"]);
 }
 
-/// The module cycles agent-core still has, each as its tangle: a folder and the modules
-/// of it that all reach one another (every cycle among them is covered). Each is being
-/// taken apart; `no_folder_has_a_module_cycle` fails on a tangle not listed here and on
-/// an entry that no longer occurs as written (a tangle that shrank is written anew, one
-/// that is gone is deleted), so the list only shrinks. No other crate has an entry.
+/// The module cycles agent-core still has, each as its tangle: a folder, the modules of
+/// it that all reach one another, and how many elementary cycles run among them. Each is
+/// being taken apart; `no_folder_has_a_module_cycle` fails on a tangle not listed here,
+/// on a listed tangle with more cycles than listed (a new cycle among its modules), and
+/// on an entry that no longer occurs as written (a tangle that shrank is written anew,
+/// one that is gone is deleted): the list only shrinks. No other crate has an entry.
 const KNOWN_CYCLES: &[&str] = &[
     // stream/ runs the loop (`run_agent_stream` calls `runner::run_streamed`); the runner feeds stream's `TurnSink`.
-    "agent-core/src/: runner, stream",
+    "agent-core/src/: runner, stream (1 cycles)",
     // builder.rs and mod.rs use each other (`AgentConfig::compile`, `AgentConfigBuilder::from_settings`); the children use both.
-    "agent-core/src/config/: budgets, builder, checks, compaction, fallback, fingerprint, guardrails, handoff, mod.rs, stores, table",
+    "agent-core/src/config/: budgets, builder, checks, compaction, fallback, fingerprint, guardrails, handoff, mod.rs, stores, table (63 cycles)",
     // category.rs uses mod.rs's `AgentError` and `Ending`; mod.rs uses `Category`.
-    "agent-core/src/error/: category, mod.rs",
-    // Each grader uses mod.rs's `Grade`; mod.rs re-exports the graders.
-    "agent-core/src/grader/: composite, ground_truth, heuristic, judge, mod.rs",
+    "agent-core/src/error/: category, mod.rs (1 cycles)",
+    // Each grader uses mod.rs's `Grade` and `RunGrader`; mod.rs re-exports the graders.
+    "agent-core/src/grader/: composite, ground_truth, heuristic, judge, mod.rs (5 cycles)",
     // error.rs and sink.rs use mod.rs's `TokenUsage`, `LlmResponse`; mod.rs re-exports them.
-    "agent-core/src/llm/: error, mod.rs, sink",
+    "agent-core/src/llm/: error, mod.rs, sink (2 cycles)",
     // answer.rs uses mod.rs's `OutputSpec`; mod.rs uses the answer parser.
-    "agent-core/src/output/: answer, mod.rs",
+    "agent-core/src/output/: answer, mod.rs (1 cycles)",
     // table.rs builds mod.rs's `ModelPrice`; mod.rs uses `table::DEFAULT_TABLE`.
-    "agent-core/src/pricing/: mod.rs, table",
+    "agent-core/src/pricing/: mod.rs, table (1 cycles)",
     // The adapters and glue use mod.rs's `ApiKey`, `ProviderOptions`; mod.rs re-exports the adapters.
-    "agent-core/src/providers/: anthropic, bedrock, classify, embeddings, eventstream, gemini, glue, http, mod.rs, openai, routing, sse",
+    "agent-core/src/providers/: anthropic, bedrock, classify, embeddings, eventstream, gemini, glue, http, mod.rs, openai, routing, sse (195 cycles)",
     // wire.rs uses mod.rs's `clamp_temperature`; mod.rs uses wire, response and stream.
-    "agent-core/src/providers/anthropic/: mod.rs, response, stream, wire",
+    "agent-core/src/providers/anthropic/: mod.rs, response, stream, wire (3 cycles)",
     // wire.rs uses mod.rs's `UNSIGNED_CALL`; mod.rs uses wire.
-    "agent-core/src/providers/gemini/: mod.rs, wire",
-    // responses/ uses mod.rs's Azure constants and temperature rule; mod.rs re-exports the Responses client.
-    "agent-core/src/providers/openai/: mod.rs, responses",
+    "agent-core/src/providers/gemini/: mod.rs, wire (1 cycles)",
+    // responses/ uses mod.rs's `AZURE_PROVIDER`, `azure_auth`, `OpenAiClient::DEFAULT_BASE_URL`; mod.rs re-exports its client.
+    "agent-core/src/providers/openai/: mod.rs, responses (1 cycles)",
     // chunk.rs uses stream.rs's `ChunkAssembler`; stream.rs uses `chunk::read`.
-    "agent-core/src/providers/openai/stream/: chunk, stream.rs",
+    "agent-core/src/providers/openai/stream/: chunk, stream.rs (1 cycles)",
     // Every runner file uses mod.rs's `Run` while mod.rs uses them; also ledger <-> checkpoint, ledger -> tools -> ledger, compact <-> stores.
-    "agent-core/src/runner/: agent_tool, checkpoint, child, compact, guardrails, ledger, mod.rs, pause, replay, resume, run, stores, tools",
-    // The store traits' files use mod.rs's `StoreError`; mod.rs re-exports the traits.
-    "agent-core/src/stores/: checkpoint, diff, feedback, memory, mod.rs, retrieval, trace",
-    // sink.rs uses mod.rs's `EventSender` and `lock`; mod.rs re-exports sink's `TurnSink`.
-    "agent-core/src/stream/: mod.rs, sink",
-    // comparison.rs uses mod.rs's sweep types; mod.rs uses the comparison.
-    "agent-core/src/sweep/: comparison, mod.rs",
+    "agent-core/src/runner/: agent_tool, checkpoint, child, compact, guardrails, ledger, mod.rs, pause, replay, resume, run, stores, tools (37 cycles)",
+    // The store traits' files use mod.rs's `StoreFuture` (checkpoint.rs also `StoreError`); mod.rs re-exports the traits.
+    "agent-core/src/stores/: checkpoint, diff, feedback, memory, mod.rs, retrieval, trace (6 cycles)",
+    // sink.rs uses mod.rs's `StreamEvent`, `EventSender` and `lock`; mod.rs re-exports sink's `TurnSink`.
+    "agent-core/src/stream/: mod.rs, sink (1 cycles)",
+    // comparison.rs uses mod.rs's `Sample` and `Variant`; mod.rs builds the `Comparison`.
+    "agent-core/src/sweep/: comparison, mod.rs (1 cycles)",
 ];
 
 /// The code of each of a crate's sources, comments and test code stripped.
@@ -517,41 +518,64 @@ fn no_folder_has_a_module_cycle() {
             tangles.extend(ModuleTree::load(&member, &code, &root).unwrap().tangles());
         }
     }
-    let known: BTreeSet<&str> = KNOWN_CYCLES.iter().copied().collect();
-    assert_eq!(known.len(), KNOWN_CYCLES.len(), "an entry is listed twice");
+    // Entry: `folder: modules (N cycles)`; by `folder: modules`, the listed count.
+    let mut known: BTreeMap<&str, usize> = BTreeMap::new();
+    for entry in KNOWN_CYCLES {
+        let (key, count) = entry
+            .strip_suffix(" cycles)")
+            .and_then(|e| e.rsplit_once(" ("))
+            .unwrap_or_else(|| panic!("`{entry}` is not `folder: modules (N cycles)`"));
+        let count: usize = count.parse().unwrap();
+        assert!(
+            known.insert(key, count).is_none(),
+            "`{key}` is listed twice"
+        );
+    }
     let mut failures = Vec::new();
     for tangle in &tangles {
-        if known.contains(tangle.key.as_str()) {
+        let count = tangle.cycles.len();
+        let listed = known.get(tangle.key.as_str()).copied();
+        if listed == Some(count) {
             continue;
         }
-        let shown = 5.min(tangle.cycles.len());
-        let more = match tangle.cycles.len() - shown {
+        let shown = 5.min(count);
+        let more = match count - shown {
             0 => String::new(),
             n => format!("\n    and {n} more cycles"),
         };
-        failures.push(format!(
-            "module cycle in {}\n    {}{more}\n  its imports:\n    {}",
-            tangle.key,
+        let cycles = format!(
+            "    {}{more}\n  its imports:\n    {}",
             tangle.cycles[..shown].join("\n    "),
             tangle.edges.join("\n    "),
-        ));
+        );
+        failures.push(match listed {
+            None => format!("module cycle in {}\n{cycles}", tangle.key),
+            Some(n) if n < count => format!(
+                "new module cycles among {}: KNOWN_CYCLES lists {n}, now {count}\n{cycles}",
+                tangle.key
+            ),
+            Some(n) => format!(
+                "KNOWN_CYCLES lists {n} cycles for `{}`, now {count}: write `{} ({count} cycles)`",
+                tangle.key, tangle.key
+            ),
+        });
     }
     let found: BTreeSet<&str> = tangles.iter().map(|t| t.key.as_str()).collect();
-    for entry in known.difference(&found) {
+    for entry in known.keys().filter(|k| !found.contains(*k)) {
         let folder = entry.split_once(": ").map_or(*entry, |(f, _)| f);
-        let now: Vec<&str> = found
+        let now: Vec<String> = tangles
             .iter()
-            .filter(|k| k.starts_with(&format!("{folder}: ")))
-            .copied()
+            .filter(|t| t.key.starts_with(&format!("{folder}: ")))
+            .map(|t| format!("{} ({} cycles)", t.key, t.cycles.len()))
             .collect();
-        failures.push(format!(
-            "KNOWN_CYCLES lists `{entry}`, which no longer occurs: delete it{}",
-            if now.is_empty() {
-                String::new()
-            } else {
-                format!(" (this folder's tangles now: {now:?})")
-            }
-        ));
+        failures.push(if now.is_empty() {
+            format!("KNOWN_CYCLES lists `{entry}`, which no longer occurs: delete it")
+        } else {
+            format!(
+                "KNOWN_CYCLES lists `{entry}`, which no longer occurs as written: replace it \
+                 with what is left of it among this folder's tangles, {now:?}"
+            )
+        });
     }
     assert!(
         failures.is_empty(),

@@ -57,7 +57,7 @@ pub(crate) fn strongly_connected(edges: &Graph) -> Vec<BTreeSet<String>> {
 }
 
 /// The elementary cycles of a graph (at most `limit`), each starting at its smallest
-/// node, sorted.
+/// node, the shortest first.
 pub(crate) fn elementary_cycles(edges: &Graph, limit: usize) -> Vec<Vec<String>> {
     let mut nodes: BTreeSet<&String> = edges.keys().collect();
     nodes.extend(edges.values().flatten());
@@ -82,6 +82,6 @@ pub(crate) fn elementary_cycles(edges: &Graph, limit: usize) -> Vec<Vec<String>>
             }
         }
     }
-    out.sort();
+    out.sort_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
     out
 }
