@@ -18,8 +18,9 @@
 use std::process::ExitCode;
 
 use agent_core::run_batch;
-use agent_examples::cli::{self, Args, ModelChoice};
+use agent_examples::cli::{self, Args};
 use agent_examples::delegation::{self, CARD_TICKET};
+use agent_examples::model::ModelChoice;
 use agent_examples::triage::{self, data_dir};
 
 #[tokio::main]

@@ -27,7 +27,7 @@ use agent_core::store::{
 use agent_core::{
     AgentError, Decisions, Ending, Message, Value, paused_runs, record_decisions, resume_agent,
 };
-use agent_examples::cli::ModelChoice;
+use agent_examples::model::ModelChoice;
 use agent_examples::triage::{self, data_dir};
 use agent_store::Store;
 

@@ -32,8 +32,8 @@ use std::time::Duration;
 use agent_core::eval::{GroundTruth, Match, Sample, SweepEvent, SweepOptions, Variant, sweep};
 use agent_core::testing::TestModel;
 use agent_core::{AgentConfig, OutputMode, Value, json};
-use agent_examples::cli::ModelChoice;
 use agent_examples::labels;
+use agent_examples::model::ModelChoice;
 use agent_examples::triage::{self, Triage, data_dir};
 use indicatif::{ProgressBar, ProgressStyle};
 

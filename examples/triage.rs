@@ -16,9 +16,10 @@
 use std::process::ExitCode;
 
 use agent_core::run_batch;
-use agent_examples::cli::{self, Args, ModelChoice};
+use agent_examples::cli::{self, Args};
 use agent_examples::labels::{self, Accuracy};
 use agent_examples::lookups::Lookups;
+use agent_examples::model::ModelChoice;
 use agent_examples::triage::{self, data_dir};
 use agent_store::Store;
 

@@ -12,7 +12,7 @@
 use std::process::ExitCode;
 
 use agent_core::{AgentConfig, Receipt, run_batch};
-use agent_examples::cli::ModelChoice;
+use agent_examples::model::ModelChoice;
 use agent_examples::triage::{self, Triage, data_dir};
 
 #[tokio::main]

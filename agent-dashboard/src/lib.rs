@@ -29,10 +29,12 @@
 //! - Metadata values whose key looks secret (`key`, `token`, `secret`, `password`,
 //!   `authorization`, `cookie`) are shown as `<redacted>`; the store URL is never shown.
 
+mod app;
 mod auth;
 mod chart;
 mod cli;
 mod dates;
+mod page_error;
 mod pages;
 mod server;
 

@@ -1,121 +1,18 @@
-//! The routes, the shared state, errors as pages, and the listener.
+//! The routes, the security headers, and the listener.
 
 use std::sync::Arc;
 
-use agent_core::StoreError;
 use agent_store::{Store, StoreOptions};
 use axum::Router;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::http::{HeaderValue, header};
+use axum::response::Response;
 use axum::routing::{get, post};
 
-use crate::auth::{Auth, Refusal, Viewer};
+use crate::app::App;
+use crate::auth::Auth;
 use crate::cli::{Config, ConfigError};
+use crate::page_error::PageError;
 use crate::pages;
-
-/// What every handler shares.
-#[derive(Debug)]
-pub(crate) struct App {
-    pub(crate) store: Store,
-    pub(crate) config: Config,
-    pub(crate) auth: Auth,
-}
-
-pub(crate) type State = axum::extract::State<Arc<App>>;
-
-/// A page that could not be made: its status and what to tell the reader.
-#[derive(Debug)]
-pub(crate) struct PageError {
-    pub(crate) status: StatusCode,
-    pub(crate) title: &'static str,
-    pub(crate) message: String,
-}
-
-impl PageError {
-    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
-        Self {
-            status: StatusCode::BAD_REQUEST,
-            title: "Bad request",
-            message: message.into(),
-        }
-    }
-
-    pub(crate) fn not_found(message: impl Into<String>) -> Self {
-        Self {
-            status: StatusCode::NOT_FOUND,
-            title: "Not found",
-            message: message.into(),
-        }
-    }
-}
-
-impl From<StoreError> for PageError {
-    fn from(error: StoreError) -> Self {
-        let (status, title) = match &error {
-            StoreError::Unavailable { .. } | StoreError::Timeout { .. } => {
-                (StatusCode::SERVICE_UNAVAILABLE, "The store is unavailable")
-            }
-            StoreError::NotFound { .. } => (StatusCode::NOT_FOUND, "Not found"),
-            StoreError::Invalid { .. } => (StatusCode::BAD_REQUEST, "Bad request"),
-            _ => (StatusCode::INTERNAL_SERVER_ERROR, "The store failed"),
-        };
-        let hint = if status == StatusCode::SERVICE_UNAVAILABLE {
-            " The dashboard keeps running: reload this page when the store is back."
-        } else {
-            ""
-        };
-        Self {
-            status,
-            title,
-            message: format!("{error}.{hint}"),
-        }
-    }
-}
-
-impl From<Refusal> for PageError {
-    fn from(refusal: Refusal) -> Self {
-        match refusal {
-            Refusal::Login => Self {
-                status: StatusCode::UNAUTHORIZED,
-                title: "Log in first",
-                message: "this dashboard needs its token: log in at /login".to_owned(),
-            },
-            Refusal::ReadOnly => Self {
-                status: StatusCode::FORBIDDEN,
-                title: "Read-only",
-                message: "this dashboard is read-only: start it with --token (and without \
-                          --read-only) to write feedback and decisions"
-                    .to_owned(),
-            },
-            Refusal::Forbidden(why) => Self {
-                status: StatusCode::FORBIDDEN,
-                title: "Refused",
-                message: why.to_owned(),
-            },
-        }
-    }
-}
-
-impl IntoResponse for PageError {
-    fn into_response(self) -> Response {
-        let body = pages::layout::error_page(self.title, &self.message);
-        (self.status, body).into_response()
-    }
-}
-
-/// The viewer of a GET, or a redirect to the login page.
-pub(crate) fn gate(app: &App, headers: &HeaderMap, here: &str) -> Result<Viewer, Box<Response>> {
-    match app.auth.viewer(headers) {
-        Ok(viewer) => Ok(viewer),
-        Err(Refusal::Login) => {
-            let next = pages::login::encode_next(here);
-            Err(Box::new(
-                Redirect::to(&format!("/login?next={next}")).into_response(),
-            ))
-        }
-        Err(other) => Err(Box::new(PageError::from(other).into_response())),
-    }
-}
 
 /// Security headers on every response: no scripts, no frames, nothing fetched from
 /// elsewhere, no MIME sniffing, no referrer to other sites (`same-origin`:

@@ -1,33 +1,23 @@
 //! Connecting: starting the transport, the MCP handshake, and listing the tools.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
-use agent_core::{ToolDefinition, ToolRegistry, ToolSource};
+use agent_core::{ToolRegistry, ToolSource};
 use rmcp::ServiceExt;
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use serde_json::Value;
 
+use crate::connection::Connection;
 use crate::error::McpError;
 use crate::listing::Listing;
-use crate::names::model_name;
 use crate::server::{McpServer, Secret, Transport, scrub};
-use crate::tool::McpTool;
+use crate::tool::map_tools;
 use crate::watch::Watched;
-
-/// One live connection, shared by the tools of one server.
-pub(crate) struct Connection {
-    pub(crate) service: RunningService<RoleClient, ()>,
-    pub(crate) label: String,
-    pub(crate) call_timeout: Duration,
-    /// Strings no tool error may show (see `McpServer::secrets`).
-    pub(crate) secrets: Vec<String>,
-}
 
 /// The tools of one connected MCP server, ready to register beside local tools.
 ///
@@ -127,40 +117,6 @@ impl McpServer {
     }
 }
 
-/// The listed tools as agent-core tools: provider-legal unique names (see
-/// [`McpTools::names`]), the description, the `inputSchema` as the parameters, and
-/// `destructiveHint` as irreversible.
-pub(crate) fn map_tools(
-    prefix: Option<&str>,
-    listed: Vec<rmcp::model::Tool>,
-    connection: &Arc<Connection>,
-) -> Vec<Arc<McpTool>> {
-    let mut taken = HashSet::new();
-    listed
-        .into_iter()
-        .map(|tool| {
-            let name = model_name(prefix, &tool.name, &taken);
-            taken.insert(name.clone());
-            let description = tool
-                .description
-                .as_deref()
-                .or(tool.title.as_deref())
-                .unwrap_or_default()
-                .to_owned();
-            let parameters = parameters(Value::Object((*tool.input_schema).clone()));
-            let irreversible = tool.annotations.as_ref().is_some_and(|a| {
-                a.destructive_hint == Some(true) && a.read_only_hint != Some(true)
-            });
-            Arc::new(McpTool {
-                definition: ToolDefinition::new(name, description, parameters),
-                mcp_name: tool.name.into_owned(),
-                irreversible,
-                connection: Arc::clone(connection),
-            })
-        })
-        .collect()
-}
-
 async fn start(
     transport: Transport,
     label: &str,
@@ -214,20 +170,6 @@ async fn start(
             ().serve(watched).await.map_err(|e| initialize(&e))
         }
     }
-}
-
-/// An MCP `inputSchema` as a tool's parameters: root `type: object` ensured (MCP
-/// requires it; a server that leaves it out still gets a usable schema), then the same
-/// normalisation as generated schemas (no `$schema`, `title` or root `description`, a
-/// `properties` object). A root of another type is kept, and the config's `build()`
-/// rejects it with `ConfigError::InvalidSchema` naming the tool.
-fn parameters(mut schema: Value) -> Value {
-    if let Value::Object(map) = &mut schema {
-        map.entry("type")
-            .or_insert_with(|| Value::String("object".to_owned()));
-    }
-    agent_core::schema::normalize(&mut schema);
-    schema
 }
 
 impl McpTools {

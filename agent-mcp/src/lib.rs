@@ -45,6 +45,7 @@
 //! ```
 
 mod connect;
+mod connection;
 mod error;
 mod listing;
 mod names;

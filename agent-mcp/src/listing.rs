@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use agent_core::{Tool, ToolSnapshot, ToolSource};
 
-use crate::connect::{Connection, map_tools};
+use crate::connection::Connection;
 use crate::server::scrub;
-use crate::tool::McpTool;
+use crate::tool::{McpTool, map_tools};
 
 /// The tool list of one connection and what it was read at.
 pub(crate) struct Listing {

@@ -1,5 +1,7 @@
-//! [`McpTool`]: one MCP server tool as an agent-core [`Tool`], and how its results map.
+//! [`McpTool`]: one MCP server tool as an agent-core [`Tool`], how a listed tool becomes
+//! one, and how its results map.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use agent_core::{Tool, ToolContext, ToolDefinition, ToolError, ToolFuture};
@@ -12,7 +14,8 @@ use rmcp::model::{
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
 use serde_json::Value;
 
-use crate::connect::Connection;
+use crate::connection::Connection;
+use crate::names::model_name;
 use crate::server::scrub;
 
 /// One tool of a connected MCP server (built by [`McpServer::connect`](crate::McpServer::connect)).
@@ -21,6 +24,54 @@ pub(crate) struct McpTool {
     pub(crate) mcp_name: String,
     pub(crate) irreversible: bool,
     pub(crate) connection: Arc<Connection>,
+}
+
+/// The listed tools as agent-core tools: provider-legal unique names (see
+/// [`McpTools::names`]), the description, the `inputSchema` as the parameters, and
+/// `destructiveHint` as irreversible.
+pub(crate) fn map_tools(
+    prefix: Option<&str>,
+    listed: Vec<rmcp::model::Tool>,
+    connection: &Arc<Connection>,
+) -> Vec<Arc<McpTool>> {
+    let mut taken = HashSet::new();
+    listed
+        .into_iter()
+        .map(|tool| {
+            let name = model_name(prefix, &tool.name, &taken);
+            taken.insert(name.clone());
+            let description = tool
+                .description
+                .as_deref()
+                .or(tool.title.as_deref())
+                .unwrap_or_default()
+                .to_owned();
+            let parameters = parameters(Value::Object((*tool.input_schema).clone()));
+            let irreversible = tool.annotations.as_ref().is_some_and(|a| {
+                a.destructive_hint == Some(true) && a.read_only_hint != Some(true)
+            });
+            Arc::new(McpTool {
+                definition: ToolDefinition::new(name, description, parameters),
+                mcp_name: tool.name.into_owned(),
+                irreversible,
+                connection: Arc::clone(connection),
+            })
+        })
+        .collect()
+}
+
+/// An MCP `inputSchema` as a tool's parameters: root `type: object` ensured (MCP
+/// requires it; a server that leaves it out still gets a usable schema), then the same
+/// normalisation as generated schemas (no `$schema`, `title` or root `description`, a
+/// `properties` object). A root of another type is kept, and the config's `build()`
+/// rejects it with `ConfigError::InvalidSchema` naming the tool.
+fn parameters(mut schema: Value) -> Value {
+    if let Value::Object(map) = &mut schema {
+        map.entry("type")
+            .or_insert_with(|| Value::String("object".to_owned()));
+    }
+    agent_core::schema::normalize(&mut schema);
+    schema
 }
 
 impl Tool for McpTool {

@@ -31,7 +31,9 @@ use futures::FutureExt;
 use sqlx::{QueryBuilder, Row};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::db::{Backend, Shared, db_error, write_tx};
+use crate::backend::Backend;
+use crate::db::{Shared, write_tx};
+use crate::errors::db_error;
 use crate::writer::chunks;
 
 /// A `checkpoints` row to store, with the fencing condition (`taken_at`).

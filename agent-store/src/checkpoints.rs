@@ -24,9 +24,11 @@ use agent_core::store::{
 };
 use sqlx::Row;
 
-use crate::Store;
 use crate::checkpoint_writer::{CheckpointRow, Item, LedgerRow};
-use crate::db::{check_key, column, db_error, db_ms, on_read_pool, on_write_pool};
+use crate::columns::{check_key, column, db_ms};
+use crate::db::{on_read_pool, on_write_pool};
+use crate::errors::db_error;
+use crate::store::Store;
 
 /// A checkpoint as the checkpoint writer stores it, fenced with `taken_at`.
 fn checkpoint_row(

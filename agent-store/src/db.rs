@@ -1,16 +1,14 @@
-//! The connection pools of both backends, opening, migrations and error mapping.
+//! The connection pools of both backends, the state every handle shares, opening
+//! (the SQLite file's identity, the checkpointer) and the macros that run SQL on a pool.
 
-use std::borrow::Cow;
-use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::str::FromStr;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use agent_core::StoreError;
-use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
+use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
@@ -18,27 +16,10 @@ use sqlx::sqlite::{
 use sqlx::{ConnectOptions, Row};
 use tokio::sync::OnceCell;
 
-use crate::StoreOptions;
-
-/// Which database a store uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Backend {
-    /// An SQLite file (WAL mode), embedded in the process.
-    Sqlite,
-    /// A PostgreSQL server.
-    Postgres,
-}
-
-impl Backend {
-    /// `sqlite` or `postgres`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Backend::Sqlite => "sqlite",
-            Backend::Postgres => "postgres",
-        }
-    }
-}
+use crate::backend::Backend;
+use crate::errors::{db_error, is_duplicate_schema, migrate_error, redact};
+use crate::migrations::Migrations;
+use crate::options::StoreOptions;
 
 /// The pools: SQLite has one writer connection (writes queue in the pool, in order,
 /// instead of spinning in SQLite's busy handler) and several readers; PostgreSQL has
@@ -109,13 +90,13 @@ macro_rules! write_tx {
         let shared: &$crate::db::Shared = $shared;
         shared.check_file()?;
         $crate::db::on_write_pool!(&shared.pools, pool, $DB => {
-            let mut conn = pool.acquire().await.map_err($crate::db::db_error)?;
+            let mut conn = pool.acquire().await.map_err($crate::errors::db_error)?;
             let outcome: Result<_, ::agent_core::StoreError> = async {
                 let mut $tx = ::sqlx::Connection::begin(&mut *conn)
                     .await
-                    .map_err($crate::db::db_error)?;
+                    .map_err($crate::errors::db_error)?;
                 let value = $body;
-                $tx.commit().await.map_err($crate::db::db_error)?;
+                $tx.commit().await.map_err($crate::errors::db_error)?;
                 shared.check_file()?;
                 Ok(value)
             }
@@ -488,315 +469,15 @@ fn check_schema_name(schema: &str) -> Result<(), StoreError> {
     }
 }
 
-/// The versioned migrations: the same statements for both backends, except the binary
-/// column type (`BLOB` / `BYTEA`). Never edit a released migration; add one.
-#[derive(Debug)]
-struct Migrations(Backend);
-
-const MIGRATION_1: &str = "
-CREATE TABLE IF NOT EXISTS runs (
-    trace_id TEXT PRIMARY KEY,
-    agent TEXT NOT NULL,
-    variant TEXT,
-    fingerprint TEXT NOT NULL,
-    ending TEXT NOT NULL,
-    category TEXT,
-    thread_id TEXT,
-    started_at_ms BIGINT NOT NULL,
-    duration_ms BIGINT NOT NULL,
-    llm_calls BIGINT NOT NULL,
-    cost_usd DOUBLE PRECISION,
-    record TEXT,
-    trace TEXT
-);
-CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_at_ms);
-CREATE TABLE IF NOT EXISTS feedback (
-    trace_id TEXT PRIMARY KEY,
-    rating BIGINT,
-    given_at_ms BIGINT NOT NULL,
-    body TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS threads (
-    thread_id TEXT PRIMARY KEY,
-    llm_calls BIGINT NOT NULL,
-    runs BIGINT NOT NULL,
-    messages BIGINT NOT NULL,
-    updated_at_ms BIGINT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS thread_runs (
-    trace_id TEXT PRIMARY KEY,
-    thread_id TEXT NOT NULL,
-    llm_calls BIGINT NOT NULL,
-    appended_at_ms BIGINT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS thread_messages (
-    thread_id TEXT NOT NULL,
-    seq BIGINT NOT NULL,
-    trace_id TEXT NOT NULL,
-    body TEXT NOT NULL,
-    PRIMARY KEY (thread_id, seq)
-);
-CREATE TABLE IF NOT EXISTS collections (
-    collection TEXT PRIMARY KEY,
-    version BIGINT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS documents (
-    collection TEXT NOT NULL,
-    id TEXT NOT NULL,
-    model TEXT NOT NULL,
-    dims BIGINT NOT NULL,
-    embedding {blob} NOT NULL,
-    body TEXT NOT NULL,
-    updated_at_ms BIGINT NOT NULL,
-    PRIMARY KEY (collection, id)
-);
-";
-
-/// Durable runs: one checkpoint row per run (replaced in place), one ledger row per
-/// tool execution.
-const MIGRATION_2: &str = "
-CREATE TABLE IF NOT EXISTS checkpoints (
-    run_id TEXT PRIMARY KEY,
-    seq BIGINT NOT NULL,
-    finished BOOLEAN NOT NULL,
-    fingerprint TEXT NOT NULL,
-    updated_at_ms BIGINT NOT NULL,
-    header TEXT NOT NULL,
-    state TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS checkpoints_by_finished ON checkpoints (finished, updated_at_ms);
-CREATE TABLE IF NOT EXISTS tool_ledger (
-    run_id TEXT NOT NULL,
-    call_id TEXT NOT NULL,
-    tool TEXT NOT NULL,
-    status TEXT NOT NULL,
-    updated_at_ms BIGINT NOT NULL,
-    body TEXT NOT NULL,
-    PRIMARY KEY (run_id, call_id)
-);
-";
-
-/// Thread claims ([`Memory::claim`](agent_core::store::Memory::claim)): the run that
-/// holds each busy thread, until when (case C38).
-const MIGRATION_3: &str = "
-CREATE TABLE IF NOT EXISTS thread_claims (
-    thread_id TEXT PRIMARY KEY,
-    run_id TEXT NOT NULL,
-    expires_at_ms BIGINT NOT NULL
-);
-";
-
-/// Fencing of durable runs: who wrote each checkpoint (a token per process that runs
-/// the run; see `CheckpointStore::save_fenced`).
-const MIGRATION_4: &str = "
-ALTER TABLE checkpoints ADD COLUMN writer TEXT NOT NULL DEFAULT '';
-";
-
-/// Thread summaries (compaction): the summary of a thread's older messages and the last
-/// message it covers (`seq`; 0 for none).
-const MIGRATION_6: &str = "
-ALTER TABLE threads ADD COLUMN summary TEXT;
-ALTER TABLE threads ADD COLUMN summary_upto BIGINT NOT NULL DEFAULT 0;
-";
-
-impl<'s> MigrationSource<'s> for Migrations {
-    fn resolve(
-        self,
-    ) -> Pin<Box<dyn Future<Output = Result<Vec<Migration>, sqlx::error::BoxDynError>> + Send + 's>>
-    {
-        let blob = match self.0 {
-            Backend::Sqlite => "BLOB",
-            Backend::Postgres => "BYTEA",
-        };
-        let migrations = vec![
-            Migration::new(
-                1,
-                Cow::Borrowed("runs (records and traces), feedback, threads, documents"),
-                MigrationType::Simple,
-                Cow::Owned(MIGRATION_1.replace("{blob}", blob)),
-                false,
-            ),
-            Migration::new(
-                2,
-                Cow::Borrowed("checkpoints and the tool ledger (durable runs)"),
-                MigrationType::Simple,
-                Cow::Borrowed(MIGRATION_2),
-                false,
-            ),
-            Migration::new(
-                3,
-                Cow::Borrowed("thread claims: one run at a time per thread"),
-                MigrationType::Simple,
-                Cow::Borrowed(MIGRATION_3),
-                false,
-            ),
-            Migration::new(
-                4,
-                Cow::Borrowed("checkpoint writers: fencing of durable runs"),
-                MigrationType::Simple,
-                Cow::Borrowed(MIGRATION_4),
-                false,
-            ),
-            Migration::new(
-                5,
-                Cow::Borrowed(
-                    "dashboard: generated columns, indexes and daily rollups (src/dashboard.rs)",
-                ),
-                MigrationType::Simple,
-                Cow::Owned(crate::dashboard::migration_5(self.0 == Backend::Postgres)),
-                false,
-            ),
-            Migration::new(
-                6,
-                Cow::Borrowed("thread summaries (compaction)"),
-                MigrationType::Simple,
-                Cow::Borrowed(MIGRATION_6),
-                false,
-            ),
-        ];
-        Box::pin(async move { Ok(migrations) })
-    }
-}
-
-/// A database error as a [`StoreError`]: connection trouble, timeouts and locks are
-/// `Unavailable`, the rest `Backend`. Messages carry no URL or password.
-/// Whether `error` says the schema being created already exists (see `migrate`).
-fn is_duplicate_schema(error: &sqlx::Error) -> bool {
-    error
-        .as_database_error()
-        .and_then(|db| db.code())
-        .is_some_and(|code| code == "23505" || code == "42P06")
-}
-
-pub(crate) fn db_error(error: sqlx::Error) -> StoreError {
-    match &error {
-        sqlx::Error::Io(_)
-        | sqlx::Error::PoolTimedOut
-        | sqlx::Error::PoolClosed
-        | sqlx::Error::WorkerCrashed
-        | sqlx::Error::Tls(_) => StoreError::unavailable(redact(&error)),
-        sqlx::Error::Database(db) => {
-            let message = db.message().to_owned();
-            let sqlite = db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some();
-            let code = db.code();
-            let locked = message.contains("database is locked") || message.contains("busy");
-            if locked || code.is_some_and(|c| is_unavailable_code(&c, sqlite)) {
-                StoreError::unavailable(message)
-            } else {
-                StoreError::backend(message)
-            }
-        }
-        _ => StoreError::backend(redact(&error)),
-    }
-}
-
-/// Database error codes that mean "cannot be reached or cannot take it now":
-/// SQLite's primary codes `SQLITE_BUSY` (5), `SQLITE_LOCKED` (6) and `SQLITE_CANTOPEN`
-/// (14) (sqlx gives extended codes: the primary code is the low byte); PostgreSQL's
-/// class 08 (connection exceptions), 57P01-57P03 (the server shuts down, crashed or is
-/// starting) and 53300 (too many connections).
-fn is_unavailable_code(code: &str, sqlite: bool) -> bool {
-    if sqlite {
-        return code
-            .parse::<u32>()
-            .is_ok_and(|n| matches!(n & 0xff, 5 | 6 | 14));
-    }
-    code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03" | "53300")
-}
-
-fn migrate_error(error: sqlx::migrate::MigrateError) -> StoreError {
-    match error {
-        sqlx::migrate::MigrateError::Execute(e) => db_error(e),
-        other => StoreError::backend(format!("migrations: {other}")),
-    }
-}
-
-/// An error's text with anything that looks like a URL's password removed.
-fn redact(error: &dyn std::fmt::Display) -> String {
-    let text = error.to_string();
-    // `scheme://user:password@host`: drop the password.
-    match (text.find("://"), text.find('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &text[scheme + 3..at];
-            match userinfo.find(':') {
-                Some(colon) => format!(
-                    "{}{}:<redacted>{}",
-                    &text[..scheme + 3],
-                    &userinfo[..colon],
-                    &text[at..]
-                ),
-                None => text,
-            }
-        }
-        _ => text,
-    }
-}
-
-/// Milliseconds as a database integer (saturating).
-pub(crate) fn db_ms(ms: u64) -> i64 {
-    i64::try_from(ms).unwrap_or(i64::MAX)
-}
-
-/// A column copy of text: PostgreSQL text cannot hold NUL, so it becomes U+FFFD there
-/// (the JSON body keeps the exact text).
-pub(crate) fn column(text: &str) -> String {
-    if text.contains('\0') {
-        text.replace('\0', "\u{FFFD}")
-    } else {
-        text.to_owned()
-    }
-}
-
-/// A key (trace id, thread id, document id) must be usable as is on both backends.
-pub(crate) fn check_key(kind: &str, key: &str) -> Result<(), StoreError> {
-    if key.is_empty() {
-        return Err(StoreError::invalid(format!("an empty {kind}")));
-    }
-    if key.contains('\0') {
-        return Err(StoreError::invalid(format!("a {kind} with a NUL byte")));
-    }
-    Ok(())
-}
-
 /// How often the SQLite checkpointer runs.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(1000);
 
 /// A WAL longer than this (frames of 4 KiB: 64 MiB) is restarted by the checkpointer.
 const WAL_RESTART_FRAMES: i64 = 16_384;
 
-/// How long to wait for a connection before a call fails (see `StoreOptions`).
-pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn passwords_are_redacted() {
-        assert_eq!(
-            redact(&"bad postgres://u:secret@h:5432/db"),
-            "bad postgres://u:<redacted>@h:5432/db"
-        );
-        assert_eq!(redact(&"no url"), "no url");
-    }
-
-    #[test]
-    fn codes_that_may_pass_are_unavailable() {
-        // SQLite: BUSY, LOCKED, CANTOPEN and their extended codes.
-        for code in ["5", "6", "14", "262", "1038"] {
-            assert!(is_unavailable_code(code, true), "{code}");
-        }
-        // SQLite: FULL, READONLY, NOTADB, CONSTRAINT_UNIQUE.
-        for code in ["13", "8", "26", "2067"] {
-            assert!(!is_unavailable_code(code, true), "{code}");
-        }
-        for code in ["08006", "57P01", "57P03", "53300"] {
-            assert!(is_unavailable_code(code, false), "{code}");
-        }
-        for code in ["23505", "42P01", "53100"] {
-            assert!(!is_unavailable_code(code, false), "{code}");
-        }
-    }
 
     #[test]
     fn schema_names_are_plain_identifiers() {

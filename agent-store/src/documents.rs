@@ -10,8 +10,10 @@ use serde::{Deserialize, Serialize};
 use sqlx::{QueryBuilder, Row};
 use tokio::sync::RwLock;
 
-use crate::Store;
-use crate::db::{Pools, check_key, db_error, db_ms, on_read_pool, write_tx};
+use crate::columns::{check_key, db_ms};
+use crate::db::{Pools, on_read_pool, write_tx};
+use crate::errors::db_error;
+use crate::store::Store;
 use crate::writer::chunks;
 
 /// The documents of one collection in a [`Store`], embedded with one [`Embedder`], and
@@ -79,6 +81,18 @@ fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Store {
+    /// A retriever over the documents of `collection`, embedded with `embedder` (see
+    /// [`Documents`]).
+    pub fn documents(
+        &self,
+        collection: impl Into<String>,
+        embedder: Arc<dyn Embedder>,
+    ) -> Documents {
+        Documents::new(self.clone(), collection.into(), embedder)
+    }
 }
 
 impl Documents {

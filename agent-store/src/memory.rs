@@ -18,8 +18,10 @@ use agent_core::store::{Memory, StoreFuture, ThreadEntry, ThreadState};
 use agent_core::{Message, StoreError};
 use sqlx::{QueryBuilder, Row};
 
-use crate::Store;
-use crate::db::{check_key, db_error, db_ms, on_read_pool, write_tx};
+use crate::columns::{check_key, db_ms};
+use crate::db::{on_read_pool, write_tx};
+use crate::errors::db_error;
+use crate::store::Store;
 use crate::writer::chunks;
 
 fn now_ms() -> u64 {

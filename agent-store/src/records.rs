@@ -8,9 +8,11 @@ use agent_core::store::{
 };
 use sqlx::{QueryBuilder, Row};
 
-use crate::db::{Pools, check_key, column, db_error, db_ms, on_read_pool, write_tx};
+use crate::columns::{check_key, column, db_ms};
+use crate::db::{on_read_pool, write_tx};
+use crate::errors::db_error;
+use crate::store::Store;
 use crate::writer::RunRow;
-use crate::{Store, StoreStats};
 
 fn encode<T: serde::Serialize>(value: &T) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|e| StoreError::invalid(format!("cannot encode: {e}")))
@@ -227,53 +229,4 @@ fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
-pub(crate) async fn stats(store: &Store) -> Result<StoreStats, StoreError> {
-    store.shared.ready().await?;
-    let counts: Vec<i64> = on_read_pool!(&store.shared.pools, pool, DB => {
-        let row = sqlx::query(
-            "SELECT (SELECT COUNT(record) FROM runs), (SELECT COUNT(trace) FROM runs), \
-             (SELECT COUNT(*) FROM feedback), (SELECT COUNT(*) FROM threads), \
-             (SELECT COUNT(*) FROM thread_messages), (SELECT COUNT(*) FROM documents)",
-        )
-        .fetch_one(pool)
-        .await
-        .map_err(db_error)?;
-        (0..6)
-            .map(|i| row.try_get::<i64, _>(i))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(db_error)?
-    });
-    let n = |i: usize| {
-        counts
-            .get(i)
-            .copied()
-            .map_or(0, |c| u64::try_from(c).unwrap_or(0))
-    };
-    Ok(StoreStats {
-        runs: n(0),
-        traces: n(1),
-        feedback: n(2),
-        threads: n(3),
-        thread_messages: n(4),
-        documents: n(5),
-    })
-}
-
-pub(crate) async fn check_integrity(store: &Store) -> Result<(), StoreError> {
-    store.shared.ready().await?;
-    if let Pools::Sqlite { read, .. } = &store.shared.pools {
-        let lines: Vec<String> = sqlx::query_scalar("PRAGMA integrity_check")
-            .fetch_all(read)
-            .await
-            .map_err(db_error)?;
-        if lines != ["ok"] {
-            return Err(StoreError::backend(format!(
-                "integrity_check: {}",
-                lines.join("; ")
-            )));
-        }
-    }
-    stats(store).await.map(drop)
 }

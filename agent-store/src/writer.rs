@@ -14,7 +14,9 @@ use futures::FutureExt;
 use sqlx::QueryBuilder;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::db::{Backend, Shared, db_error, write_tx};
+use crate::backend::Backend;
+use crate::db::{Shared, write_tx};
+use crate::errors::db_error;
 
 /// One `runs` row: a run's columns, its record (from the feedback store) and its
 /// trace (from the trace store); either JSON may come alone, and the writer merges the

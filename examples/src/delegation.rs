@@ -6,7 +6,7 @@ use std::path::Path;
 
 use agent_core::{AgentConfig, InputGuardrail, Verdict, agent_output, tools};
 
-use crate::cli::ModelChoice;
+use crate::model::ModelChoice;
 use crate::triage::{OrderBook, Triage, lookup_order, refund_status};
 
 /// The refunds agent's answer to one question from the triage agent.

@@ -5,4 +5,5 @@ pub mod cli;
 pub mod delegation;
 pub mod labels;
 pub mod lookups;
+pub mod model;
 pub mod triage;

@@ -9,6 +9,8 @@ use agent_core::{
     AgentConfig, AgentConfigBuilder, ConfigError, State, agent_output, agent_type, tool, tools,
 };
 
+use crate::model::ModelChoice;
+
 /// The queue that should handle a ticket.
 #[agent_type]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -252,14 +254,11 @@ pub fn base_config(data: &Path) -> Result<AgentConfigBuilder<Triage>, String> {
         .temperature(0.0))
 }
 
-/// Builds the triage config for a model choice (see [`crate::cli::ModelChoice`]).
+/// Builds the triage config for a model choice (see [`ModelChoice`]).
 ///
 /// # Errors
 /// The [`ConfigError`] of `build()`, as text, or the data loading error.
-pub fn triage_config(
-    data: &Path,
-    choice: &crate::cli::ModelChoice,
-) -> Result<AgentConfig<Triage>, String> {
+pub fn triage_config(data: &Path, choice: &ModelChoice) -> Result<AgentConfig<Triage>, String> {
     let builder = base_config(data)?;
     choice
         .apply(builder)

@@ -28,7 +28,7 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-use super::parse_partial;
+use super::whole::parse_partial;
 use number::NumState;
 
 mod number;

@@ -389,7 +389,7 @@ pub fn bench_run_sizes<T: AgentOutput>(config: &AgentConfig<T>) -> Vec<(&'static
         ("RunState", size_of::<super::state::RunState>()),
         ("LlmRequest", size_of::<LlmRequest>()),
         ("Usage", size_of::<crate::usage::Usage>()),
-        ("Guard", size_of::<super::tools::guard::Guard>()),
+        ("Guard", size_of::<super::guard::Guard>()),
         ("Emitter", size_of::<super::emit::Emitter<T>>()),
         ("compact::Compactor", size_of::<super::compact::Compactor>()),
         ("agents::tree::Tree", size_of::<super::agents::tree::Tree>()),

@@ -18,7 +18,7 @@ use crate::message::Message;
 use crate::pricing::ModelPrice;
 use crate::usage::{ChildUsage, ModelUsage, Usage};
 
-use super::tools::guard::Guard;
+use super::guard::Guard;
 
 /// What a run has done so far (see the module docs). `messages` comes first: the
 /// checkpoint writes its JSON in place from a cache (`durable/snapshot.rs`).

@@ -279,7 +279,7 @@ pub(crate) async fn before_run<T>(
     }
     if let (Some(memory), Some(thread)) = (&stores.memory, &p.thread) {
         let mut max = stores.window.max_messages;
-        if super::compact::summarizes(cfg).is_some() {
+        if super::thread::summarizes(cfg).is_some() {
             // What the window no longer holds is summarized, not dropped.
             max = max.saturating_mul(4).max(200);
         }
@@ -295,7 +295,11 @@ pub(crate) async fn before_run<T>(
                     p.refused = true;
                 }
                 _ => {
-                    let mut history = super::compact::thread_history(cfg, &mut p, state).await;
+                    let start = super::thread::thread_history(cfg, state).await;
+                    p.summary_tokens = start.tokens;
+                    p.thread_summary = start.summary;
+                    p.summary_failed = start.failed;
+                    let mut history = start.history;
                     history.append(&mut options.history);
                     options.history = history;
                 }

@@ -1,9 +1,10 @@
 //! The page frame: head, navigation, the read-only notice, the style sheet.
 
-use axum::response::Html;
+use axum::response::{Html, IntoResponse, Response};
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use crate::auth::Viewer;
+use crate::page_error::PageError;
 
 const STYLE: &str = "
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#222;background:#fafafa}
@@ -81,6 +82,14 @@ pub(crate) fn error_page(title: &str, message: &str) -> Html<String> {
         &Viewer::default(),
         html! { p.alert { (message) } p { a href="/" { "back to the overview" } } },
     )
+}
+
+/// A [`PageError`] as its status and [`error_page`].
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        let body = error_page(self.title, &self.message);
+        (self.status, body).into_response()
+    }
 }
 
 /// A number with thousands separators (`1,234,567`).

@@ -9,8 +9,9 @@ use serde::Deserialize;
 
 use super::layout::frame;
 use super::scope::encode;
-use crate::auth::{COOKIE_NAME, Viewer};
-use crate::server::{PageError, State};
+use crate::app::{App, State};
+use crate::auth::{COOKIE_NAME, Refusal, Viewer};
+use crate::page_error::PageError;
 
 /// Where to go after logging in (a path on this server only).
 #[derive(Debug, Default, Deserialize)]
@@ -18,9 +19,18 @@ pub(crate) struct Next {
     next: Option<String>,
 }
 
-/// `next` percent-encoded for a query string.
-pub(crate) fn encode_next(path: &str) -> String {
-    encode(path)
+/// The viewer of a GET, or a redirect to the login page.
+pub(crate) fn gate(app: &App, headers: &HeaderMap, here: &str) -> Result<Viewer, Box<Response>> {
+    match app.auth.viewer(headers) {
+        Ok(viewer) => Ok(viewer),
+        Err(Refusal::Login) => {
+            let next = encode(here);
+            Err(Box::new(
+                Redirect::to(&format!("/login?next={next}")).into_response(),
+            ))
+        }
+        Err(other) => Err(Box::new(PageError::from(other).into_response())),
+    }
 }
 
 /// A local path (`/...`, not `//host`), else `/`.

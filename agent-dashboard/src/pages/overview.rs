@@ -12,9 +12,11 @@ use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
 
 use super::layout::{count, ending_color, frame, percent, usd};
+use super::login::gate;
 use super::scope::{Scope, ScopeParams};
+use crate::app::{App, State};
 use crate::chart::{self, Series};
-use crate::server::{PageError, State, gate};
+use crate::page_error::PageError;
 
 /// The days the trend compares: the last `TREND_DAYS` of the range against the
 /// `TREND_DAYS` before them.
@@ -107,7 +109,7 @@ pub(crate) async fn page(
     }
 }
 
-async fn body(app: &crate::server::App, params: &ScopeParams) -> Result<Markup, PageError> {
+async fn body(app: &App, params: &ScopeParams) -> Result<Markup, PageError> {
     let scope = Scope::resolve(app, params).await?;
     let Some(run_scope) = scope.run_scope() else {
         return Ok(html! { p.note { "The store has no runs yet." } });

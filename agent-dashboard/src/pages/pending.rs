@@ -11,10 +11,12 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::layout::frame;
+use super::login::gate;
 use super::scope::encode;
+use crate::app::{App, State};
 use crate::auth::Viewer;
 use crate::dates::format_ms;
-use crate::server::{App, PageError, State, gate};
+use crate::page_error::PageError;
 
 /// The most paused runs listed.
 const LIMIT: usize = 200;

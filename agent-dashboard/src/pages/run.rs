@@ -14,10 +14,12 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::layout::{count, frame, usd};
+use super::login::gate;
 use super::scope::encode;
+use crate::app::{App, State};
 use crate::auth::Viewer;
 use crate::dates::format_ms;
-use crate::server::{App, PageError, State, gate};
+use crate::page_error::PageError;
 
 /// Metadata keys whose values are never shown (parts of a lower-cased key).
 const SECRET_KEYS: [&str; 7] = [

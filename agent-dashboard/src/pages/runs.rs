@@ -10,9 +10,11 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::layout::{frame, usd};
+use super::login::gate;
 use super::scope::encode;
+use crate::app::{App, State};
 use crate::dates::{day_start_ms, format_ms, parse_day};
-use crate::server::{App, PageError, State, gate};
+use crate::page_error::PageError;
 
 /// The query string; empty values are absent. `after` is `MS.TRACE_ID` from the
 /// previous page's "next" link.

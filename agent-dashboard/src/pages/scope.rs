@@ -5,8 +5,9 @@ use agent_store::RunScope;
 use maud::{Markup, html};
 use serde::Deserialize;
 
+use crate::app::App;
 use crate::dates::{day_of, day_start_ms, format_day, now_ms, parse_day};
-use crate::server::{App, PageError};
+use crate::page_error::PageError;
 
 /// The query string: `agent`, `variant`, `from` and `to` (`YYYY-MM-DD`, UTC, both
 /// included). Empty values are absent.

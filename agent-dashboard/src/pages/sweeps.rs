@@ -10,8 +10,10 @@ use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
 
 use super::layout::frame;
+use super::login::gate;
 use super::scope::encode;
-use crate::server::{App, PageError, State, gate};
+use crate::app::{App, State};
+use crate::page_error::PageError;
 
 /// The largest comparison file read (bytes).
 const MAX_FILE: u64 = 64 * 1024 * 1024;

@@ -10,9 +10,11 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::layout::{count, frame};
+use super::login::gate;
 use super::scope::{Scope, ScopeParams};
+use crate::app::{App, State};
 use crate::chart;
-use crate::server::{App, PageError, State, gate};
+use crate::page_error::PageError;
 
 /// The query string: the scope, and `cap`, the runs' `max_llm_calls` when known.
 #[derive(Debug, Default, Deserialize)]

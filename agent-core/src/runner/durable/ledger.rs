@@ -17,7 +17,7 @@ use crate::message::ToolCall;
 use crate::runner::emit::Observers;
 use crate::stores::{CheckpointRecord, CheckpointStore, LedgerEntry, LedgerStatus, SaveOutcome};
 
-use super::{bounded, report};
+use super::io::{bounded, report};
 
 /// The tool-effect ledger of one run.
 pub(crate) struct Ledger {

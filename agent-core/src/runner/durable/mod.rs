@@ -12,34 +12,31 @@
 //! entry with the run's next write (see `ledger.rs`). Every write is awaited, bounded by
 //! `store_timeout`; a failed write is counted and the run goes on.
 
+mod io;
 pub(crate) mod ledger;
 pub(crate) mod pause;
 pub(crate) mod snapshot;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use futures::FutureExt;
 use serde_json::Value;
 
-use crate::error::{AgentError, panic_message};
+use crate::error::AgentError;
 use crate::message::ToolCall;
 use crate::message::canonical_json;
-use crate::observe::RunEvent;
 use crate::pause::Decisions;
 use crate::result::AgentResult;
 use crate::runner::emit::Observers;
 use crate::runner::state::RunState;
 use crate::stores::{
-    CheckpointRecord, CheckpointStore, LedgerEntry, SaveOutcome, StoreError, StoreKind, fnv1a64,
-    now_ms,
+    CheckpointRecord, CheckpointStore, LedgerEntry, SaveOutcome, StoreError, fnv1a64, now_ms,
 };
 
+pub(crate) use io::{bounded, report};
 use ledger::Ledger;
 pub(crate) use snapshot::{EncodedTranscript, FORMAT, Finished, Header, Phase, Snapshot};
 
@@ -88,40 +85,6 @@ pub(crate) struct Durable {
     transcript: EncodedTranscript,
     /// The decisions a resumed paused run brought, by call id (taken as its turn runs).
     pub(crate) decisions: Decisions,
-}
-
-/// Runs one store call under the timeout and a catch boundary.
-pub(crate) async fn bounded<'f, T, F>(
-    limit: Duration,
-    call: impl FnOnce() -> F,
-) -> Result<T, StoreError>
-where
-    F: Future<Output = Result<T, StoreError>> + Send + 'f,
-{
-    let call = AssertUnwindSafe(async move { tokio::time::timeout(limit, call()).await });
-    match call.catch_unwind().await {
-        Ok(Ok(outcome)) => outcome,
-        Ok(Err(_elapsed)) => Err(StoreError::Timeout { limit }),
-        Err(payload) => Err(StoreError::Panicked {
-            message: panic_message(payload.as_ref()),
-        }),
-    }
-}
-
-/// Reports one checkpoint-store failure: a warning and an observer event.
-pub(crate) fn report(
-    observers: &Observers,
-    trace_id: &str,
-    operation: &'static str,
-    error: &StoreError,
-) {
-    tracing::warn!(store = "checkpoint", operation, error = %error, "checkpoint store call failed; the run goes on");
-    observers.notify(&RunEvent::StoreFailed {
-        trace_id,
-        store: StoreKind::Checkpoint,
-        operation,
-        error,
-    });
 }
 
 /// FNV-1a 64 of the canonical arguments, as 16 hex digits.

@@ -14,7 +14,7 @@ use crate::runner::durable::ledger::{Ledger, Prior};
 use crate::runner::emit::Observers;
 use crate::stores::LedgerStatus;
 
-use super::Executed;
+use super::executed::Executed;
 
 /// Runs one tool execution (`run`) through `ledger` (see the module docs).
 pub(super) async fn execute(

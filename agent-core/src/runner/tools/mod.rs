@@ -1,14 +1,17 @@
 //! Running the user-tool calls of one turn: validation, the budget, bounded concurrency,
 //! and the catch boundary (errors, panics, timeouts become error results); and what
-//! surrounds a call: the stuck guard (`guard.rs`), the guardrails (`guardrails.rs`), the
-//! clean-up of a turn's calls (`sanitize.rs`), the texts the model is corrected with
-//! (`correction.rs`), and the ledger around an execution (`ledgered.rs`).
+//! surrounds a call: what the run decided for it and how it was answered
+//! (`executed.rs`), the guardrails (`guardrails.rs`), the clean-up of a turn's calls
+//! (`sanitize.rs`), the texts the model is corrected with (`correction.rs`), and the
+//! ledger around an execution (`ledgered.rs`).
 
 pub(crate) mod correction;
-pub(crate) mod guard;
+mod executed;
 pub(crate) mod guardrails;
 mod ledgered;
 pub(crate) mod sanitize;
+
+pub(crate) use executed::{Executed, Gate};
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -31,7 +34,6 @@ use crate::runner::emit::Observers;
 
 use crate::tool::ToolDefinition;
 use crate::tool::{StateMap, ToolContext};
-use crate::usage::ChildUsage;
 use guardrails::Before;
 
 /// What to do with one call.
@@ -53,80 +55,6 @@ enum Plan<'c> {
     RunWith(&'c CompiledTool, ToolCall, String),
     /// Answer without running: a tool guardrail (named) denied it (`trip`: tripped).
     Guarded(ToolResult, String, Option<String>),
-}
-
-/// What the run decided for one call of a known, offered tool with valid arguments,
-/// before it runs (approvals and the decisions of a resumed run).
-pub(crate) enum Gate {
-    /// Run it.
-    Run,
-    /// Run it: a person approved it as it stands (edits were applied to the turn).
-    Approved,
-    /// Do not run it: it waits for a person's approval.
-    Hold,
-    /// Answer it without running (a denial, an outside result); `ran` when the tool ran
-    /// before the pause (it deferred its result): the execution counts.
-    Answer(ToolResult, CallOutcome, bool),
-}
-
-/// One call of a turn, answered.
-pub(crate) struct Executed {
-    /// The result fed back to the model.
-    pub(crate) result: ToolResult,
-    /// How it turned out (for the run's call records).
-    pub(crate) outcome: CallOutcome,
-    /// Whether the tool ran and said it cannot safely continue.
-    pub(crate) fatal: bool,
-    /// Why the call waits, when it does: held for approval, or deferred by the tool.
-    pub(crate) pause: Option<PauseReason>,
-    /// The tool's escalation (reason, summary), when it said a person must take over.
-    pub(crate) escalation: Option<(String, String)>,
-    /// The child runs the call started (an agent used as a tool), with their usage.
-    pub(crate) children: Vec<ChildUsage>,
-    /// The tool guardrails that did not pass it: (name, verdict: `deny`, `replace`,
-    /// `redact`).
-    pub(crate) interventions: Vec<(String, &'static str)>,
-    /// A tool guardrail that tripped on it: (name, reason).
-    pub(crate) trip: Option<(String, String)>,
-    /// For a call that waits for approval: the arguments a tool guardrail replaced the
-    /// model's with (what the person is shown, and what runs once approved).
-    pub(crate) held_arguments: Option<Value>,
-}
-
-impl Executed {
-    /// A call answered without running.
-    pub(crate) fn answered(result: ToolResult, outcome: CallOutcome) -> Self {
-        Self {
-            result,
-            outcome,
-            fatal: false,
-            pause: None,
-            escalation: None,
-            children: Vec::new(),
-            interventions: Vec::new(),
-            trip: None,
-            held_arguments: None,
-        }
-    }
-
-    /// A call that waits (`reason`); `result` is a placeholder no model sees.
-    pub(crate) fn waiting(call: &ToolCall, reason: PauseReason) -> Self {
-        let text = match &reason {
-            PauseReason::Approval => format!("{} waits for approval", call.name),
-            PauseReason::Deferred { note } => note.clone(),
-        };
-        Self {
-            result: ToolResult::ok(&call.id, &call.name, text.clone()),
-            outcome: CallOutcome::NotRun(text),
-            fatal: false,
-            pause: Some(reason),
-            escalation: None,
-            children: Vec::new(),
-            interventions: Vec::new(),
-            trip: None,
-            held_arguments: None,
-        }
-    }
 }
 
 /// Runs the calls (none of them terminal) and answers each one, in emission order.
