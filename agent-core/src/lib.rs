@@ -185,7 +185,10 @@ pub mod stream {
 
     pub use crate::llm::{StreamDelta, StreamSink};
     pub use crate::partial_json::parse_partial;
-    pub use crate::runner::{RunStream, StreamEvent, run_agent_stream, run_agent_stream_with};
+    pub use crate::runner::{
+        RunStream, StreamEvent, resume_agent_stream, resume_agent_stream_with, run_agent_stream,
+        run_agent_stream_with,
+    };
 }
 pub use tally::RunTally;
 pub use tokio_util::sync::CancellationToken;

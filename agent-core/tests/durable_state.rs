@@ -481,3 +481,44 @@ async fn a_run_checkpointed_in_format_1_before_a_call_resumes_from_it() {
     assert_eq!(sent.messages.len(), 3);
     assert_eq!(sent.messages[0], Message::user("My parcel A-1 is late"));
 }
+
+// A resumed run streams: approved, the paused run's rest comes as events (the approved
+// call's result, the next turn), then `Finished` with its answer; a finished run's
+// stream holds its stored result alone.
+#[tokio::test]
+async fn a_resumed_run_streams_its_events() {
+    use agent_core::stream::{StreamEvent, resume_agent_stream, resume_agent_stream_with};
+    let (store, run_id) = store_with("format1_paused.json").await;
+    let model = ScriptedModel::new().submit(valid());
+    let lookup = TestTool::new("lookup", Behaviour::Echo);
+    let refund = TestTool::new("refund", Behaviour::Fixed("refunded"));
+    let config = legacy_config(&model, store, &lookup, &refund);
+    let mut stream = resume_agent_stream_with(&config, &run_id, Decisions::new().approve("c2"))
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    let mut finished = None;
+    while let Some(event) = stream.next().await {
+        match event {
+            StreamEvent::ToolResult { id, content, .. } => seen.push(format!("{id}: {content}")),
+            StreamEvent::TurnStarted { llm_call } => seen.push(format!("turn {llm_call}")),
+            StreamEvent::Finished(result) => finished = Some(result),
+            _ => {}
+        }
+    }
+    assert_eq!(seen, ["c2: refunded", "turn 3"]);
+    let result = finished.unwrap();
+    assert!(result.outcome.is_ok(), "{:?}", result.outcome);
+    assert_eq!(refund.runs(), 1);
+    // Streamed, the model got the turn through its streaming call.
+    assert_eq!(model.requests().len(), 1);
+    let mut again = resume_agent_stream(&config, &run_id).await.unwrap();
+    let only: Vec<bool> = {
+        let mut kinds = Vec::new();
+        while let Some(event) = again.next().await {
+            kinds.push(matches!(event, StreamEvent::Finished(_)));
+        }
+        kinds
+    };
+    assert_eq!(only, [true]);
+}

@@ -111,10 +111,16 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         // parked on the model, so it is only as large as the model call's (see
         // `bench_run_sizes`).
         // A resumed run that stopped with a turn of tool calls unanswered.
-        if let Some(calls) = self.take_pending().await
-            && let Next::Stop(outcome) = Box::pin(self.on_tool_calls(&calls)).await
-        {
-            return outcome;
+        if let Some(calls) = self.take_pending().await {
+            let before = self.state.messages.len();
+            let next = Box::pin(self.on_tool_calls(&calls)).await;
+            if self.emit.is_streamed() {
+                let added = self.state.messages.get(before..).unwrap_or_default();
+                self.emit.results(self.state.usage.llm_calls, added);
+            }
+            if let Next::Stop(outcome) = next {
+                return outcome;
+            }
         }
         // In a block: a local of the function body would keep its room in this future
         // at every later await, the model call's included.

@@ -47,4 +47,7 @@ pub use model::sink::bench_partial_output;
 pub use replay::replay;
 pub use resume::{resume_agent, resume_agent_with};
 pub(crate) use stores::flush_stores;
-pub use stream::{RunStream, run_agent_stream, run_agent_stream_with};
+pub use stream::{
+    RunStream, resume_agent_stream, resume_agent_stream_with, run_agent_stream,
+    run_agent_stream_with,
+};

@@ -76,7 +76,37 @@ pub async fn resume_agent_with<T: AgentOutput>(
     run_id: &str,
     options: impl Into<RunOptions>,
 ) -> Result<AgentResult<T>, ResumeError> {
-    let mut options: RunOptions = options.into();
+    match take_over(config, run_id, options.into()).await? {
+        TakenOver::Finished(result) => Ok(*result),
+        TakenOver::Running {
+            input,
+            options,
+            resumed,
+        } => Ok(super::entry::run(config, input, options, None, Some(resumed)).await),
+    }
+}
+
+/// What a resume found: a finished run's result, or a run this process took over,
+/// ready to go on.
+pub(super) enum TakenOver<T> {
+    Finished(Box<AgentResult<T>>),
+    Running {
+        input: String,
+        options: RunOptions,
+        resumed: Box<Resumed>,
+    },
+}
+
+/// Everything [`resume_agent_with`] does before the run goes on: reads and checks the
+/// checkpoint, takes the decisions, claims the run and reads its ledger.
+///
+/// # Errors
+/// As [`resume_agent_with`].
+pub(super) async fn take_over<T: AgentOutput>(
+    config: &AgentConfig<T>,
+    run_id: &str,
+    mut options: RunOptions,
+) -> Result<TakenOver<T>, ResumeError> {
     let given = std::mem::take(&mut options.decisions);
     let cfg: &Compiled<T> = &config.inner;
     let store = cfg
@@ -130,7 +160,8 @@ pub async fn resume_agent_with<T: AgentOutput>(
         }
         let finished: Finished<'static> = serde_json::from_str(&record.state)
             .map_err(|e| corrupt(format!("the result does not decode: {e}")))?;
-        return rebuild(cfg, finished).map_err(corrupt);
+        let result = rebuild(cfg, finished).map_err(corrupt)?;
+        return Ok(TakenOver::Finished(Box::new(result)));
     }
     let mut snapshot = Snapshot::from_text(&record.state).map_err(corrupt)?;
     // The agent and the model the run had: both must still be in the config.
@@ -203,7 +234,11 @@ pub async fn resume_agent_with<T: AgentOutput>(
         seq: claim.seq,
         writer,
     };
-    Ok(super::entry::run(config, input, options, None, Some(Box::new(resumed))).await)
+    Ok(TakenOver::Running {
+        input,
+        options,
+        resumed: Box::new(resumed),
+    })
 }
 
 /// Where the run had gone that the config no longer goes: the agents of its handoffs,

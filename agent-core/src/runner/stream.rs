@@ -22,6 +22,8 @@ use crate::result::AgentResult;
 use crate::run_options::RunOptions;
 
 use super::emit::{EventSender, QUEUE_CAPACITY, Queue, StreamEvent, lock};
+use super::resume::{TakenOver, take_over};
+use crate::stores::ResumeError;
 
 type RunFuture<'a, T> = Pin<Box<dyn Future<Output = AgentResult<T>> + Send + 'a>>;
 
@@ -152,5 +154,60 @@ pub fn run_agent_stream_with<'a, T: AgentOutput + Sync>(
         ))),
         events,
         result: None,
+    }
+}
+
+/// Continues the run `run_id` from its last checkpoint, as
+/// [`resume_agent`](crate::resume_agent), streaming its events as
+/// [`run_agent_stream`] does (see [`resume_agent_stream_with`]).
+///
+/// # Errors
+/// As [`resume_agent_with`](crate::resume_agent_with), before any event.
+pub async fn resume_agent_stream<'a, T: AgentOutput + Sync>(
+    config: &'a AgentConfig<T>,
+    run_id: &str,
+) -> Result<RunStream<'a, T>, ResumeError> {
+    resume_agent_stream_with(config, run_id, RunOptions::default()).await
+}
+
+/// Continues the run `run_id` from its last checkpoint, as
+/// [`resume_agent_with`](crate::resume_agent_with) (decisions for a paused run
+/// included), and streams the rest of the run: its model calls stream and its events
+/// come as they happen, the last being [`StreamEvent::Finished`]. The run is checked and
+/// claimed first, so a run that cannot be resumed is an error before any event. A run
+/// that had finished yields its stored result alone.
+///
+/// # Errors
+/// As [`resume_agent_with`](crate::resume_agent_with).
+pub async fn resume_agent_stream_with<'a, T: AgentOutput + Sync>(
+    config: &'a AgentConfig<T>,
+    run_id: &str,
+    options: impl Into<RunOptions>,
+) -> Result<RunStream<'a, T>, ResumeError> {
+    let events: Queue<T> = Arc::new(Mutex::new(VecDeque::with_capacity(QUEUE_CAPACITY)));
+    match take_over(config, run_id, options.into()).await? {
+        TakenOver::Finished(result) => Ok(RunStream {
+            run: None,
+            events,
+            result: Some(*result),
+        }),
+        TakenOver::Running {
+            input,
+            options,
+            resumed,
+        } => {
+            let sender = EventSender(Arc::clone(&events));
+            Ok(RunStream {
+                run: Some(Box::pin(super::entry::run(
+                    config,
+                    input,
+                    options,
+                    Some(sender),
+                    Some(resumed),
+                ))),
+                events,
+                result: None,
+            })
+        }
     }
 }
