@@ -78,11 +78,14 @@ pub async fn resume_agent_with<T: AgentOutput>(
 ) -> Result<AgentResult<T>, ResumeError> {
     match take_over(config, run_id, options.into()).await? {
         TakenOver::Finished(result) => Ok(*result),
-        TakenOver::Running {
-            input,
-            options,
-            resumed,
-        } => Ok(super::entry::run(config, input, options, None, Some(resumed)).await),
+        TakenOver::Running(going) => {
+            let GoingOn {
+                input,
+                options,
+                resumed,
+            } = *going;
+            Ok(super::entry::run(config, input, options, None, Some(resumed)).await)
+        }
     }
 }
 
@@ -90,11 +93,14 @@ pub async fn resume_agent_with<T: AgentOutput>(
 /// ready to go on.
 pub(super) enum TakenOver<T> {
     Finished(Box<AgentResult<T>>),
-    Running {
-        input: String,
-        options: RunOptions,
-        resumed: Box<Resumed>,
-    },
+    Running(Box<GoingOn>),
+}
+
+/// A run taken over, and what it goes on with.
+pub(super) struct GoingOn {
+    pub(super) input: String,
+    pub(super) options: RunOptions,
+    pub(super) resumed: Box<Resumed>,
 }
 
 /// Everything [`resume_agent_with`] does before the run goes on: reads and checks the
@@ -234,11 +240,11 @@ pub(super) async fn take_over<T: AgentOutput>(
         seq: claim.seq,
         writer,
     };
-    Ok(TakenOver::Running {
+    Ok(TakenOver::Running(Box::new(GoingOn {
         input,
         options,
         resumed: Box::new(resumed),
-    })
+    })))
 }
 
 /// Where the run had gone that the config no longer goes: the agents of its handoffs,

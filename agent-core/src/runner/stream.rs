@@ -22,7 +22,7 @@ use crate::result::AgentResult;
 use crate::run_options::RunOptions;
 
 use super::emit::{EventSender, QUEUE_CAPACITY, Queue, StreamEvent, lock};
-use super::resume::{TakenOver, take_over};
+use super::resume::{GoingOn, TakenOver, take_over};
 use crate::stores::ResumeError;
 
 type RunFuture<'a, T> = Pin<Box<dyn Future<Output = AgentResult<T>> + Send + 'a>>;
@@ -191,11 +191,12 @@ pub async fn resume_agent_stream_with<'a, T: AgentOutput + Sync>(
             events,
             result: Some(*result),
         }),
-        TakenOver::Running {
-            input,
-            options,
-            resumed,
-        } => {
+        TakenOver::Running(going) => {
+            let GoingOn {
+                input,
+                options,
+                resumed,
+            } = *going;
             let sender = EventSender(Arc::clone(&events));
             Ok(RunStream {
                 run: Some(Box::pin(super::entry::run(
