@@ -87,7 +87,9 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             from,
             to,
         });
-        self.state.handoffs.push(target.name.clone());
+        let mut handoffs = std::mem::take(&mut self.state.handoffs).into_vec();
+        handoffs.push(target.name.clone());
+        self.state.handoffs = handoffs.into_boxed_slice();
         self.inputs.app = handoff::merged_state(&self.inputs.app, target);
         self.agent = target;
         self.state.route = 0;
@@ -190,7 +192,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                     CallOutcome::Failed(text) => text.clone(),
                     _ => String::new(),
                 };
-                self.state.fatal = Some((call.name.clone(), message));
+                self.state.fatal = Some(Box::new((call.name.clone(), message)));
             }
             if self.is_user_tool(&call.name) {
                 self.record_call(call, done.outcome);
@@ -204,7 +206,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         self.state.messages.push(Message::tool_results(results));
         // A tool that cannot safely continue ends the run once the whole turn is
         // answered.
-        if let Some((tool, message)) = self.state.fatal.clone() {
+        if let Some((tool, message)) = self.state.fatal.as_deref().cloned() {
             return Next::Stop(Err(AgentError::ToolFatal { tool, message }));
         }
         // A tool guardrail that tripped, likewise.

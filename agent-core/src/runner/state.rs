@@ -53,8 +53,9 @@ pub(crate) struct RunState {
     pub(crate) last_correction: Option<String>,
     /// The model's own summary, when it handed over with one.
     pub(crate) model_summary: Option<String>,
-    /// A tool that said it cannot safely continue, and its message.
-    pub(crate) fatal: Option<(String, String)>,
+    /// A tool that said it cannot safely continue, and its message (boxed: rare, and
+    /// the state is held by every run).
+    pub(crate) fatal: Option<Box<(String, String)>>,
     /// Which of the current agent's models the run is on: 0 the primary, `i` its
     /// fallback `i - 1`.
     #[serde(default)]
@@ -64,8 +65,9 @@ pub(crate) struct RunState {
     pub(crate) tried: Vec<ModelFailures>,
     /// The agents the conversation was handed to, in order (their names): the agent
     /// that has it now is the last one's, else the config's.
+    /// (A boxed slice: most runs have none, and the state is held by every run.)
     #[serde(default)]
-    pub(crate) handoffs: Vec<String>,
+    pub(crate) handoffs: Box<[String]>,
     /// Time spent toward the deadline (ms), as of the last checkpoint.
     pub(crate) elapsed_ms: u64,
     /// Store failures counted, as of the last checkpoint.
