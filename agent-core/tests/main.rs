@@ -29,6 +29,7 @@ pub mod field_reports_3;
 pub mod graders;
 pub mod guardrails;
 pub mod handoffs;
+pub mod layout;
 pub mod loop_budgets;
 pub mod loop_guards;
 pub mod loop_properties;
