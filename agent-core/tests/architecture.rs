@@ -4,7 +4,7 @@
 //! cycle (the rule is in `module_graph/mod.rs`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod module_graph;
+use crate::module_graph;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;

@@ -1,7 +1,7 @@
 //! `run_batch` and its receipt: 10,000 scripted runs, every one accounted for.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod common;
+use crate::common;
 
 use agent_core::{
     Backoff, Ending, LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, Message, Receipt,

@@ -1,7 +1,7 @@
 //! `AgentConfig`: `build()` and `with_` reject malformed configs before any request.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod common;
+use crate::common;
 
 use agent_core::providers::ProviderOptions;
 use agent_core::testing::{ScriptedModel, TestModel};

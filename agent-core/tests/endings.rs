@@ -2,7 +2,7 @@
 //! fatal tool errors, tools chosen by run state, and partial answers.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 

@@ -4,8 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod common;
-mod providers_support;
+use crate::common;
+use crate::providers_support;
 
 use std::sync::{Arc, Mutex};
 

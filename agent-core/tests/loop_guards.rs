@@ -2,7 +2,7 @@
 //! output validators: each fires at an exact request count.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod common;
+use crate::common;
 
 use agent_core::testing::ScriptedModel;
 use agent_core::{

@@ -8,11 +8,11 @@
 //! 10,000 cases by default (CI). For 1,000,000:
 //!
 //! ```text
-//! PROPTEST_CASES=1000000 cargo test --release -p agent-core --test loop_properties
+//! PROPTEST_CASES=1000000 cargo test --release -p agent-core --test integration loop_properties::
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! `usage.llm_calls`, `usage.tool_calls` and the recorded requests.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

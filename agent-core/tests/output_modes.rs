@@ -3,7 +3,7 @@
 //! parse budget, the same categories, the wrap-up turn, escalation, other tools).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod common;
+use crate::common;
 
 use agent_core::testing::{ScriptedModel, TestModel};
 use agent_core::{

@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod providers_support;
+use crate::providers_support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

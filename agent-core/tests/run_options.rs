@@ -2,7 +2,7 @@
 //! metadata and earlier messages, without a `with_` variant per request.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! against a mock server open no more connections than 1,000 runs of one config.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod common;
+use crate::common;
 
 use agent_core::providers::ProviderOptions;
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod providers_support;
+use crate::providers_support;
 
 use agent_core::providers::{AnthropicClient, OpenAiClient, ProviderOptions};
 use agent_core::{

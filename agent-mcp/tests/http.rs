@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+use crate::common;
 
 use agent_core::providers::{AnthropicClient, GeminiClient, OpenAiClient, ProviderOptions};
 use agent_core::schema::{

@@ -10,7 +10,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -199,7 +199,7 @@ fn child(place: &Place, effects: &Path, step: &str, until: &str) -> String {
     let mut command = Command::new(std::env::current_exe().unwrap());
     command
         .args([
-            "child_runs_or_resumes",
+            "approvals::child_runs_or_resumes",
             "--exact",
             "--ignored",
             "--nocapture",

@@ -15,7 +15,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -287,7 +287,7 @@ impl Case<'_> {
         let mut command = Command::new(std::env::current_exe().unwrap());
         command
             .args([
-                "child_resumes_or_runs",
+                "durable::child_resumes_or_runs",
                 "--exact",
                 "--ignored",
                 "--nocapture",

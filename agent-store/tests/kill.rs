@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -68,7 +68,7 @@ async fn killed_mid_batch(place: &Place) {
     let mut command = Command::new(std::env::current_exe().unwrap());
     command
         .args([
-            "child_records_until_killed",
+            "kill::child_records_until_killed",
             "--exact",
             "--ignored",
             "--nocapture",

@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod common;
+use crate::common;
 
 use agent_core::store::Memory;
 use agent_core::testing::{ScriptStep, ScriptedModel};

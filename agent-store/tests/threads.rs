@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -144,7 +144,7 @@ async fn c38_runs_of_two_processes_on_one_thread(place: &Place) {
         .args([
             "--ignored",
             "--exact",
-            "child_runs_on_the_thread",
+            "threads::child_runs_on_the_thread",
             "--nocapture",
         ])
         .env(TARGET, place.target())

@@ -18,7 +18,7 @@
 //!   finishes the run; the stalled one, continued, is fenced at its next write, stores
 //!   nothing and lets the job go.
 //!
-//! The child worker is this test binary run again on `child_worker`.
+//! The child worker is this test binary run again on `durable::child_worker`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
@@ -372,7 +372,12 @@ impl Env {
     fn child(&self, mode: &str) -> (Child, BufReader<ChildStdout>) {
         let mut command = Command::new(std::env::current_exe().unwrap());
         command
-            .args(["child_worker", "--exact", "--ignored", "--nocapture"])
+            .args([
+                "durable::child_worker",
+                "--exact",
+                "--ignored",
+                "--nocapture",
+            ])
             .args(["--test-threads", "1"])
             .env(TARGET, self.backend.target())
             .env(NS, &self.ns)

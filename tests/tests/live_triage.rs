@@ -23,9 +23,9 @@
 //!
 //! ```text
 //! AGENT_LIVE_BASE_URL=http://127.0.0.1:8080/v1 \
-//!   cargo test -p agent-tests --test live_triage -- --ignored --nocapture live_triage_runs
+//!   cargo test -p agent-tests --test integration -- --ignored --nocapture live_triage::live_triage_runs
 //! AGENT_LIVE_BASE_URL=$(scripts/local-llm.sh --model qwen-1.5b) \
-//!   cargo test -p agent-tests --test live_triage -- --ignored --nocapture --test-threads 1
+//!   cargo test -p agent-tests --test integration live_triage:: -- --ignored --nocapture --test-threads 1
 //! ```
 //!
 //! On 2 CPU cores with qwen-1.5b the tool-mode test takes about 5 minutes and the
