@@ -14,8 +14,9 @@
 use std::process::ExitCode;
 
 use agent_core::{
-    AgentConfig, LlmClient, LlmFuture, LlmRequest, LlmResponse, Message, TokenUsage, ToolCall,
-    run_batch,
+    AgentConfig,
+    eval::run_batch,
+    llm::{LlmClient, LlmFuture, LlmRequest, LlmResponse, Message, TokenUsage, ToolCall},
 };
 use agent_examples::triage::{self, Triage, data_dir};
 use serde_json::{Value, json};
@@ -30,7 +31,7 @@ impl KeywordModel {
             _ => String::new(),
         };
         let order_id = find_order_id(&ticket);
-        let results: Vec<&agent_core::ToolResult> = request
+        let results: Vec<&agent_core::llm::ToolResult> = request
             .messages
             .iter()
             .filter_map(|m| match m {

@@ -17,7 +17,7 @@
 
 use std::process::ExitCode;
 
-use agent_core::run_batch;
+use agent_core::eval::run_batch;
 use agent_examples::cli::{self, Args};
 use agent_examples::delegation::{self, CARD_TICKET};
 use agent_examples::model::ModelChoice;

@@ -25,7 +25,10 @@ use agent_core::store::{
     EvalFilter, Feedback, FeedbackStore, RunDiff, RunQuery, TraceRecord, TraceStore,
 };
 use agent_core::{
-    AgentError, Decisions, Ending, Message, Value, paused_runs, record_decisions, resume_agent,
+    AgentError, Ending, Value,
+    durable::{Decisions, paused_runs, record_decisions},
+    llm::Message,
+    resume_agent,
 };
 use agent_examples::model::ModelChoice;
 use agent_examples::triage::{self, data_dir};

@@ -15,7 +15,7 @@
 
 use std::process::ExitCode;
 
-use agent_core::run_batch;
+use agent_core::eval::run_batch;
 use agent_examples::cli::{self, Args};
 use agent_examples::labels::{self, Accuracy};
 use agent_examples::lookups::Lookups;

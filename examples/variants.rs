@@ -11,7 +11,10 @@
 
 use std::process::ExitCode;
 
-use agent_core::{AgentConfig, Receipt, run_batch};
+use agent_core::{
+    AgentConfig,
+    eval::{Receipt, run_batch},
+};
 use agent_examples::model::ModelChoice;
 use agent_examples::triage::{self, Triage, data_dir};
 

@@ -19,7 +19,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_core::providers::{OpenAiClient, ProviderOptions};
-use agent_core::{LlmClient, LlmRequest, Message, ToolCall, ToolDefinition, ToolResult};
+use agent_core::{
+    llm::{LlmClient, LlmRequest, Message, ToolCall, ToolResult},
+    tool::ToolDefinition,
+};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -21,9 +21,11 @@ use std::time::Instant;
 
 use agent_core::providers::ProviderOptions;
 use agent_core::{
-    AgentConfig, AgentOutput, LlmClient, LlmFuture, LlmRequest, LlmResponse, Message,
-    SchemaValidator, Tool, ToolCall, ToolContext, ToolDefinition, ToolFuture, ValidationErrors,
+    AgentConfig, AgentOutput, Tool, ToolContext,
+    llm::{LlmClient, LlmFuture, LlmRequest, LlmResponse, Message, ToolCall},
     run_agent,
+    schema::{SchemaValidator, ValidationErrors},
+    tool::{ToolDefinition, ToolFuture},
 };
 use serde_json::{Value, json};
 

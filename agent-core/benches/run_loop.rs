@@ -15,9 +15,11 @@ use std::sync::OnceLock;
 
 use agent_core::testing::ScriptedModel;
 use agent_core::{
-    AgentConfig, AgentOutput, LlmClient, LlmFuture, LlmRequest, LlmResponse, Message,
-    SchemaValidator, Tool, ToolCall, ToolContext, ToolDefinition, ToolFuture, ValidationErrors,
+    AgentConfig, AgentOutput, Tool, ToolContext,
+    llm::{LlmClient, LlmFuture, LlmRequest, LlmResponse, Message, ToolCall},
     run_agent,
+    schema::{SchemaValidator, ValidationErrors},
+    tool::{ToolDefinition, ToolFuture},
 };
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};

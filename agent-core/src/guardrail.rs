@@ -11,9 +11,9 @@
 //!   replace the arguments, which are validated again, or trip) and after it returns
 //!   (redact the result before the model sees it).
 //!
-//! Every verdict other than a pass is a [`RunEvent::Guardrail`](crate::RunEvent::Guardrail)
+//! Every verdict other than a pass is a [`RunEvent::Guardrail`](crate::observe::RunEvent::Guardrail)
 //! and a `guardrail` tracing event, and is counted in
-//! [`Usage::guardrail_interventions`](crate::Usage::guardrail_interventions). A
+//! [`Usage::guardrail_interventions`](crate::usage::Usage::guardrail_interventions). A
 //! guardrail that panics trips (the run cannot know the check passed).
 
 use std::fmt;
@@ -30,9 +30,9 @@ use crate::message::ToolCall;
 /// Guardrails are checks around a run that can stop it (a tripwire) or steer it:
 /// [`InputGuardrail`] on the input, [`OutputGuardrail`] on each validated answer,
 /// [`ToolGuardrail`] around tool calls. Every verdict other than a pass is a
-/// [`RunEvent::Guardrail`](crate::RunEvent::Guardrail) and a `guardrail` tracing
+/// [`RunEvent::Guardrail`](crate::observe::RunEvent::Guardrail) and a `guardrail` tracing
 /// event, and is counted in
-/// [`Usage::guardrail_interventions`](crate::Usage::guardrail_interventions). A
+/// [`Usage::guardrail_interventions`](crate::usage::Usage::guardrail_interventions). A
 /// guardrail that panics trips (the run cannot know the check passed).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]

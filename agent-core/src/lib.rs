@@ -46,7 +46,7 @@
 //! a tool call, the provider's structured output, or JSON in the text; all three end
 //! through the same validator.
 //!
-//! **Tools.** [`#[tool]`](tool) turns an async fn into a [`Tool`]: its name, description
+//! **Tools.** [`#[tool]`](macro@tool) turns an async fn into a [`Tool`]: its name, description
 //! and parameter schema come from the signature and doc comments; [`State<S>`](State)
 //! parameters reach application state; [`tools!`] collects them into a
 //! [`ToolRegistry`]. A tool's failure is a tool result the model sees, never a crashed
@@ -88,100 +88,91 @@
 // Lets the macros' `::agent_core::..` paths resolve inside this crate's own tests.
 extern crate self as agent_core;
 
+// The public modules: each is a part of the crate under its own name.
+pub mod config;
+pub mod error;
+pub mod eval;
+pub mod guardrail;
+pub mod handover;
+pub mod llm;
+pub mod observe;
+#[cfg(feature = "otel")]
+#[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
+pub mod otel;
+pub mod output;
+pub mod pricing;
+pub mod providers;
+pub mod schema;
+pub mod store;
+pub mod testing;
+pub mod tool;
+pub mod usage;
+
+// Private modules, published through the ones above or the root.
 mod backoff;
-mod batch;
-mod config;
-mod error;
-mod grader;
-mod guardrail;
-mod handover;
 mod limits;
-mod llm;
 // Hidden support for the macros' expansions (types used only at compile time).
 #[allow(missing_debug_implementations)]
 mod macro_support;
 mod message;
-mod observe;
-#[cfg(feature = "otel")]
-#[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
-pub mod otel;
-mod output;
 mod partial_json;
 mod pause;
-mod pricing;
-pub mod providers;
-mod registry;
 mod result;
 mod run_options;
 mod runner;
-pub mod schema;
 mod scores;
-mod stores;
-mod sweep;
-mod tally;
-pub mod testing;
-mod tool;
-mod turns;
-mod usage;
 mod validate;
 
+// The root: what nearly every program names.
 pub use agent_macros::{agent_output, agent_type, tool};
-pub use backoff::Backoff;
-pub use batch::{Batch, Receipt, run_batch};
-pub use config::{
-    AgentConfig, AgentConfigBuilder, Compaction, Handoff, HistoryFilter, OutputValidator,
-};
-pub use error::{
-    AgentError, Attempt, AttemptKind, Budget, Category, ConfigError, Ending, ModelFailures,
-    StuckReason,
-};
-pub use guardrail::{
-    InputGuardrail, OutputGuardrail, ToolGuardrail, ToolVerdict, Verdict, VerdictFuture,
-};
-pub use handover::{CallOutcome, CallRecord, Handover, RunState};
+pub use config::{AgentConfig, AgentConfigBuilder};
+pub use error::{AgentError, Category, ConfigError, Ending};
 pub use limits::Limits;
-pub use llm::{
-    Effort, LlmClient, LlmError, LlmErrorCause, LlmErrorKind, LlmFuture, LlmRequest, LlmResponse,
-    OutputCapabilities, Reasoning, RefusalReason, StopReason, TokenUsage, ToolChoice,
-};
-pub use message::{Message, ToolCall, ToolResult};
-pub use observe::{Observer, RunEvent};
-pub use output::{
-    AgentOutput, AnswerMode, ESCALATE_TO_HUMAN, OutputMode, OutputSpec, PromptCaching,
-    SUBMIT_OUTPUT,
-};
-pub use pause::{Decision, DecisionProblem, Decisions, PauseReason, PendingCall};
-pub use pricing::{ContextWindow, ModelPrice, Pricing};
-pub use registry::{ToolRegistry, ToolSnapshot, ToolSource};
+pub use output::{AgentOutput, OutputMode};
 pub use result::AgentResult;
 pub use run_options::RunOptions;
-pub use runner::{
-    AgentTool, META_PARENT_CALL_ID, META_PARENT_TRACE_ID, PausedRun, paused_runs, record_decisions,
-    resume_agent, resume_agent_with, run_agent, run_agent_with,
-};
-pub use scores::{FnGrader, GradeFuture, Grader, Scores};
+pub use runner::{AgentTool, resume_agent, run_agent, run_agent_stream, run_agent_with};
 /// serde_json, re-exported: tool arguments and scripted turns are `serde_json::Value`s, so
 /// a user crate needs no serde_json dependency of its own (`agent_core::json!`).
 pub use serde_json::{self, Value, json};
-// The stores' traits live in `store`; these root paths are kept for existing code.
-pub use llm::{StreamDelta, StreamSink};
-pub use runner::{RunStream, StreamEvent, run_agent_stream, run_agent_stream_with};
-pub use stores::ResumeError;
-#[doc(hidden)]
-pub use stores::{
-    Embedder, FeedbackStore, Memory, MemoryWindow, Retriever, StoreError, TraceStore,
-};
+pub use tokio_util::sync::CancellationToken;
+pub use tool::ToolRegistry;
+pub use tool::{State, Tool, ToolContext, ToolError};
+
+pub mod durable {
+    //! Durable runs: a run checkpointed at every boundary ([`CheckpointStore`], the
+    //! builder's `checkpoints`) goes on after a crash with [`resume_agent`] (or
+    //! [`resume_agent_stream`](crate::stream::resume_agent_stream)), and a run that pauses
+    //! for a person ([`AgentError::Paused`](crate::AgentError::Paused): a call waiting
+    //! for approval, or a tool's deferred result) goes on with the [`Decisions`] made on
+    //! its [`PendingCall`]s. See `docs/durable.md`.
+    //!
+    //! Assembled here from the runner (the resume), the pause's types and the store's
+    //! checkpoint types, which live in different layers of the crate.
+
+    pub use crate::pause::{Decision, DecisionProblem, Decisions, PauseReason, PendingCall};
+    pub use crate::runner::{
+        PausedRun, paused_runs, record_decisions, resume_agent, resume_agent_with,
+    };
+    pub use crate::store::{
+        CheckpointRecord, CheckpointStore, ConfigDifference, InMemoryCheckpoints, LedgerEntry,
+        LedgerStatus, ResumeError, SaveOutcome,
+    };
+}
 
 pub mod stream {
     //! Streaming: [`run_agent_stream`] yields a run's [`StreamEvent`]s as they happen, and
-    //! [`LlmClient::complete_streaming`](crate::LlmClient::complete_streaming) hands a
-    //! turn's pieces ([`StreamDelta`]) to a [`StreamSink`] as they arrive.
+    //! [`LlmClient::complete_streaming`](crate::llm::LlmClient::complete_streaming) hands
+    //! a turn's pieces ([`StreamDelta`]) to a [`StreamSink`] as they arrive.
     //!
     //! The run behind a stream is the run of [`run_agent_with`](crate::run_agent_with):
     //! the same loop, budgets, retries, guards, output modes, stores and observers. Only
     //! the model call differs: it streams, and what arrives is also sent to the caller.
     //! The last event is always [`StreamEvent::Finished`] with the
     //! [`AgentResult`](crate::AgentResult).
+    //!
+    //! Assembled here from the model boundary (the sink the clients write to, the lenient
+    //! parser of a partial answer) and the runner (the stream of a run).
 
     pub use crate::llm::{StreamDelta, StreamSink};
     pub use crate::partial_json::parse_partial;
@@ -190,126 +181,22 @@ pub mod stream {
         run_agent_stream_with,
     };
 }
-pub use tally::RunTally;
-pub use tokio_util::sync::CancellationToken;
-pub use tool::{
-    State, StateMap, StateRequirement, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,
-};
-pub use turns::TurnStats;
-pub use usage::{ChildUsage, ModelUsage, Usage};
-pub use validate::{SchemaValidator, ValidationErrors, whole_numbers_as_integers};
-
-pub mod eval {
-    //! Evaluation: judging finished runs and comparing variants of a config.
-    //!
-    //! A [`RunGrader`] grades a whole run after it ended (a [`Case`]: the input, the
-    //! result, optionally the expected answer) and gives a [`Grade`]: named scores in
-    //! `0.0..=1.0` with a reason each, one overall score, and what grading spent. The
-    //! built-in graders are [`GroundTruth`] (field by field against a label),
-    //! [`Heuristic`] (a closure over the run), [`LlmJudge`] (a rubric graded by a model
-    //! through this crate's own loop) and [`Composite`] (a weighted combination with a
-    //! pass threshold). [`sweep`] runs [`Variant`]s of a config over the same
-    //! [`Sample`]s and returns a [`Comparison`]: per variant, every ending and category,
-    //! scores with 95% intervals, wins and losses against the baseline, spend, latency
-    //! and turn data.
-    //!
-    //! The config's in-run scorer, [`Grader`](crate::Grader) (`.grader(..)`), is part of
-    //! the loop and lives at the crate root.
-
-    pub use crate::grader::{
-        Case, Check, Comparator, Composite, CriterionVerdict, Grade, GradeError, GroundTruth,
-        Heuristic, JudgeVerdict, LlmJudge, Match, Rubric, RunGradeFuture, RunGrader,
-    };
-    pub use crate::sweep::{
-        Comparison, Estimate, GradeFailure, Paired, RunRecord, Sample, Spread, SweepError,
-        SweepEvent, SweepOptions, Variant, VariantSummary, WinLoss, sweep,
-    };
-}
 
 pub mod prelude {
     //! The names most programs need: `use agent_core::prelude::*;`.
 
+    pub use crate::stream::StreamEvent;
     pub use crate::{
         AgentConfig, AgentError, AgentOutput, AgentResult, Category, ConfigError, Ending,
-        OutputMode, RunOptions, State, StreamEvent, ToolError, ToolRegistry, Value, agent_output,
-        agent_type, json, run_agent, run_agent_stream, run_agent_with, tool, tools,
+        OutputMode, RunOptions, State, ToolError, ToolRegistry, Value, agent_output, agent_type,
+        json, run_agent, run_agent_stream, run_agent_with, tool, tools,
     };
 }
 
-/// The evaluation names' root paths before [`eval`]: deprecated aliases, kept so that
-/// existing code compiles (with a warning that names the new path).
-macro_rules! moved_to_eval {
-    ($($name:ident $(<$($param:tt),+>)?),+ $(,)?) => {$(
-        #[deprecated(note = "moved to agent_core::eval (same name)")]
-        #[doc(hidden)]
-        pub type $name$(<$($param),+>)? = eval::$name$(<$($param),+>)?;
-    )+};
-}
-
-moved_to_eval!(
-    Case<'a, T>,
-    Check,
-    Comparator,
-    Composite<T>,
-    CriterionVerdict,
-    Grade,
-    GradeError,
-    GroundTruth,
-    Heuristic<T>,
-    JudgeVerdict,
-    LlmJudge,
-    Match,
-    Rubric,
-    RunGradeFuture<'a>,
-    Comparison,
-    Estimate,
-    GradeFailure,
-    Paired,
-    RunRecord,
-    Sample,
-    Spread,
-    SweepError,
-    SweepEvent<'a, T>,
-    SweepOptions<T>,
-    Variant<T>,
-    VariantSummary,
-    WinLoss,
-);
-// A trait and a fn cannot be deprecated aliases; their old root paths stay, hidden.
+mod moved;
+#[allow(deprecated)]
 #[doc(hidden)]
-pub use eval::{RunGrader, sweep};
-
-pub mod store {
-    //! Stores beside the run loop: conversation [`Memory`], document retrieval
-    //! ([`Retriever`], [`Embedder`]), run records with human feedback ([`FeedbackStore`]) and
-    //! full transcripts for replay and diff ([`TraceStore`]).
-    //!
-    //! The traits live here; the SQLite and PostgreSQL backends live in the `agent-store`
-    //! crate. A config takes them with the builder's `memory`, `retriever`,
-    //! `feedback_store` and `trace_store`; the runner calls them around every run:
-    //!
-    //! - **before** the run (only when the config has the store): the thread's cap on round
-    //!   trips is checked and its earlier messages are loaded ([`Memory`], when the run names
-    //!   a thread with [`RunOptions::thread`](crate::RunOptions::thread)); documents are
-    //!   retrieved for the input and appended to the system prompt ([`Retriever`], see
-    //!   [`context_section`]);
-    //! - **after** it: the run's messages are appended to its thread, the run is recorded
-    //!   ([`FeedbackStore::record`]) and so is its trace ([`TraceStore::record_trace`]).
-    //!
-    //! A store never changes a run's outcome. Every store call is bounded by the config's
-    //! `store_timeout` (default 5 s) and sits behind a catch boundary; a call that fails,
-    //! times out or panics is reported as a `tracing` warning and a
-    //! [`RunEvent::StoreFailed`](crate::RunEvent::StoreFailed), and counted in
-    //! [`AgentResult::store_failures`](crate::AgentResult::store_failures) (which
-    //! [`Receipt`](crate::Receipt) sums). A failed memory load means the run goes on without
-    //! the thread's history (and without the thread cap check); a failed retrieval, without
-    //! context. The one store outcome that does end a run is the thread cap itself:
-    //! [`AgentError::BudgetExhausted`](crate::AgentError::BudgetExhausted) with
-    //! [`Budget::ThreadLlmCalls`](crate::Budget::ThreadLlmCalls), before any request.
-
-    pub use crate::runner::replay;
-    pub use crate::stores::*;
-}
+pub use moved::*;
 
 /// Builds a [`ToolRegistry`] from `#[tool]` fns, in order: `tools![lookup_order, refund_status]`.
 ///

@@ -106,8 +106,8 @@ macro_rules! limits_table {
                 check |v| $crate::limits::reject(v == 0, v, "at least one tool call must run at a time"),
                 fingerprint None, |_| ::serde_json::Value::Null;
             /// The backoff between retries of a transient provider failure.
-            backoff: $crate::Backoff = $crate::Backoff::default(),
-                set($crate::Backoff) |v| v,
+            backoff: $crate::backoff::Backoff = $crate::backoff::Backoff::default(),
+                set($crate::backoff::Backoff) |v| v,
                 check |v| (!(0.0..=1.0).contains(&v.jitter))
                     .then(|| (Some("backoff.jitter"), v.jitter.to_string(), "it must be between 0.0 and 1.0")),
                 fingerprint None, |_| ::serde_json::Value::Null;
@@ -171,7 +171,7 @@ macro_rules! limits_struct {
         /// Every cap, retry count, timeout and guard of a run, as one value: what a config
         /// runs with ([`AgentConfigBuilder::limits`](crate::AgentConfigBuilder::limits),
         /// [`AgentConfig::limits`](crate::AgentConfig::limits)) and what a
-        /// [`Handover`](crate::Handover) reports the run had.
+        /// [`Handover`](crate::handover::Handover) reports the run had.
         ///
         /// Start from [`Limits::default`] and change what you need, with the chainable
         /// setters (`Limits::default().max_llm_calls(20).deadline(Duration::from_secs(30))`)

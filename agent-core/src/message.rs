@@ -8,7 +8,7 @@ use serde_json::Value;
 
 /// One message of a conversation.
 ///
-/// The system prompt is not a message: it travels in [`LlmRequest::system`](crate::LlmRequest).
+/// The system prompt is not a message: it travels in [`LlmRequest::system`](crate::llm::LlmRequest).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -45,7 +45,7 @@ pub enum Message {
         results: Vec<ToolResult>,
     },
     /// A model turn the provider paused before its end
-    /// ([`StopReason::PauseTurn`](crate::StopReason::PauseTurn): Anthropic `pause_turn`,
+    /// ([`StopReason::PauseTurn`](crate::llm::StopReason::PauseTurn): Anthropic `pause_turn`,
     /// while a server tool such as web search runs). Not an answer and not a call to
     /// run: the adapter that produced it sends `content` back unchanged, as the
     /// assistant's turn, and the model continues it (case C41). Other adapters send

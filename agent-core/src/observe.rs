@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crate::error::Ending;
 use crate::llm::LlmError;
-use crate::stores::{StoreError, StoreKind};
+use crate::store::{StoreError, StoreKind};
 use crate::usage::Usage;
 
 /// One thing that happened in a run. Borrowed: copy what you keep.

@@ -7,7 +7,7 @@
 //! The other calls of that turn run first; the run then ends with
 //! [`AgentError::Paused`](crate::AgentError::Paused) (ending `paused`, not a failure),
 //! its checkpoint keeps everything, and
-//! [`resume_agent_with`](crate::resume_agent_with) continues it once every pending call
+//! [`resume_agent_with`](crate::durable::resume_agent_with) continues it once every pending call
 //! has a decision.
 
 use std::collections::BTreeMap;
@@ -126,8 +126,8 @@ impl Decision {
 }
 
 /// The decisions for a paused run's pending calls, by call id: what
-/// [`resume_agent_with`](crate::resume_agent_with) takes (it converts into
-/// [`RunOptions`](crate::RunOptions)) and what [`record_decisions`](crate::record_decisions)
+/// [`resume_agent_with`](crate::durable::resume_agent_with) takes (it converts into
+/// [`RunOptions`](crate::RunOptions)) and what [`record_decisions`](crate::durable::record_decisions)
 /// stores. Serializable (a map from call id to decision), so a decision can come from a
 /// web form or a queue.
 ///

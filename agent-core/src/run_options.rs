@@ -124,7 +124,7 @@ impl RunOptions {
     }
 
     /// The memory thread this run belongs to. With a config that has a
-    /// [`Memory`](crate::Memory), the thread's earlier messages (trimmed by the config's
+    /// [`Memory`](crate::store::Memory), the thread's earlier messages (trimmed by the config's
     /// memory window) are sent before any [`history`](Self::history) and the input, its
     /// round-trip cap (`max_thread_llm_calls`) is checked before any request, and the
     /// run's messages are appended to it afterwards. Without a memory it is only recorded.
@@ -149,7 +149,7 @@ impl RunOptions {
     }
 
     /// Decisions for the pending calls of a paused run (see
-    /// [`resume_agent_with`](crate::resume_agent_with)); ignored by a fresh run. Added
+    /// [`resume_agent_with`](crate::durable::resume_agent_with)); ignored by a fresh run. Added
     /// to those set before (same call id: replaced).
     #[must_use]
     pub fn decisions(mut self, decisions: Decisions) -> Self {

@@ -29,7 +29,7 @@ pub struct Usage {
     /// LLM calls whose response carried no token usage (some compatible servers send
     /// none), and failed calls counted in part or whole from an estimate (C40): their
     /// tokens, and the cost from them, are estimates by the rule of
-    /// [`LlmRequest::estimated_input_tokens`](crate::LlmRequest::estimated_input_tokens)
+    /// [`LlmRequest::estimated_input_tokens`](crate::llm::LlmRequest::estimated_input_tokens)
     /// (bytes / 4), so the token and cost caps still bind. Zero when every count is
     /// the provider's.
     pub estimated_llm_calls: u32,

@@ -9,9 +9,14 @@ use std::time::Duration;
 
 use agent_core::testing::{ScriptStep, ScriptedModel};
 use agent_core::{
-    AgentConfig, AgentError, Budget, CancellationToken, ChildUsage, LlmError, LlmResponse,
-    META_PARENT_CALL_ID, META_PARENT_TRACE_ID, Message, ModelPrice, RunOptions, TokenUsage, Tool,
-    ToolCall, ToolContext, ToolDefinition, ToolFuture, run_agent, run_agent_with,
+    AgentConfig, AgentError, CancellationToken, RunOptions, Tool, ToolContext,
+    error::Budget,
+    llm::{LlmError, LlmResponse, Message, TokenUsage, ToolCall},
+    pricing::ModelPrice,
+    run_agent, run_agent_with,
+    store::{META_PARENT_CALL_ID, META_PARENT_TRACE_ID},
+    tool::{ToolDefinition, ToolFuture},
+    usage::ChildUsage,
 };
 use serde_json::{Value, json};
 

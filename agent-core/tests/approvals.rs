@@ -16,10 +16,17 @@ use std::time::Duration;
 
 use agent_core::store::InMemoryCheckpoints;
 use agent_core::{
-    AgentConfig, AgentError, AgentResult, Backoff, ConfigError, DecisionProblem, Decisions, Ending,
-    LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, Message, PauseReason, PendingCall,
-    Receipt, ResumeError, RunOptions, Tool, ToolCall, ToolContext, ToolDefinition, ToolError,
-    ToolFuture, paused_runs, record_decisions, resume_agent, resume_agent_with, run_agent_with,
+    AgentConfig, AgentError, AgentResult, ConfigError, Ending, RunOptions, Tool, ToolContext,
+    ToolError,
+    config::Backoff,
+    durable::{
+        DecisionProblem, Decisions, PauseReason, PendingCall, ResumeError, paused_runs,
+        record_decisions, resume_agent_with,
+    },
+    eval::Receipt,
+    llm::{LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, Message, ToolCall},
+    resume_agent, run_agent_with,
+    tool::{ToolDefinition, ToolFuture},
 };
 use common::{Triage, valid};
 use serde_json::{Value, json};

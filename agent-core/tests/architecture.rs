@@ -450,7 +450,7 @@ fn root_re_exports_and_super_chains_resolve_to_their_layers() {
         names.get("AgentConfig").map(|l| l.1.as_str()),
         Some("config")
     );
-    assert_eq!(names.get("eval").map(|l| l.1.as_str()), Some("evaluation"));
+    assert_eq!(names.get("durable").map(|l| l.1.as_str()), Some("runner"));
     assert_eq!(names.get("prelude").map(|l| l.1.as_str()), Some("runner"));
     let code = "use super::super::stores::ms;\nuse super::Run;\nlet a = super::super::run_agent;";
     let at_depth_2: Vec<String> = root_paths_through_super(code, 2).into_iter().collect();
@@ -471,7 +471,7 @@ const KNOWN_CYCLES: &[&str] = &[
     // category.rs and text.rs use mod.rs's `AgentError` and `Ending`; mod.rs uses `Category` and the texts.
     "agent-core/src/error/: category, mod.rs, text (2 cycles)",
     // Each grader uses mod.rs's `Grade` and `RunGrader`; mod.rs re-exports the graders.
-    "agent-core/src/grader/: composite, ground_truth, heuristic, judge, mod.rs (5 cycles)",
+    "agent-core/src/eval/grader/: composite, ground_truth, heuristic, judge, mod.rs (5 cycles)",
     // error.rs and sink.rs use mod.rs's `TokenUsage`, `LlmResponse`; mod.rs re-exports them.
     "agent-core/src/llm/: error, mod.rs, sink (2 cycles)",
     // answer.rs uses mod.rs's `OutputSpec`; mod.rs uses the answer parser.
@@ -489,9 +489,9 @@ const KNOWN_CYCLES: &[&str] = &[
     // chunk.rs uses stream.rs's `ChunkAssembler`; stream.rs uses `chunk::read`.
     "agent-core/src/providers/openai/stream/: chunk, stream.rs (1 cycles)",
     // The store traits' files use mod.rs's `StoreFuture` (checkpoint.rs also `StoreError`); mod.rs re-exports the traits.
-    "agent-core/src/stores/: checkpoint, diff, feedback, memory, mod.rs, retrieval, trace (6 cycles)",
+    "agent-core/src/store/: checkpoint, diff, feedback, memory, mod.rs, retrieval, trace (6 cycles)",
     // comparison.rs uses mod.rs's `Sample` and `Variant`; mod.rs builds the `Comparison`.
-    "agent-core/src/sweep/: comparison, mod.rs (1 cycles)",
+    "agent-core/src/eval/sweep/: comparison, mod.rs (1 cycles)",
 ];
 
 /// The code of each of a crate's sources, comments and test code stripped.

@@ -4,8 +4,10 @@
 use crate::common;
 
 use agent_core::{
-    Backoff, Ending, LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, Message, Receipt,
-    TokenUsage, ToolCall, run_batch,
+    Ending,
+    config::Backoff,
+    eval::{Receipt, run_batch},
+    llm::{LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, Message, TokenUsage, ToolCall},
 };
 use common::*;
 use serde_json::json;
@@ -158,8 +160,8 @@ async fn one_slow_run_does_not_hold_back_the_others() {
     let started = tokio::time::Instant::now();
     let config = agent_core::AgentConfig::<Triage>::builder("slow")
         .llm(SlowFirst)
-        .observer(move |e: &agent_core::RunEvent<'_>| {
-            if let agent_core::RunEvent::RunEnded { .. } = e {
+        .observer(move |e: &agent_core::observe::RunEvent<'_>| {
+            if let agent_core::observe::RunEvent::RunEnded { .. } = e {
                 record.lock().unwrap().push(started.elapsed());
             }
         })

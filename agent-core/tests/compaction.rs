@@ -12,8 +12,12 @@ use std::sync::{Arc, Mutex};
 
 use agent_core::testing::{ScriptStep, ScriptedModel};
 use agent_core::{
-    Compaction, ConfigError, ContextWindow, LlmError, LlmRequest, LlmResponse, Message, RunEvent,
-    TokenUsage, run_agent,
+    ConfigError,
+    config::Compaction,
+    llm::{LlmError, LlmRequest, LlmResponse, Message, TokenUsage},
+    observe::RunEvent,
+    pricing::ContextWindow,
+    run_agent,
 };
 use common::*;
 

@@ -6,8 +6,8 @@ use crate::common;
 use agent_core::providers::ProviderOptions;
 use agent_core::testing::{ScriptedModel, TestModel};
 use agent_core::{
-    AgentConfig, ConfigError, State, StateRequirement, Tool, ToolContext, ToolDefinition,
-    ToolFuture, run_agent,
+    AgentConfig, ConfigError, State, Tool, ToolContext, run_agent,
+    tool::{StateRequirement, ToolDefinition, ToolFuture},
 };
 use common::*;
 use serde_json::{Value, json};
@@ -260,7 +260,7 @@ fn every_budget_is_checked_with_its_name() {
         rejected(|b| b.repeated_call_limit(1)),
         "repeated_call_limit"
     );
-    let mut jitter = agent_core::Backoff::default();
+    let mut jitter = agent_core::config::Backoff::default();
     jitter.jitter = 2.0;
     let built = AgentConfig::<String>::builder("b")
         .llm(TestModel::new())
@@ -276,4 +276,23 @@ fn every_budget_is_checked_with_its_name() {
         ),
         "{built:?}"
     );
+}
+
+// The root paths of names that moved to their modules in 0.2 still compile, as
+// deprecated aliases (types, enums with their variants, constants) and hidden
+// re-exports (traits, functions), naming the same items as the new paths.
+#[test]
+#[allow(deprecated)]
+fn old_root_paths_still_name_the_moved_items() {
+    let request: agent_core::LlmRequest = agent_core::llm::LlmRequest::new("m");
+    assert_eq!(request.model, "m");
+    let reason: agent_core::StopReason = agent_core::StopReason::ToolUse;
+    assert_eq!(reason, agent_core::llm::StopReason::ToolUse);
+    assert_eq!(agent_core::SUBMIT_OUTPUT, agent_core::output::SUBMIT_OUTPUT);
+    let decisions = agent_core::Decisions::new().approve("c1");
+    assert_eq!(decisions, agent_core::durable::Decisions::new().approve("c1"));
+    fn takes_client(_: &dyn agent_core::LlmClient) {}
+    takes_client(&agent_core::testing::ScriptedModel::new());
+    let limits: agent_core::config::Limits = agent_core::Limits::default();
+    assert_eq!(limits.max_llm_calls, 50);
 }

@@ -20,9 +20,14 @@ use agent_core::store::{
 };
 use agent_core::testing::ScriptedModel;
 use agent_core::{
-    AgentConfig, AgentResult, Backoff, CallOutcome, LlmClient, LlmError, LlmFuture, LlmRequest,
-    LlmResponse, Message, ResumeError, RunOptions, StoreError, TokenUsage, Tool, ToolCall,
-    ToolContext, ToolDefinition, ToolFuture, resume_agent, run_agent_with,
+    AgentConfig, AgentResult, RunOptions, Tool, ToolContext,
+    config::Backoff,
+    durable::ResumeError,
+    handover::CallOutcome,
+    llm::{LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, Message, TokenUsage, ToolCall},
+    resume_agent, run_agent_with,
+    store::StoreError,
+    tool::{ToolDefinition, ToolFuture},
 };
 use common::{Triage, valid};
 use serde_json::{Value, json};

@@ -16,9 +16,11 @@ use agent_core::store::{
 };
 use agent_core::testing::ScriptedModel;
 use agent_core::{
-    AgentConfig, AgentResult, Backoff, Decisions, LlmClient, LlmError, LlmFuture, LlmRequest,
-    LlmResponse, Message, OutputMode, PauseReason, RunOptions, TokenUsage, ToolCall, paused_runs,
-    resume_agent, resume_agent_with, run_agent_with,
+    AgentConfig, AgentResult, OutputMode, RunOptions,
+    config::Backoff,
+    durable::{Decisions, PauseReason, paused_runs, resume_agent_with},
+    llm::{LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, Message, TokenUsage, ToolCall},
+    resume_agent, run_agent_with,
 };
 use common::{Behaviour, TestTool, Triage, valid};
 use serde_json::{Value, json};

@@ -6,7 +6,7 @@
 use crate::providers_support;
 
 use agent_core::providers::{EmbeddingClient, ProviderOptions};
-use agent_core::{Backoff, Embedder, LlmErrorKind};
+use agent_core::{config::Backoff, llm::LlmErrorKind, store::Embedder};
 use providers_support::*;
 use serde_json::json;
 use wiremock::{MockServer, ResponseTemplate};

@@ -8,9 +8,13 @@ use std::sync::{Arc, Mutex};
 
 use agent_core::testing::ScriptedModel;
 use agent_core::{
-    AgentConfig, AgentError, AgentOutput, CallOutcome, Ending, Message, SchemaValidator, Tool,
-    ToolChoice, ToolContext, ToolDefinition, ToolError, ToolFuture, ValidationErrors, run_agent,
-    run_batch,
+    AgentConfig, AgentError, AgentOutput, Ending, Tool, ToolContext, ToolError,
+    eval::run_batch,
+    handover::CallOutcome,
+    llm::{Message, ToolChoice},
+    run_agent,
+    schema::{SchemaValidator, ValidationErrors},
+    tool::{ToolDefinition, ToolFuture},
 };
 use common::*;
 use serde_json::{Value, json};
@@ -177,7 +181,7 @@ async fn customer_messages_never_claim_success_when_there_was_none() {
         r.customer_message(),
         "Thank you, we have received your request and it is being processed."
     );
-    let failed = ScriptedModel::new().fail(agent_core::LlmError::permanent("401"));
+    let failed = ScriptedModel::new().fail(agent_core::llm::LlmError::permanent("401"));
     let r = run_agent(&builder(&failed, &[]).build().unwrap(), "t").await;
     assert_eq!(
         r.customer_message(),
@@ -383,11 +387,11 @@ impl AgentOutput for Plan {
 #[tokio::test]
 async fn partial_answers_are_answered_and_counted_apart() {
     struct ByInput;
-    impl agent_core::LlmClient for ByInput {
+    impl agent_core::llm::LlmClient for ByInput {
         fn complete<'a>(
             &'a self,
-            request: &'a agent_core::LlmRequest,
-        ) -> agent_core::LlmFuture<'a> {
+            request: &'a agent_core::llm::LlmRequest,
+        ) -> agent_core::llm::LlmFuture<'a> {
             let open =
                 matches!(&request.messages[0], Message::User { content } if content == "partial");
             let args = if open {
@@ -396,8 +400,8 @@ async fn partial_answers_are_answered_and_counted_apart() {
                 json!({"done": ["refund"], "open": []})
             };
             Box::pin(async move {
-                Ok(agent_core::LlmResponse::tool_calls(vec![
-                    agent_core::ToolCall::new("c", "submit_output", args),
+                Ok(agent_core::llm::LlmResponse::tool_calls(vec![
+                    agent_core::llm::ToolCall::new("c", "submit_output", args),
                 ]))
             })
         }

@@ -9,7 +9,10 @@ use crate::providers_support;
 use std::sync::{Arc, Mutex};
 
 use agent_core::providers::ProviderOptions;
-use agent_core::{AgentError, ConfigError, Ending, LlmErrorCause, ModelPrice, RunEvent, run_agent};
+use agent_core::{
+    AgentError, ConfigError, Ending, llm::LlmErrorCause, observe::RunEvent, pricing::ModelPrice,
+    run_agent,
+};
 use providers_support::*;
 use serde_json::json;
 use wiremock::{MockServer, ResponseTemplate};
@@ -337,7 +340,7 @@ async fn c49_a_switch_mid_run_with_a_tool_turn_keeps_every_call_id_answered() {
         .transcript
         .iter()
         .filter_map(|m| match m {
-            agent_core::Message::Assistant { tool_calls, .. } => Some(tool_calls.clone()),
+            agent_core::llm::Message::Assistant { tool_calls, .. } => Some(tool_calls.clone()),
             _ => None,
         })
         .flatten()
@@ -348,7 +351,7 @@ async fn c49_a_switch_mid_run_with_a_tool_turn_keeps_every_call_id_answered() {
         .transcript
         .iter()
         .filter_map(|m| match m {
-            agent_core::Message::Tool { results } => Some(results.clone()),
+            agent_core::llm::Message::Tool { results } => Some(results.clone()),
             _ => None,
         })
         .flatten()

@@ -9,8 +9,11 @@ use std::sync::{Arc, Mutex};
 
 use agent_core::testing::ScriptedModel;
 use agent_core::{
-    AgentError, AttemptKind, Ending, LlmResponse, OutputMode, StopReason, TokenUsage, Tool,
-    ToolCall, ToolContext, ToolDefinition, ToolFuture, run_agent,
+    AgentError, Ending, OutputMode, Tool, ToolContext,
+    error::AttemptKind,
+    llm::{LlmResponse, StopReason, TokenUsage, ToolCall},
+    run_agent,
+    tool::{ToolDefinition, ToolFuture},
 };
 use common::*;
 use serde_json::{Value, json};
@@ -83,7 +86,7 @@ async fn c27_a_refused_turn_with_calls_runs_none_and_answers_them() {
     assert_well_formed(&r.transcript);
     assert!(matches!(
         r.transcript.last(),
-        Some(agent_core::Message::Tool { .. })
+        Some(agent_core::llm::Message::Tool { .. })
     ));
 }
 
@@ -203,7 +206,7 @@ async fn c28_an_empty_turn_that_hit_max_tokens_says_so() {
     let nudge = model.requests()[1].messages.last().cloned().unwrap();
     assert_eq!(
         nudge,
-        agent_core::Message::user(
+        agent_core::llm::Message::user(
             "Your reply was cut off at the output limit (max_tokens, 64 tokens) before it held \
              an answer. To finish, call the submit_output tool once, alone in its turn, with \
              arguments that match its schema."
@@ -363,7 +366,7 @@ async fn c32_a_token_cap_binds_when_the_server_reports_no_usage() {
     assert_eq!(r.usage.estimated_llm_calls, r.usage.llm_calls);
     assert!(r.usage.total_tokens() <= 1000, "{}", r.usage.total_tokens());
     let agent_core::AgentError::BudgetExhausted {
-        budget: agent_core::Budget::TotalTokens { limit, used },
+        budget: agent_core::error::Budget::TotalTokens { limit, used },
     } = err
     else {
         panic!("{err}")
@@ -402,7 +405,10 @@ async fn c32_a_cost_cap_binds_without_usage_too() {
     }
     let config = builder(&model, &[&lookup])
         .model("dispatch-like")
-        .price("dispatch-like", agent_core::ModelPrice::new(1000.0, 1000.0))
+        .price(
+            "dispatch-like",
+            agent_core::pricing::ModelPrice::new(1000.0, 1000.0),
+        )
         .max_cost_usd(0.5)
         .max_tool_calls(50)
         .build()

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use agent_core::store::{Memory, StoreFuture, ThreadEntry, ThreadState};
 use agent_core::{
-    AgentConfig, AgentError, LlmClient, LlmFuture, LlmRequest, LlmResponse, RunOptions, TokenUsage,
+    AgentConfig, AgentError, RunOptions,
+    llm::{LlmClient, LlmFuture, LlmRequest, LlmResponse, TokenUsage},
     run_agent_with,
 };
 

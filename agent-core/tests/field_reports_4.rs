@@ -13,9 +13,12 @@ use agent_core::providers::ProviderOptions;
 use agent_core::store::InMemoryCheckpoints;
 use agent_core::testing::ScriptedModel;
 use agent_core::{
-    AgentConfig, AgentError, DecisionProblem, Decisions, Reasoning, ResumeError, RunOptions, Tool,
-    ToolCall, ToolContext, ToolDefinition, ToolFuture, ToolGuardrail, ToolVerdict, paused_runs,
-    resume_agent_with, run_agent, run_agent_with,
+    AgentConfig, AgentError, RunOptions, Tool, ToolContext,
+    durable::{DecisionProblem, Decisions, ResumeError, paused_runs, resume_agent_with},
+    guardrail::{ToolGuardrail, ToolVerdict},
+    llm::{Reasoning, ToolCall},
+    run_agent, run_agent_with,
+    tool::{ToolDefinition, ToolFuture},
 };
 use common::{Triage, valid};
 use serde_json::{Value, json};
@@ -104,7 +107,7 @@ async fn c51_what_a_reviewer_approves_is_what_runs_after_a_guardrail_replaced_it
         .transcript
         .iter()
         .flat_map(|m| match m {
-            agent_core::Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
+            agent_core::llm::Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
             _ => &[],
         })
         .filter(|c| c.name == "refund")

@@ -9,8 +9,10 @@ use agent_core::eval::{
 };
 use agent_core::testing::ScriptedModel;
 use agent_core::{
-    AgentConfig, AgentError, AgentResult, LlmResponse, ModelPrice, OutputMode, TokenUsage,
-    agent_output, run_agent,
+    AgentConfig, AgentError, AgentResult, OutputMode, agent_output,
+    llm::{LlmResponse, TokenUsage},
+    pricing::ModelPrice,
+    run_agent,
 };
 use serde_json::{Value, json};
 
@@ -285,8 +287,8 @@ async fn heuristics_see_the_output_and_the_run() {
 struct EchoTool;
 
 impl agent_core::Tool for EchoTool {
-    fn definition(&self) -> agent_core::ToolDefinition {
-        agent_core::ToolDefinition::new(
+    fn definition(&self) -> agent_core::tool::ToolDefinition {
+        agent_core::tool::ToolDefinition::new(
             "lookup",
             "Look up an order.",
             json!({"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}),
@@ -297,7 +299,7 @@ impl agent_core::Tool for EchoTool {
         &'a self,
         arguments: Value,
         _ctx: agent_core::ToolContext,
-    ) -> agent_core::ToolFuture<'a> {
+    ) -> agent_core::tool::ToolFuture<'a> {
         Box::pin(async move { Ok(arguments.to_string()) })
     }
 }
@@ -367,7 +369,7 @@ async fn a_judge_maps_each_criterion_and_reports_its_own_cost() {
         system.contains("- actionable: Says what to do next."),
         "{system}"
     );
-    let agent_core::Message::User { content } = &request.messages[0] else {
+    let agent_core::llm::Message::User { content } = &request.messages[0] else {
         panic!("{:?}", request.messages[0]);
     };
     assert!(content.contains("I was charged twice"), "{content}");
@@ -422,7 +424,7 @@ async fn a_judge_that_fails_is_a_typed_failure_and_the_run_is_untouched() {
     assert_eq!(result.usage.llm_calls, 1);
 
     // A provider failure in the judge: the same, typed.
-    let down = ScriptedModel::new().fail(agent_core::LlmError::permanent("judge is down"));
+    let down = ScriptedModel::new().fail(agent_core::llm::LlmError::permanent("judge is down"));
     let err = judge_with(&down)
         .grade_run(&Case::new("t", &result))
         .await
@@ -580,7 +582,7 @@ async fn a_composite_weighs_its_parts_and_applies_its_threshold() {
 fn grades_check_their_range_and_convert_to_scores() {
     let grade = Grade::single("x", 0.5, "half");
     assert!(grade.check().is_ok());
-    let scores: agent_core::Scores = grade.into();
+    let scores: agent_core::eval::Scores = grade.into();
     assert_eq!(scores["x"], 0.5);
     let bad = Grade::single("x", 1.5, "too much");
     assert_eq!(bad.check().unwrap_err().category(), "out_of_range");
@@ -591,11 +593,11 @@ fn grades_check_their_range_and_convert_to_scores() {
 fn the_old_root_paths_of_evaluation_still_compile() {
     // Moved under `agent_core::eval`; the root names are deprecated aliases of the same
     // types, so code written against them keeps working.
-    let old: agent_core::GroundTruth =
-        agent_core::GroundTruth::new().field("queue", agent_core::Match::Exact);
+    let old: agent_core::eval::GroundTruth =
+        agent_core::eval::GroundTruth::new().field("queue", agent_core::eval::Match::Exact);
     let new: agent_core::eval::GroundTruth = old;
     let _ = new;
-    let sample: agent_core::eval::Sample = agent_core::Sample::new("a", "text");
+    let sample: agent_core::eval::Sample = agent_core::eval::Sample::new("a", "text");
     assert_eq!(sample.id, "a");
-    let _grader: &dyn agent_core::RunGrader<String> = &agent_core::eval::GroundTruth::new();
+    let _grader: &dyn agent_core::eval::RunGrader<String> = &agent_core::eval::GroundTruth::new();
 }

@@ -9,9 +9,13 @@ use std::time::Duration;
 
 use agent_core::testing::{ScriptStep, ScriptedModel};
 use agent_core::{
-    AgentConfig, AgentError, InputGuardrail, LlmResponse, Message, Observer, OutputGuardrail,
-    RunEvent, Tool, ToolCall, ToolContext, ToolDefinition, ToolFuture, ToolGuardrail, ToolVerdict,
-    Value, Verdict, json, run_agent,
+    AgentConfig, AgentError, Tool, ToolContext, Value,
+    guardrail::{InputGuardrail, OutputGuardrail, ToolGuardrail, ToolVerdict, Verdict},
+    json,
+    llm::{LlmResponse, Message, ToolCall},
+    observe::{Observer, RunEvent},
+    run_agent,
+    tool::{ToolDefinition, ToolFuture},
 };
 
 /// The answer.

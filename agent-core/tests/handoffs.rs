@@ -8,8 +8,14 @@ use std::sync::{Arc, Mutex};
 
 use agent_core::testing::ScriptedModel;
 use agent_core::{
-    AgentConfig, AgentError, Handoff, Message, RunEvent, StuckReason, Tool, ToolCall, ToolContext,
-    ToolDefinition, ToolFuture, Value, json, run_agent,
+    AgentConfig, AgentError, Tool, ToolContext, Value,
+    config::Handoff,
+    error::StuckReason,
+    json,
+    llm::{Message, ToolCall},
+    observe::RunEvent,
+    run_agent,
+    tool::{ToolDefinition, ToolFuture},
 };
 
 /// The answer.

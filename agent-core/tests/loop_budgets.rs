@@ -10,8 +10,12 @@ use std::time::Duration;
 
 use agent_core::testing::{ScriptStep, ScriptedModel};
 use agent_core::{
-    AgentError, Budget, CancellationToken, ConfigError, Ending, LlmResponse, ModelPrice,
-    TokenUsage, Tool, ToolChoice, ToolContext, ToolDefinition, ToolFuture, run_agent,
+    AgentError, CancellationToken, ConfigError, Ending, Tool, ToolContext,
+    error::Budget,
+    llm::{LlmResponse, TokenUsage, ToolChoice},
+    pricing::ModelPrice,
+    run_agent,
+    tool::{ToolDefinition, ToolFuture},
 };
 use common::*;
 use serde_json::{Value, json};
@@ -334,12 +338,12 @@ async fn a_model_call_that_never_answers_times_out_as_a_transient_failure() {
 #[tokio::test(start_paused = true)]
 async fn a_grader_that_never_finishes_is_cut_off_and_the_value_kept() {
     struct Forever;
-    impl agent_core::Grader<Triage> for Forever {
+    impl agent_core::eval::Grader<Triage> for Forever {
         fn grade<'a>(
             &'a self,
             _output: &'a Triage,
             _input: &'a str,
-        ) -> agent_core::GradeFuture<'a> {
+        ) -> agent_core::eval::GradeFuture<'a> {
             Box::pin(std::future::pending())
         }
     }
@@ -360,10 +364,13 @@ async fn a_grader_that_never_finishes_is_cut_off_and_the_value_kept() {
 /// (new arguments each time): the loop never waits on anything.
 struct Instant;
 
-impl agent_core::LlmClient for Instant {
-    fn complete<'a>(&'a self, request: &'a agent_core::LlmRequest) -> agent_core::LlmFuture<'a> {
+impl agent_core::llm::LlmClient for Instant {
+    fn complete<'a>(
+        &'a self,
+        request: &'a agent_core::llm::LlmRequest,
+    ) -> agent_core::llm::LlmFuture<'a> {
         let n = request.messages.len();
-        let call = agent_core::ToolCall::new(format!("c{n}"), "nope", json!({ "n": n }));
+        let call = agent_core::llm::ToolCall::new(format!("c{n}"), "nope", json!({ "n": n }));
         Box::pin(std::future::ready(Ok(LlmResponse::tool_calls(vec![call]))))
     }
 }
@@ -403,8 +410,8 @@ async fn cancellation_holds_even_when_the_loop_never_waits() {
 #[tokio::test(start_paused = true)]
 async fn a_slow_grader_never_turns_an_answer_into_a_deadline_error() {
     struct Slow;
-    impl agent_core::Grader<Triage> for Slow {
-        fn grade<'a>(&'a self, _o: &'a Triage, _i: &'a str) -> agent_core::GradeFuture<'a> {
+    impl agent_core::eval::Grader<Triage> for Slow {
+        fn grade<'a>(&'a self, _o: &'a Triage, _i: &'a str) -> agent_core::eval::GradeFuture<'a> {
             Box::pin(async {
                 tokio::time::sleep(Duration::from_secs(30)).await;
                 Ok(Default::default())
@@ -443,7 +450,7 @@ async fn absurd_token_counts_saturate_instead_of_wrapping_past_the_budget() {
     assert_eq!(r.category(), Some("budget_exhausted"));
     assert_eq!(r.usage.total_tokens(), u64::MAX);
     assert_eq!(model.request_count(), 1);
-    let receipt = agent_core::Receipt::from_results(&[r.clone(), r]);
+    let receipt = agent_core::eval::Receipt::from_results(&[r.clone(), r]);
     assert_eq!(receipt.input_tokens, u64::MAX);
 }
 
@@ -492,7 +499,7 @@ async fn calls_cut_off_by_the_deadline_are_answered_in_the_transcript() {
         .unwrap();
     let r = run_agent(&config, "ticket").await;
     assert_eq!(r.category(), Some("deadline_exceeded"));
-    let Some(agent_core::Message::Tool { results }) = r.transcript.last() else {
+    let Some(agent_core::llm::Message::Tool { results }) = r.transcript.last() else {
         panic!("{:?}", r.transcript)
     };
     assert_eq!(results.len(), 1);

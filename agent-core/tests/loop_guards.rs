@@ -6,7 +6,11 @@ use crate::common;
 
 use agent_core::testing::ScriptedModel;
 use agent_core::{
-    AgentError, Ending, FnGrader, Scores, StuckReason, ToolCall, ToolChoice, run_agent,
+    AgentError, Ending,
+    error::StuckReason,
+    eval::{FnGrader, Scores},
+    llm::{ToolCall, ToolChoice},
+    run_agent,
 };
 use common::*;
 use serde_json::json;
@@ -83,8 +87,8 @@ impl Sequence {
 }
 
 impl agent_core::Tool for Sequence {
-    fn definition(&self) -> agent_core::ToolDefinition {
-        agent_core::ToolDefinition::new(
+    fn definition(&self) -> agent_core::tool::ToolDefinition {
+        agent_core::tool::ToolDefinition::new(
             self.name,
             "Check a job's status.",
             json!({"type": "object", "properties": {"job_id": {"type": "string"}},
@@ -96,7 +100,7 @@ impl agent_core::Tool for Sequence {
         &'a self,
         _arguments: serde_json::Value,
         _context: agent_core::ToolContext,
-    ) -> agent_core::ToolFuture<'a> {
+    ) -> agent_core::tool::ToolFuture<'a> {
         self.runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let mut answers = self.answers.lock().unwrap();
         let answer = if answers.len() > 1 {
@@ -465,7 +469,7 @@ async fn the_wrap_up_turn_runs_no_other_tool_even_if_the_model_calls_one() {
         (r.usage.llm_calls, r.usage.tool_calls, lookup.runs()),
         (2, 1, 1)
     );
-    let Some(agent_core::Message::Tool { results }) = r.transcript.last() else {
+    let Some(agent_core::llm::Message::Tool { results }) = r.transcript.last() else {
         panic!()
     };
     assert!(
@@ -480,14 +484,16 @@ async fn the_wrap_up_turn_runs_no_other_tool_even_if_the_model_calls_one() {
 struct Touchy;
 
 impl agent_core::AgentOutput for Touchy {
-    fn output_tool() -> Option<agent_core::ToolDefinition> {
-        Some(agent_core::ToolDefinition::new(
+    fn output_tool() -> Option<agent_core::tool::ToolDefinition> {
+        Some(agent_core::tool::ToolDefinition::new(
             "submit_output",
             "Submit.",
             triage_schema(),
         ))
     }
-    fn from_arguments(arguments: &serde_json::Value) -> Result<Self, agent_core::ValidationErrors> {
+    fn from_arguments(
+        arguments: &serde_json::Value,
+    ) -> Result<Self, agent_core::schema::ValidationErrors> {
         if arguments["severity"] == 3 {
             panic!("validation bug on 3");
         }

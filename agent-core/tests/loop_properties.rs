@@ -18,8 +18,10 @@ use std::time::Duration;
 
 use agent_core::testing::{ScriptStep, ScriptedModel};
 use agent_core::{
-    AgentConfig, AgentResult, ChildUsage, LlmError, LlmResponse, StopReason, TokenUsage, ToolCall,
+    AgentConfig, AgentResult,
+    llm::{LlmError, LlmResponse, StopReason, TokenUsage, ToolCall},
     run_agent,
+    usage::ChildUsage,
 };
 use common::*;
 use proptest::prelude::*;
@@ -589,7 +591,7 @@ fn expected_tree(node: &Node) -> ExpectedRun {
 }
 
 /// What a run in the tree did, in the reference model's terms.
-fn observed(category: Option<&str>, usage: &agent_core::Usage) -> ExpectedRun {
+fn observed(category: Option<&str>, usage: &agent_core::usage::Usage) -> ExpectedRun {
     ExpectedRun {
         run: Expected {
             category: category.map(|c| -> &'static str { c.to_owned().leak() }),
@@ -623,7 +625,7 @@ fn served_tokens(node: &Node, built: &Built) -> u64 {
 /// Checks every agent of the tree: its requests are well-formed; its runs, over all its
 /// runs, stayed within its own budgets; the tools it ran are its runs' `tool_calls`
 /// (an agent tool counts as one execution of its parent).
-fn check_agents(node: &Node, built: &Built, runs: &[&agent_core::Usage]) {
+fn check_agents(node: &Node, built: &Built, runs: &[&agent_core::usage::Usage]) {
     assert_requests_well_formed(&built.model.requests());
     let mut calls = 0;
     let mut below = Vec::new();

@@ -9,8 +9,10 @@ use std::time::Duration;
 
 use agent_core::testing::ScriptedModel;
 use agent_core::{
-    AgentConfig, AgentError, AttemptKind, Ending, LlmError, LlmResponse, Message, StopReason,
-    ToolCall, ToolChoice, run_agent,
+    AgentConfig, AgentError, Ending,
+    error::AttemptKind,
+    llm::{LlmError, LlmResponse, Message, StopReason, ToolCall, ToolChoice},
+    run_agent,
 };
 use common::*;
 use serde_json::json;
@@ -925,8 +927,8 @@ async fn c11_identical_parallel_failing_calls_all_run_on_default_guards() {
 struct Ping(std::sync::Arc<std::sync::atomic::AtomicU32>);
 
 impl agent_core::Tool for Ping {
-    fn definition(&self) -> agent_core::ToolDefinition {
-        agent_core::ToolDefinition::new(
+    fn definition(&self) -> agent_core::tool::ToolDefinition {
+        agent_core::tool::ToolDefinition::new(
             "ping",
             "Ping.",
             json!({"type": "object", "properties": {}, "additionalProperties": false}),
@@ -936,7 +938,7 @@ impl agent_core::Tool for Ping {
         &'a self,
         arguments: serde_json::Value,
         _c: agent_core::ToolContext,
-    ) -> agent_core::ToolFuture<'a> {
+    ) -> agent_core::tool::ToolFuture<'a> {
         self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Box::pin(async move { Ok(format!("pong {arguments}")) })
     }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_core::testing::ScriptedModel;
-use agent_core::{LlmError, RunEvent, run_agent};
+use agent_core::{llm::LlmError, observe::RunEvent, run_agent};
 use common::*;
 
 #[tokio::test]

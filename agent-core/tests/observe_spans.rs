@@ -11,7 +11,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use agent_core::testing::ScriptedModel;
-use agent_core::{LlmError, LlmResponse, TokenUsage, run_agent};
+use agent_core::{
+    llm::{LlmError, LlmResponse, TokenUsage},
+    run_agent,
+};
 use common::*;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};

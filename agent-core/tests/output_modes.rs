@@ -7,8 +7,10 @@ use crate::common;
 
 use agent_core::testing::{ScriptedModel, TestModel};
 use agent_core::{
-    AgentConfig, AgentError, AttemptKind, Ending, LlmResponse, Message, OutputMode, StopReason,
-    ToolChoice, run_agent,
+    AgentConfig, AgentError, Ending, OutputMode,
+    error::AttemptKind,
+    llm::{LlmResponse, Message, StopReason, ToolChoice},
+    run_agent,
 };
 use common::*;
 use serde_json::json;

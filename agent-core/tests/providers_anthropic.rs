@@ -8,7 +8,11 @@ use crate::providers_support;
 use std::time::Duration;
 
 use agent_core::providers::{AnthropicClient, ProviderOptions};
-use agent_core::{AgentError, LlmClient, LlmErrorKind, StopReason, run_agent};
+use agent_core::{
+    AgentError,
+    llm::{LlmClient, LlmErrorKind, StopReason},
+    run_agent,
+};
 use providers_support::*;
 use serde_json::json;
 use wiremock::{MockServer, ResponseTemplate};
@@ -24,7 +28,7 @@ fn client(server: &MockServer) -> AnthropicClient {
     .unwrap()
 }
 
-fn lookup_definition() -> agent_core::ToolDefinition {
+fn lookup_definition() -> agent_core::tool::ToolDefinition {
     use agent_core::Tool;
     CountingTool::lookup_order().definition()
 }

@@ -7,7 +7,11 @@
 use crate::providers_support;
 
 use agent_core::providers::{OpenAiClient, ProviderOptions};
-use agent_core::{AgentError, LlmClient, LlmErrorCause, StopReason, run_agent};
+use agent_core::{
+    AgentError,
+    llm::{LlmClient, LlmErrorCause, StopReason},
+    run_agent,
+};
 use providers_support::*;
 use wiremock::{MockServer, ResponseTemplate};
 

@@ -15,8 +15,10 @@ use std::time::Duration;
 
 use agent_core::providers::{AwsCredentials, BedrockClient, ProviderOptions};
 use agent_core::{
-    AgentError, Backoff, LlmClient, LlmErrorKind, LlmRequest, LlmResponse, StopReason, StreamDelta,
-    Tool, ToolChoice, run_agent,
+    AgentError, Tool,
+    config::Backoff,
+    llm::{LlmClient, LlmErrorKind, LlmRequest, LlmResponse, StopReason, StreamDelta, ToolChoice},
+    run_agent,
 };
 use aws_smithy_eventstream::frame::write_message_to;
 use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
@@ -109,7 +111,7 @@ fn event_stream(body: Vec<u8>) -> ResponseTemplate {
 async fn stream_once(
     client: &dyn LlmClient,
     request: &LlmRequest,
-) -> (Result<LlmResponse, agent_core::LlmError>, Vec<String>) {
+) -> (Result<LlmResponse, agent_core::llm::LlmError>, Vec<String>) {
     let mut deltas = Vec::new();
     let mut sink = |delta: StreamDelta<'_>| {
         deltas.push(match delta {
@@ -763,7 +765,7 @@ async fn reasoning_content_is_read_into_the_transcript_and_never_sent_back() {
     let reasoning: Vec<&str> = result
         .transcript
         .iter()
-        .map(agent_core::Message::reasoning)
+        .map(agent_core::llm::Message::reasoning)
         .filter(|r| !r.is_empty())
         .collect();
     assert_eq!(
@@ -812,7 +814,7 @@ fn reasoning_settings_are_a_config_error_on_bedrock() {
     let err = triage_with(ROUTE, "http://127.0.0.1:9", |o| {
         o.with_aws_region("us-east-1")
     })
-    .reasoning(agent_core::Reasoning::budget(2_048))
+    .reasoning(agent_core::llm::Reasoning::budget(2_048))
     .max_tokens(8_000)
     .build()
     .map(|_| ())

@@ -13,7 +13,11 @@ use crate::providers_support;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use agent_core::testing::{ScriptStep, ScriptedModel};
-use agent_core::{Compaction, LlmResponse, TokenUsage, run_agent};
+use agent_core::{
+    config::Compaction,
+    llm::{LlmResponse, TokenUsage},
+    run_agent,
+};
 use providers_support::*;
 use serde_json::{Value, json};
 use wiremock::matchers::method;

@@ -8,7 +8,11 @@ use crate::providers_support;
 use std::collections::HashSet;
 
 use agent_core::providers::{OpenAiClient, ProviderOptions};
-use agent_core::{AgentError, AgentOutput, LlmClient, LlmErrorKind, Tool, ToolChoice, run_agent};
+use agent_core::{
+    AgentError, AgentOutput, Tool,
+    llm::{LlmClient, LlmErrorKind, ToolChoice},
+    run_agent,
+};
 use providers_support::*;
 use serde_json::json;
 use wiremock::{MockServer, ResponseTemplate};

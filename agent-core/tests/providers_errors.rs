@@ -8,7 +8,12 @@ use crate::providers_support;
 use std::time::Duration;
 
 use agent_core::providers::{OpenAiClient, ProviderOptions};
-use agent_core::{AgentError, Backoff, LlmClient, LlmErrorKind, run_agent};
+use agent_core::{
+    AgentError,
+    config::Backoff,
+    llm::{LlmClient, LlmErrorKind},
+    run_agent,
+};
 use providers_support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;

@@ -5,7 +5,7 @@
 
 use crate::providers_support;
 
-use agent_core::{AgentError, OutputMode, StopReason, ToolRegistry, run_agent};
+use agent_core::{AgentError, OutputMode, ToolRegistry, llm::StopReason, run_agent};
 use providers_support::*;
 use serde_json::{Value, json};
 use wiremock::{MockServer, ResponseTemplate};

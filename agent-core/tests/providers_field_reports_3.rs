@@ -11,9 +11,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_core::{
-    AgentError, AgentResult, AttemptKind, OutputMode, RunOptions, RunStream, StreamEvent, Tool,
-    ToolContext, ToolDefinition, ToolFuture, ToolRegistry, run_agent, run_agent_stream,
-    run_agent_with,
+    AgentError, AgentResult, OutputMode, RunOptions, Tool, ToolContext, ToolRegistry,
+    error::AttemptKind,
+    run_agent, run_agent_stream, run_agent_with,
+    stream::{RunStream, StreamEvent},
+    tool::{ToolDefinition, ToolFuture},
 };
 use providers_support::*;
 use serde_json::{Value, json};
@@ -466,7 +468,7 @@ async fn c40_a_cancelled_or_deadline_cut_stream_counts_its_tokens_estimated() {
             });
             RunOptions::new().cancellation(token)
         };
-        let stream = agent_core::run_agent_stream_with(&config, "ticket", options);
+        let stream = agent_core::stream::run_agent_stream_with(&config, "ticket", options);
         let (_, result) = collect(stream).await;
         let expected = if cut_by_deadline {
             "deadline_exceeded"
@@ -505,7 +507,7 @@ async fn c40_a_cut_stream_counts_against_the_token_cap_before_the_retry() {
     };
     assert_eq!(
         budget,
-        &agent_core::Budget::TotalTokens {
+        &agent_core::error::Budget::TotalTokens {
             limit: 100,
             used: 123 + 4
         }
@@ -563,7 +565,7 @@ async fn c41_a_paused_turn_goes_back_unchanged_and_the_turn_goes_on() {
     );
     assert!(matches!(
         &result.transcript[1],
-        agent_core::Message::Paused { text, content }
+        agent_core::llm::Message::Paused { text, content }
             if text == "Let me search." && *content == paused_content()
     ));
 }

@@ -9,8 +9,12 @@ use crate::providers_support;
 
 use agent_core::providers::{GeminiClient, OpenAiClient, ProviderOptions};
 use agent_core::{
-    AgentError, AgentResult, Budget, LlmClient, LlmRequest, LlmResponse, ModelPrice, OutputMode,
-    RunStream, StopReason, StreamDelta, StreamEvent, ToolRegistry, run_agent, run_agent_stream,
+    AgentError, AgentResult, OutputMode, ToolRegistry,
+    error::Budget,
+    llm::{LlmClient, LlmRequest, LlmResponse, StopReason, StreamDelta},
+    pricing::ModelPrice,
+    run_agent, run_agent_stream,
+    stream::{RunStream, StreamEvent},
 };
 use aws_smithy_eventstream::frame::write_message_to;
 use aws_smithy_types::event_stream::{Header, HeaderValue, Message};
@@ -169,7 +173,7 @@ async fn chat_server(
 async fn stream_once(
     client: &dyn LlmClient,
     request: &LlmRequest,
-) -> (Result<LlmResponse, agent_core::LlmError>, Vec<String>) {
+) -> (Result<LlmResponse, agent_core::llm::LlmError>, Vec<String>) {
     let mut deltas = Vec::new();
     let mut sink = |delta: StreamDelta<'_>| {
         deltas.push(match delta {

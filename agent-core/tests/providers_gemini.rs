@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use agent_core::providers::{GeminiClient, ProviderOptions};
 use agent_core::{
-    AgentError, LlmClient, LlmErrorKind, OutputMode, StopReason, ToolRegistry, run_agent,
+    AgentError, OutputMode, ToolRegistry,
+    llm::{LlmClient, LlmErrorKind, StopReason},
+    run_agent,
 };
 use providers_support::*;
 use serde_json::{Value, json};
@@ -35,7 +37,7 @@ async fn mount_once(server: &MockServer, response: ResponseTemplate) {
     mount_post(server, PATH, response, Some(1)).await;
 }
 
-fn lookup_definition() -> agent_core::ToolDefinition {
+fn lookup_definition() -> agent_core::tool::ToolDefinition {
     use agent_core::Tool;
     CountingTool::lookup_order().definition()
 }

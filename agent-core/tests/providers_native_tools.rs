@@ -10,7 +10,10 @@ use crate::providers_support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agent_core::{OutputMode, Tool, ToolContext, ToolDefinition, ToolFuture, run_agent};
+use agent_core::{
+    OutputMode, Tool, ToolContext, run_agent,
+    tool::{ToolDefinition, ToolFuture},
+};
 use providers_support::*;
 use serde_json::{Value, json};
 use wiremock::matchers::method;

@@ -8,7 +8,11 @@ use crate::providers_support;
 use std::time::Duration;
 
 use agent_core::providers::{OpenAiClient, ProviderOptions};
-use agent_core::{AgentError, LlmClient, LlmErrorKind, StopReason, Tool, run_agent};
+use agent_core::{
+    AgentError, Tool,
+    llm::{LlmClient, LlmErrorKind, StopReason},
+    run_agent,
+};
 use providers_support::*;
 use serde_json::json;
 use wiremock::{MockServer, ResponseTemplate};

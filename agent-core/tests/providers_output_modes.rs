@@ -7,7 +7,9 @@
 
 use crate::providers_support;
 
-use agent_core::{AgentConfig, AgentError, AttemptKind, OutputMode, ToolRegistry, run_agent};
+use agent_core::{
+    AgentConfig, AgentError, OutputMode, ToolRegistry, error::AttemptKind, run_agent,
+};
 use providers_support::*;
 use serde_json::{Value, json};
 use wiremock::{MockServer, ResponseTemplate};

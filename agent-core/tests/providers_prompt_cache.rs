@@ -5,7 +5,7 @@
 
 use crate::providers_support;
 
-use agent_core::{PromptCaching, ToolRegistry, run_agent};
+use agent_core::{ToolRegistry, output::PromptCaching, run_agent};
 use providers_support::*;
 use serde_json::json;
 use wiremock::{MockServer, ResponseTemplate};

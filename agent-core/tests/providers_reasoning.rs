@@ -9,7 +9,11 @@ use crate::providers_support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use agent_core::{ConfigError, Effort, Reasoning, run_agent};
+use agent_core::{
+    ConfigError,
+    llm::{Effort, Reasoning},
+    run_agent,
+};
 use providers_support::*;
 use serde_json::{Value, json};
 use wiremock::matchers::method;
@@ -46,10 +50,10 @@ fn openai_submit() -> Value {
 }
 
 /// The non-empty reasoning texts of a transcript's assistant turns, in order.
-fn transcript_reasoning(transcript: &[agent_core::Message]) -> Vec<&str> {
+fn transcript_reasoning(transcript: &[agent_core::llm::Message]) -> Vec<&str> {
     transcript
         .iter()
-        .map(agent_core::Message::reasoning)
+        .map(agent_core::llm::Message::reasoning)
         .filter(|r| !r.is_empty())
         .collect()
 }
@@ -234,7 +238,7 @@ async fn gemini_gets_a_thinking_budget_or_level() {
 
 #[tokio::test]
 async fn streamed_thinking_arrives_as_reasoning_deltas() {
-    use agent_core::StreamEvent;
+    use agent_core::stream::StreamEvent;
     let server = MockServer::start().await;
     mount_post(
         &server,

@@ -13,8 +13,10 @@ use std::time::Duration;
 
 use agent_core::providers::{OpenAiResponsesClient, ProviderOptions};
 use agent_core::{
-    AgentConfig, AgentError, Backoff, LlmClient, LlmErrorKind, LlmResponse, OutputMode, StopReason,
-    StreamDelta, Tool, ToolChoice, run_agent, run_agent_stream,
+    AgentConfig, AgentError, OutputMode, Tool,
+    config::Backoff,
+    llm::{LlmClient, LlmErrorKind, LlmResponse, StopReason, StreamDelta, ToolChoice},
+    run_agent, run_agent_stream,
 };
 use providers_support::*;
 use serde_json::{Value, json};
@@ -60,7 +62,7 @@ async fn mount_once(server: &MockServer, response: ResponseTemplate) {
 /// One streamed round trip, with the deltas it produced written as text.
 async fn stream_once(
     client: &dyn LlmClient,
-) -> (Result<LlmResponse, agent_core::LlmError>, Vec<String>) {
+) -> (Result<LlmResponse, agent_core::llm::LlmError>, Vec<String>) {
     let mut deltas = Vec::new();
     let mut sink = |delta: StreamDelta<'_>| {
         deltas.push(match delta {
@@ -461,7 +463,7 @@ async fn streamed_function_call_arguments_and_a_streamed_run() {
     let mut stream = run_agent_stream(&config, "ticket");
     let mut outcome = None;
     while let Some(event) = stream.next().await {
-        if let agent_core::StreamEvent::Finished(result) = event {
+        if let agent_core::stream::StreamEvent::Finished(result) = event {
             outcome = Some(result.outcome);
         }
     }

@@ -9,7 +9,7 @@ use std::io;
 use std::sync::{Arc, Mutex};
 
 use agent_core::providers::{AnthropicClient, ApiKey, GeminiClient, OpenAiClient, ProviderOptions};
-use agent_core::{AgentConfig, AgentError, LlmClient, run_agent};
+use agent_core::{AgentConfig, AgentError, llm::LlmClient, run_agent};
 use providers_support::*;
 use tracing_subscriber::fmt::format::FmtSpan;
 use wiremock::matchers::method;
@@ -227,7 +227,7 @@ async fn bedrock_errors_echoing_the_secrets_leak_them_nowhere() {
                 .with_aws_credentials(credentials.clone())
                 .with_base_url(server.uri()),
         )
-        .backoff(agent_core::Backoff::none());
+        .backoff(agent_core::config::Backoff::none());
     let bearer = triage_with("bedrock/us.amazon.nova-pro-v1:0", &server.uri(), |o| {
         o.with_aws_region("us-east-1")
     });

@@ -26,7 +26,7 @@ async fn run_batch_can_be_spawned_on_a_multi_thread_runtime() {
         .build()
         .unwrap();
     let batch =
-        tokio::spawn(async move { agent_core::run_batch(&config, ["a", "b", "c"], 2).await })
+        tokio::spawn(async move { agent_core::eval::run_batch(&config, ["a", "b", "c"], 2).await })
             .await
             .unwrap();
     assert_eq!(batch.receipt.runs, 3);

@@ -9,8 +9,11 @@ use std::time::Duration;
 
 use agent_core::testing::{ScriptStep, ScriptedModel};
 use agent_core::{
-    AgentConfig, CancellationToken, Ending, Message, RunEvent, RunOptions, Tool, ToolContext,
-    ToolDefinition, ToolFuture, run_agent, run_agent_with,
+    AgentConfig, CancellationToken, Ending, RunOptions, Tool, ToolContext,
+    llm::Message,
+    observe::RunEvent,
+    run_agent, run_agent_with,
+    tool::{ToolDefinition, ToolFuture},
 };
 use common::*;
 use serde_json::{Value, json};
@@ -37,8 +40,8 @@ impl Tool for WhoAmI {
         Box::pin(async move { Ok(user.unwrap_or("nobody").to_owned()) })
     }
 
-    fn required_state(&self) -> Vec<agent_core::StateRequirement> {
-        vec![agent_core::StateRequirement::of::<Session>()]
+    fn required_state(&self) -> Vec<agent_core::tool::StateRequirement> {
+        vec![agent_core::tool::StateRequirement::of::<Session>()]
     }
 }
 

@@ -8,8 +8,10 @@ use crate::providers_support;
 
 use agent_core::providers::{AnthropicClient, OpenAiClient, ProviderOptions};
 use agent_core::{
-    AgentError, AgentResult, LlmClient, LlmErrorKind, LlmResponse, RunStream, StopReason,
-    StreamDelta, StreamEvent, run_agent, run_agent_stream,
+    AgentError, AgentResult,
+    llm::{LlmClient, LlmErrorKind, LlmResponse, StopReason, StreamDelta},
+    run_agent, run_agent_stream,
+    stream::{RunStream, StreamEvent},
 };
 use providers_support::*;
 use serde_json::{Value, json};
@@ -52,7 +54,7 @@ async fn mount_anthropic(server: &MockServer, response: ResponseTemplate, times:
 async fn stream_once(
     client: &dyn LlmClient,
     model: &str,
-) -> (Result<LlmResponse, agent_core::LlmError>, Vec<String>) {
+) -> (Result<LlmResponse, agent_core::llm::LlmError>, Vec<String>) {
     let mut deltas = Vec::new();
     let mut sink = |delta: StreamDelta<'_>| {
         deltas.push(match delta {

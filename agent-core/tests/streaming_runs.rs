@@ -11,8 +11,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use agent_core::testing::ScriptedModel;
 use agent_core::{
-    AgentResult, LlmError, RunStream, StreamEvent, Tool, ToolContext, ToolDefinition, ToolFuture,
+    AgentResult, Tool, ToolContext,
+    llm::LlmError,
     run_agent, run_agent_stream,
+    stream::{RunStream, StreamEvent},
+    tool::{ToolDefinition, ToolFuture},
 };
 use common::*;
 use serde_json::json;

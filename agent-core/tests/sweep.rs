@@ -61,7 +61,7 @@ fn variants() -> Vec<Variant<Triage>> {
             }
         }))
         .tool(lookup.clone())
-        .backoff(agent_core::Backoff::none())
+        .backoff(agent_core::config::Backoff::none())
         .max_llm_calls(8)
         .build()
         .unwrap();

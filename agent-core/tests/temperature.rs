@@ -6,7 +6,7 @@ use std::io;
 use std::sync::{Arc, Mutex};
 
 use agent_core::providers::{AnthropicClient, OpenAiClient, ProviderOptions};
-use agent_core::{AgentConfig, LlmClient};
+use agent_core::{AgentConfig, llm::LlmClient};
 
 #[derive(Clone, Default)]
 struct Captured(Arc<Mutex<Vec<u8>>>);

@@ -1,7 +1,7 @@
 //! A page that could not be made ([`PageError`]): its status and what to tell the reader,
 //! from a store error or a refused request. It is rendered by `pages/layout.rs`.
 
-use agent_core::StoreError;
+use agent_core::store::StoreError;
 use axum::http::StatusCode;
 
 use crate::auth::Refusal;

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use agent_core::paused_runs;
+use agent_core::durable::paused_runs;
 use agent_core::store::FeedbackStore;
 use base64::Engine;
 use futures::{SinkExt, StreamExt};

@@ -60,7 +60,7 @@ pub(crate) fn agent_output(args: TokenStream, input: TokenStream) -> syn::Result
         #json_impls
 
         impl ::agent_core::AgentOutput for #ident {
-            fn output_tool() -> ::core::option::Option<::agent_core::ToolDefinition> {
+            fn output_tool() -> ::core::option::Option<::agent_core::tool::ToolDefinition> {
                 ::core::option::Option::Some(
                     ::agent_core::__private::output_tool::<Self>(#description),
                 )
@@ -68,7 +68,7 @@ pub(crate) fn agent_output(args: TokenStream, input: TokenStream) -> syn::Result
 
             fn from_arguments(
                 arguments: &::agent_core::__private::serde_json::Value,
-            ) -> ::core::result::Result<Self, ::agent_core::ValidationErrors> {
+            ) -> ::core::result::Result<Self, ::agent_core::schema::ValidationErrors> {
                 static SCHEMA: ::agent_core::__private::ValidatorCell =
                     ::agent_core::__private::ValidatorCell::new();
                 let value: Self =
@@ -207,8 +207,8 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenSt
             }
 
             impl ::agent_core::Tool for #fn_ident {
-                fn definition(&self) -> ::agent_core::ToolDefinition {
-                    ::agent_core::ToolDefinition::new(
+                fn definition(&self) -> ::agent_core::tool::ToolDefinition {
+                    ::agent_core::tool::ToolDefinition::new(
                         #name,
                         #description,
                         ::agent_core::schema::parameters_for::<__ToolArguments>(),
@@ -219,7 +219,7 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenSt
                     &'a self,
                     arguments: ::agent_core::__private::serde_json::Value,
                     context: ::agent_core::ToolContext,
-                ) -> ::agent_core::ToolFuture<'a> {
+                ) -> ::agent_core::tool::ToolFuture<'a> {
                     ::std::boxed::Box::pin(async move {
                         let __arguments: __ToolArguments =
                             ::agent_core::__private::tool_arguments(&arguments)?;
@@ -229,8 +229,8 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenSt
                     })
                 }
 
-                fn required_state(&self) -> ::std::vec::Vec<::agent_core::StateRequirement> {
-                    ::std::vec![#(::agent_core::StateRequirement::of::<#states>()),*]
+                fn required_state(&self) -> ::std::vec::Vec<::agent_core::tool::StateRequirement> {
+                    ::std::vec![#(::agent_core::tool::StateRequirement::of::<#states>()),*]
                 }
 
                 fn irreversible(&self) -> bool {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
-use agent_core::{ToolRegistry, ToolSource};
+use agent_core::{ToolRegistry, tool::ToolSource};
 use rmcp::ServiceExt;
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -239,7 +239,7 @@ impl McpTools {
 /// snapshot's tools are the server's as agent-core tools (callable directly, with a
 /// `ToolContext`), and `refresh` reads the list again after a change.
 impl ToolSource for McpTools {
-    fn snapshot(&self) -> agent_core::ToolSnapshot {
+    fn snapshot(&self) -> agent_core::tool::ToolSnapshot {
         self.listing.snapshot()
     }
 

@@ -14,7 +14,7 @@
 //! run goes on to end as usual. See `docs/mcp.md`.
 //!
 //! The tools follow the server (`docs/cases.md`, C36): [`McpTools`] is an
-//! [`agent_core::ToolSource`], so after `notifications/tools/list_changed` the list is
+//! [`agent_core::tool::ToolSource`], so after `notifications/tools/list_changed` the list is
 //! read again before the next LLM call of a run, which offers the new list; a call to a
 //! removed tool is answered by the runner as an unknown tool, never sent. Durable runs
 //! do not record a source's tools, so a changed list does not stop a resume.

@@ -7,7 +7,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use agent_core::{Tool, ToolSnapshot, ToolSource};
+use agent_core::{
+    Tool,
+    tool::{ToolSnapshot, ToolSource},
+};
 
 use crate::connection::Connection;
 use crate::server::scrub;

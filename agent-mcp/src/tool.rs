@@ -4,7 +4,10 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use agent_core::{Tool, ToolContext, ToolDefinition, ToolError, ToolFuture};
+use agent_core::{
+    Tool, ToolContext, ToolError,
+    tool::{ToolDefinition, ToolFuture},
+};
 use rmcp::ServiceError;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,

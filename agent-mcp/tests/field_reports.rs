@@ -13,8 +13,10 @@ use std::time::{Duration, Instant};
 use agent_core::store::InMemoryCheckpoints;
 use agent_core::testing::ScriptedModel;
 use agent_core::{
-    AgentConfig, AgentError, LlmRequest, RunOptions, StateMap, ToolContext, ToolRegistry,
-    ToolSource, resume_agent, run_agent, run_agent_with,
+    AgentConfig, AgentError, RunOptions, ToolContext, ToolRegistry,
+    llm::LlmRequest,
+    resume_agent, run_agent, run_agent_with,
+    tool::{StateMap, ToolSource},
 };
 use agent_mcp::{McpServer, McpTools};
 use common::{Answer, Changes, TestServer, results_of};

@@ -13,7 +13,11 @@ use agent_core::schema::{
 };
 use agent_core::testing::ScriptedModel;
 use agent_core::{
-    AgentConfig, LlmClient, LlmRequest, Message, State, ToolDefinition, run_agent, tool, tools,
+    AgentConfig, State,
+    llm::{LlmClient, LlmRequest, Message},
+    run_agent, tool,
+    tool::ToolDefinition,
+    tools,
 };
 use agent_mcp::{McpError, McpServer, McpTools};
 use axum::extract::Request;

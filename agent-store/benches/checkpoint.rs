@@ -22,8 +22,10 @@
 use std::time::{Duration, Instant};
 
 use agent_core::{
-    AgentConfig, LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, Message, Tool, ToolCall,
-    ToolContext, ToolDefinition, ToolFuture, run_batch,
+    AgentConfig, Tool, ToolContext,
+    eval::run_batch,
+    llm::{LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, Message, ToolCall},
+    tool::{ToolDefinition, ToolFuture},
 };
 use agent_store::{Store, StoreOptions};
 use serde_json::{Value, json};

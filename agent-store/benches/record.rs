@@ -17,7 +17,7 @@
 use std::time::{Duration, Instant};
 
 use agent_core::testing::TestModel;
-use agent_core::{AgentConfig, run_batch};
+use agent_core::{AgentConfig, eval::run_batch};
 use agent_store::{Store, StoreOptions};
 use criterion::{Criterion, criterion_group, criterion_main};
 use sqlx::Connection;

@@ -25,8 +25,8 @@ use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use agent_core::StoreError;
 use agent_core::store::SaveOutcome;
+use agent_core::store::StoreError;
 use futures::FutureExt;
 use sqlx::{QueryBuilder, Row};
 use tokio::sync::{mpsc, oneshot};

@@ -18,7 +18,7 @@
 //! entry's commit, or the entry's check waits for the take-over's and then sees the new
 //! writer.
 
-use agent_core::StoreError;
+use agent_core::store::StoreError;
 use agent_core::store::{
     CheckpointRecord, CheckpointStore, LedgerEntry, LedgerStatus, SaveOutcome, StoreFuture,
 };

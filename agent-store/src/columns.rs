@@ -1,7 +1,7 @@
 //! Values as they go into columns: milliseconds as integers, text without NUL, keys
 //! checked.
 
-use agent_core::StoreError;
+use agent_core::store::StoreError;
 
 /// Milliseconds as a database integer (saturating).
 pub(crate) fn db_ms(ms: u64) -> i64 {

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use agent_core::StoreError;
+use agent_core::store::StoreError;
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{
@@ -91,7 +91,7 @@ macro_rules! write_tx {
         shared.check_file()?;
         $crate::db::on_write_pool!(&shared.pools, pool, $DB => {
             let mut conn = pool.acquire().await.map_err($crate::errors::db_error)?;
-            let outcome: Result<_, ::agent_core::StoreError> = async {
+            let outcome: Result<_, ::agent_core::store::StoreError> = async {
                 let mut $tx = ::sqlx::Connection::begin(&mut *conn)
                     .await
                     .map_err($crate::errors::db_error)?;
@@ -103,7 +103,7 @@ macro_rules! write_tx {
             .await;
             if matches!(
                 outcome,
-                Err(::agent_core::StoreError::Backend { .. } | ::agent_core::StoreError::Unavailable { .. })
+                Err(::agent_core::store::StoreError::Backend { .. } | ::agent_core::store::StoreError::Unavailable { .. })
             ) {
                 let _ = conn.close().await;
             }

@@ -5,7 +5,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use agent_core::store::{Retrieved, Retriever, StoreFuture, normalize};
-use agent_core::{Embedder, StoreError, Value};
+use agent_core::{
+    Value,
+    store::{Embedder, StoreError},
+};
 use serde::{Deserialize, Serialize};
 use sqlx::{QueryBuilder, Row};
 use tokio::sync::RwLock;

@@ -2,7 +2,7 @@
 //! cannot take it now (`Unavailable`), which are the backend's (`Backend`), and no URL
 //! password in any message.
 
-use agent_core::StoreError;
+use agent_core::store::StoreError;
 
 /// Whether `error` says the schema being created already exists (see `Shared::migrate`).
 pub(crate) fn is_duplicate_schema(error: &sqlx::Error) -> bool {

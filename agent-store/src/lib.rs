@@ -1,9 +1,9 @@
 //! # agent-store
 //!
 //! SQLite and PostgreSQL backends for agent-core's stores: one [`Store`] implements
-//! [`Memory`](agent_core::Memory) (conversation threads), [`FeedbackStore`](agent_core::store::FeedbackStore) (every run
+//! [`Memory`](agent_core::store::Memory) (conversation threads), [`FeedbackStore`](agent_core::store::FeedbackStore) (every run
 //! recorded, feedback attached, eval sets exported) and [`TraceStore`](agent_core::store::TraceStore) (transcripts and
-//! events, replay, diff); [`Store::documents`] gives a [`Retriever`](agent_core::Retriever)
+//! events, replay, diff); [`Store::documents`] gives a [`Retriever`](agent_core::store::Retriever)
 //! over stored documents and their embeddings.
 //!
 //! ```no_run
@@ -117,7 +117,7 @@ mod stats;
 mod store;
 mod writer;
 
-pub use agent_core::StoreError;
+pub use agent_core::store::StoreError;
 
 pub use backend::Backend;
 pub use dashboard::{

@@ -15,7 +15,7 @@
 use std::time::Duration;
 
 use agent_core::store::{Memory, StoreFuture, ThreadEntry, ThreadState};
-use agent_core::{Message, StoreError};
+use agent_core::{llm::Message, store::StoreError};
 use sqlx::{QueryBuilder, Row};
 
 use crate::columns::{check_key, db_ms};

@@ -1,7 +1,7 @@
 //! [`FeedbackStore`] and [`TraceStore`] for [`Store`]: run records, feedback, eval sets,
 //! traces.
 
-use agent_core::StoreError;
+use agent_core::store::StoreError;
 use agent_core::store::{
     EvalExample, EvalFilter, Feedback, FeedbackStore, RunQuery, RunRecord, StoreFuture,
     TraceRecord, TraceStore,

@@ -1,6 +1,6 @@
 //! Row counts of a store ([`StoreStats`]) and its integrity check.
 
-use agent_core::StoreError;
+use agent_core::store::StoreError;
 use sqlx::Row;
 
 use crate::db::{Pools, on_read_pool};

@@ -2,10 +2,9 @@
 
 use std::sync::Arc;
 
-use agent_core::store::{
-    EvalFilter, FeedbackStore, RunDiff, TraceStore, replay as replay_trace, write_jsonl,
-};
-use agent_core::{AgentConfig, AgentOutput, AgentResult, StoreError};
+use agent_core::eval::replay as replay_trace;
+use agent_core::store::{EvalFilter, FeedbackStore, RunDiff, TraceStore, write_jsonl};
+use agent_core::{AgentConfig, AgentOutput, AgentResult, store::StoreError};
 
 use crate::backend::Backend;
 use crate::checkpoint_writer::CheckpointWriter;
@@ -14,7 +13,7 @@ use crate::options::StoreOptions;
 use crate::writer::Writer;
 
 /// A handle on one database: SQLite file or PostgreSQL server. Cheap to clone; every
-/// clone shares the pools and the writer. Implements [`Memory`](agent_core::Memory),
+/// clone shares the pools and the writer. Implements [`Memory`](agent_core::store::Memory),
 /// [`FeedbackStore`], [`TraceStore`] and
 /// [`CheckpointStore`](agent_core::store::CheckpointStore) (durable runs).
 #[derive(Clone)]
@@ -104,7 +103,7 @@ impl Store {
         flushed
     }
 
-    /// Runs a stored run's input again on `config` (see [`agent_core::store::replay`]).
+    /// Runs a stored run's input again on `config` (see [`agent_core::eval::replay`]).
     ///
     /// # Errors
     /// [`StoreError::NotFound`] when no trace has this id.

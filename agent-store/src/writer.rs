@@ -9,7 +9,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use agent_core::StoreError;
+use agent_core::store::StoreError;
 use futures::FutureExt;
 use sqlx::QueryBuilder;
 use tokio::sync::{mpsc, oneshot};

@@ -17,10 +17,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use agent_core::{
-    AgentConfig, AgentError, AgentOutput, Backoff, Decisions, LlmClient, LlmError, LlmFuture,
-    LlmRequest, LlmResponse, Message, PendingCall, RunOptions, SchemaValidator, Tool, ToolCall,
-    ToolContext, ToolDefinition, ToolError, ToolFuture, ValidationErrors, paused_runs,
-    record_decisions, resume_agent, run_agent_with,
+    AgentConfig, AgentError, AgentOutput, RunOptions, Tool, ToolContext, ToolError,
+    config::Backoff,
+    durable::{Decisions, PendingCall, paused_runs, record_decisions},
+    llm::{LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, Message, ToolCall},
+    resume_agent, run_agent_with,
+    schema::{SchemaValidator, ValidationErrors},
+    tool::{ToolDefinition, ToolFuture},
 };
 use agent_store::{Store, StoreOptions};
 use common::Place;

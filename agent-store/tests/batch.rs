@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use agent_core::store::{FeedbackStore, RunQuery};
 use agent_core::testing::TestModel;
-use agent_core::{AgentConfig, Ending, run_batch};
+use agent_core::{AgentConfig, Ending, eval::run_batch};
 use common::Place;
 
 const RUNS: usize = 10_000;

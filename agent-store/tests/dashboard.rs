@@ -7,7 +7,7 @@ use crate::common;
 
 use agent_core::Ending;
 use agent_core::store::{FeedbackStore, RunRecord};
-use agent_core::{StoreError, json};
+use agent_core::{json, store::StoreError};
 use agent_store::{DAY_MS, RunFilter, RunScope, Store};
 use common::Place;
 
@@ -287,7 +287,7 @@ async fn aggregates_count_what_was_recorded(place: &Place) {
         (capped[0].ending, capped[0].llm_calls, capped[0].runs),
         (Ending::Exhausted, 8, 1)
     );
-    let stats = agent_core::TurnStats::from_counts(
+    let stats = agent_core::eval::TurnStats::from_counts(
         turns.iter().map(|t| {
             (
                 t.ending,

@@ -27,9 +27,13 @@ use agent_core::store::{
     CheckpointRecord, CheckpointStore, LedgerEntry, LedgerStatus, SaveOutcome, StoreFuture,
 };
 use agent_core::{
-    AgentConfig, AgentOutput, Backoff, LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse,
-    Message, ResumeError, RunOptions, SchemaValidator, TokenUsage, Tool, ToolCall, ToolContext,
-    ToolDefinition, ToolFuture, ValidationErrors, resume_agent, run_agent_with,
+    AgentConfig, AgentOutput, RunOptions, Tool, ToolContext,
+    config::Backoff,
+    durable::ResumeError,
+    llm::{LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, Message, TokenUsage, ToolCall},
+    resume_agent, run_agent_with,
+    schema::{SchemaValidator, ValidationErrors},
+    tool::{ToolDefinition, ToolFuture},
 };
 use agent_store::{Store, StoreOptions};
 use common::Place;

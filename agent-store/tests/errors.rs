@@ -13,7 +13,7 @@ use agent_core::store::{
     HashEmbedder, LedgerEntry, Memory, RunQuery, ThreadEntry, TraceStore,
 };
 use agent_core::testing::TestModel;
-use agent_core::{AgentConfig, LlmError, StoreError, run_agent};
+use agent_core::{AgentConfig, llm::LlmError, run_agent, store::StoreError};
 use agent_store::{Store, StoreOptions};
 use sqlx::Connection;
 

@@ -17,8 +17,8 @@ use agent_core::store::{
 };
 use agent_core::testing::TestModel;
 use agent_core::{
-    AgentConfig, AgentConfigBuilder, Ending, RunEvent, RunOptions, StoreError, run_agent_with,
-    run_batch,
+    AgentConfig, AgentConfigBuilder, Ending, RunOptions, eval::run_batch, observe::RunEvent,
+    run_agent_with, store::StoreError,
 };
 use agent_store::{Store, StoreOptions};
 use sqlx::Connection;

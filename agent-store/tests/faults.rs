@@ -20,7 +20,7 @@ use agent_core::store::{
     TraceRecord, TraceStore,
 };
 use agent_core::testing::TestModel;
-use agent_core::{AgentConfig, Ending, RunEvent, StoreError, run_batch};
+use agent_core::{AgentConfig, Ending, eval::run_batch, observe::RunEvent, store::StoreError};
 use agent_store::{Store, StoreOptions};
 
 /// One `StoreFailed` event: (trace id, store, error).

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use agent_core::store::{FeedbackStore, TraceStore};
 use agent_core::testing::TestModel;
-use agent_core::{AgentConfig, run_batch};
+use agent_core::{AgentConfig, eval::run_batch};
 use agent_store::{Store, StoreOptions};
 use common::Place;
 

@@ -10,8 +10,13 @@ use crate::common;
 use agent_core::store::{Memory, ThreadEntry};
 use agent_core::testing::ScriptedModel;
 use agent_core::{
-    AgentConfig, AgentError, Budget, LlmError, MemoryWindow, Message, RunOptions, StoreError, json,
-    run_agent_with, tool, tools,
+    AgentConfig, AgentError, RunOptions,
+    error::Budget,
+    json,
+    llm::{LlmError, Message},
+    run_agent_with,
+    store::{MemoryWindow, StoreError},
+    tool, tools,
 };
 use common::Place;
 

@@ -12,8 +12,11 @@ use agent_core::store::{
 };
 use agent_core::testing::ScriptedModel;
 use agent_core::{
-    AgentConfig, Ending, LlmError, Message, RunOptions, StoreError, agent_output, json,
-    run_agent_with, tool, tools,
+    AgentConfig, Ending, RunOptions, agent_output, json,
+    llm::{LlmError, Message},
+    run_agent_with,
+    store::StoreError,
+    tool, tools,
 };
 use common::Place;
 
@@ -345,7 +348,9 @@ async fn hostile_text_round_trips(place: &Place) {
         panic!("{:?}", trace.transcript)
     };
     assert_eq!(results[0].content, format!("{HOSTILE}{HOSTILE}"));
-    let memory = agent_core::Memory::load(&store, thread, 10).await.unwrap();
+    let memory = agent_core::store::Memory::load(&store, thread, 10)
+        .await
+        .unwrap();
     assert_eq!(memory.messages, result.transcript);
     store
         .attach_feedback(

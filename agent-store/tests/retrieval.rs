@@ -9,7 +9,10 @@ use std::sync::Arc;
 
 use agent_core::store::{HashEmbedder, context_section};
 use agent_core::testing::ScriptedModel;
-use agent_core::{AgentConfig, Embedder, RunOptions, StoreError, Value, json, run_agent_with};
+use agent_core::{
+    AgentConfig, RunOptions, Value, json, run_agent_with,
+    store::{Embedder, StoreError},
+};
 use common::Place;
 
 fn embedder() -> Arc<dyn Embedder> {
@@ -139,7 +142,7 @@ async fn context_is_appended_to_the_system_prompt(place: &Place) {
     // The input itself is unchanged, and it is the only message.
     assert_eq!(
         model.requests()[0].messages,
-        [agent_core::Message::user(input)]
+        [agent_core::llm::Message::user(input)]
     );
 
     // Without a system prompt the section is the whole prompt.

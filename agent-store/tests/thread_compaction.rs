@@ -10,8 +10,11 @@ use crate::common;
 use agent_core::store::Memory;
 use agent_core::testing::{ScriptStep, ScriptedModel};
 use agent_core::{
-    AgentConfig, Compaction, LlmResponse, MemoryWindow, Message, RunOptions, TokenUsage,
+    AgentConfig, RunOptions,
+    config::Compaction,
+    llm::{LlmResponse, Message, TokenUsage},
     run_agent_with,
+    store::MemoryWindow,
 };
 use common::Place;
 

@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use agent_core::store::Memory;
 use agent_core::{
-    AgentConfig, LlmClient, LlmFuture, LlmRequest, LlmResponse, RunOptions, TokenUsage,
+    AgentConfig, RunOptions,
+    llm::{LlmClient, LlmFuture, LlmRequest, LlmResponse, TokenUsage},
     run_agent_with,
 };
 use agent_store::{Store, StoreOptions};

@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use agent_core::store::RunRecord;
-use agent_core::{FeedbackStore, Receipt};
+use agent_core::{eval::Receipt, store::FeedbackStore};
 use async_nats::jetstream::consumer::{DeliverPolicy, pull::Ordered, pull::OrderedConfig};
 use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -113,7 +113,7 @@ pub struct QueuedBatch {
 
 /// Runs `agent` on every input over the queue: submits one job per input, waits until
 /// each is stored or dead-lettered (with a progress bar if asked), then reads the
-/// stored records and computes the receipt from them, as [`agent_core::run_batch`]
+/// stored records and computes the receipt from them, as [`agent_core::eval::run_batch`]
 /// computes it from its results. See [`run_jobs_queued`] for how it waits.
 ///
 /// # Errors

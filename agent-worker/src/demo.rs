@@ -3,8 +3,11 @@
 //! input gives the same ending, output and token counts in any process.
 
 use agent_core::{
-    AgentConfig, ConfigError, FnGrader, LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse,
-    Message, Scores, StopReason, TokenUsage,
+    AgentConfig, ConfigError,
+    eval::{FnGrader, Scores},
+    llm::{
+        LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, Message, StopReason, TokenUsage,
+    },
 };
 
 use crate::registry::Registry;

@@ -1,7 +1,7 @@
 //! [`QueueError`]: what can go wrong around the queue (never inside a run: a run ends in
 //! its own typed result).
 
-use agent_core::StoreError;
+use agent_core::store::StoreError;
 
 /// A failure of the queue, the store or a job's encoding. A run's own failure is never
 /// one of these: it is a stored result with its ending.

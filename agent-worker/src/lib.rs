@@ -3,7 +3,7 @@
 //! Scale-out for agent-core over NATS JetStream: a work queue of runs, stateless
 //! workers, one stored result per run id however often a job is delivered, dead letters
 //! for runs that keep crashing workers, a request rate per provider shared by every
-//! worker, `run_batch` over the queue with the same [`Receipt`](agent_core::Receipt), and
+//! worker, `run_batch` over the queue with the same [`Receipt`](agent_core::eval::Receipt), and
 //! pipelines of agents. `docs/scale-out.md` has the design and the guarantees.
 //!
 //! ```no_run

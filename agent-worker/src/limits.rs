@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::{LlmClient, LlmError, LlmFuture, LlmRequest, OutputCapabilities};
+use agent_core::llm::{LlmClient, LlmError, LlmFuture, LlmRequest, OutputCapabilities};
 use async_nats::jetstream::{kv, stream};
 
 use crate::error::QueueError;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use agent_core::store::RunRecord;
-use agent_core::{Ending, FeedbackStore, Receipt};
+use agent_core::{Ending, eval::Receipt, store::FeedbackStore};
 use futures::StreamExt;
 
 use crate::batch::{BatchOptions, run_jobs_queued};

@@ -187,7 +187,7 @@ impl Queue {
     }
 
     /// Puts the job of a paused run back on the queue once its decisions are recorded
-    /// (`agent_core::record_decisions`), so that a worker continues the run from its
+    /// (`agent_core::durable::record_decisions`), so that a worker continues the run from its
     /// checkpoint. Unlike [`submit`](Self::submit) it is never dropped as a duplicate:
     /// its message id is the run id with a `:resume:` suffix unique to this call. A
     /// resume sent twice, or for a run that is not paused, is harmless: the worker

@@ -3,7 +3,10 @@
 use std::time::Duration;
 
 use agent_core::store::RunRecord;
-use agent_core::{Category, Receipt, RunTally};
+use agent_core::{
+    Category,
+    eval::{Receipt, RunTally},
+};
 
 use crate::registry::{META_MAX_LLM_CALLS, META_PARTIAL, META_STORE_FAILURES};
 

@@ -9,8 +9,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use agent_core::store::RunRecord;
 use agent_core::{
-    AgentConfig, AgentError, AgentOutput, AgentResult, CallOutcome, Category, Ending, ResumeError,
-    RunOptions, Value, resume_agent_with, run_agent_with,
+    AgentConfig, AgentError, AgentOutput, AgentResult, Category, Ending, RunOptions, Value,
+    durable::{ResumeError, resume_agent_with},
+    handover::CallOutcome,
+    run_agent_with,
 };
 use serde_json::json;
 
@@ -90,7 +92,7 @@ enum Unresumable {
     /// Another process has the run (its claim came first).
     Fenced,
     /// The checkpoint store could not be read (or the claim written): try later.
-    Unreadable(agent_core::StoreError),
+    Unreadable(agent_core::store::StoreError),
     /// The run is paused and these pending calls (their ids) have no decision yet:
     /// nothing to do until they do.
     Waiting(Vec<String>),
@@ -133,7 +135,7 @@ async fn resume_or_start<T: AgentOutput + Sync>(
 }
 
 fn unresumable(error: ResumeError) -> Unresumable {
-    use agent_core::DecisionProblem;
+    use agent_core::durable::DecisionProblem;
     match error {
         // Only missing decisions: not a bad decision, a delivery before the reviewer.
         ResumeError::Decisions { problems, .. }
@@ -195,7 +197,7 @@ fn resume_failure<T: AgentOutput + Sync>(
         "ending": Ending::Failed,
         "category": Category::InvalidRun.as_str(),
         "error": format!("cannot resume: {error}"),
-        "usage": agent_core::Usage::default(),
+        "usage": agent_core::usage::Usage::default(),
         "scores": null,
         "duration_ms": now_ms().saturating_sub(started_at_ms),
         "started_at_ms": started_at_ms,

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use agent_core::store::RunRecord;
-use agent_core::{CancellationToken, FeedbackStore};
+use agent_core::{CancellationToken, store::FeedbackStore};
 use async_nats::jetstream::{AckKind, Message};
 use futures::StreamExt;
 use tokio::sync::Semaphore;
@@ -105,7 +105,7 @@ struct Inner {
 ///
 /// A run that pauses (a call waits for approval or an outside result) is stored with
 /// ending `paused` and its job acked, so it holds no slot while it waits. After the
-/// decisions are recorded (`agent_core::record_decisions`), [`Queue::resume`] puts the
+/// decisions are recorded (`agent_core::durable::record_decisions`), [`Queue::resume`] puts the
 /// job back; the worker that gets it continues the run from its checkpoint. A job of a
 /// paused run delivered before every pending call has a decision is acked without
 /// running anything ([`WorkerReport::waiting`]).

@@ -30,8 +30,10 @@ use std::time::{Duration, Instant};
 
 use agent_core::store::RunRecord;
 use agent_core::{
-    AgentConfig, CancellationToken, Ending, FeedbackStore, LlmClient, LlmError, LlmFuture,
-    LlmRequest, LlmResponse, Message, Tool, ToolCall, ToolContext, ToolDefinition, ToolFuture,
+    AgentConfig, CancellationToken, Ending, Tool, ToolContext,
+    llm::{LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, Message, ToolCall},
+    store::FeedbackStore,
+    tool::{ToolDefinition, ToolFuture},
 };
 use agent_store::{Store, StoreOptions};
 use agent_worker::{
@@ -671,10 +673,10 @@ async fn a_paused_job_frees_its_slot_and_resume_puts_it_back() {
         assert_eq!(still, paused);
         assert!(env.lines().is_empty());
 
-        let left = agent_core::record_decisions(
+        let left = agent_core::durable::record_decisions(
             &env.store,
             "job-p",
-            agent_core::Decisions::new().approve("c1"),
+            agent_core::durable::Decisions::new().approve("c1"),
         )
         .await
         .unwrap();

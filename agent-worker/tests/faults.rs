@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::StoreError;
+use agent_core::store::StoreError;
 use agent_core::store::{
     EvalExample, EvalFilter, Feedback, FeedbackStore, RunQuery, RunRecord, StoreFuture,
 };

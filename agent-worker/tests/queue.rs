@@ -12,7 +12,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_core::store::RunRecord;
-use agent_core::{AgentConfig, Ending, Receipt, run_batch};
+use agent_core::{
+    AgentConfig, Ending,
+    eval::{Receipt, run_batch},
+};
 use agent_store::{Store, StoreOptions};
 use agent_worker::demo::DemoModel;
 use agent_worker::{

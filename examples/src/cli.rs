@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agent_core::{AgentResult, OutputMode, RunEvent};
+use agent_core::{AgentResult, OutputMode, observe::RunEvent};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 

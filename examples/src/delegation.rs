@@ -4,7 +4,11 @@
 
 use std::path::Path;
 
-use agent_core::{AgentConfig, InputGuardrail, Verdict, agent_output, tools};
+use agent_core::{
+    AgentConfig, agent_output,
+    guardrail::{InputGuardrail, Verdict},
+    tools,
+};
 
 use crate::model::ModelChoice;
 use crate::triage::{OrderBook, Triage, lookup_order, refund_status};
@@ -153,7 +157,7 @@ fn luhn(digits: &[u32]) -> bool {
 
 /// One line per child run of a ticket (indented, under the ticket's line): the tool, the
 /// child's ending and category, its LLM calls and tokens.
-pub fn child_lines(usage: &agent_core::Usage) -> Vec<String> {
+pub fn child_lines(usage: &agent_core::usage::Usage) -> Vec<String> {
     usage
         .children
         .iter()

@@ -247,7 +247,7 @@ mod tests {
             .text(r#"{"severity": 2, "queue": "shipping"}"#)
             .text(r#"{"severity": 2, "queue": "billing"}"#)
             .text(r#"{"severity": 1, "queue": "feedback"}"#)
-            .fail(agent_core::LlmError::permanent("down"))
+            .fail(agent_core::llm::LlmError::permanent("down"))
             .text(r#"{"severity": 1, "queue": "spam"}"#);
         let config: AgentConfig<String> = AgentConfig::builder("t").llm(model).build().unwrap();
         let mut results = Vec::new();

@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use agent_core::{AgentResult, Message};
+use agent_core::{AgentResult, llm::Message};
 
 use crate::triage::Ticket;
 
@@ -142,7 +142,7 @@ mod tests {
     #[tokio::test]
     async fn lookups_are_counted_per_ticket() {
         use agent_core::testing::ScriptedModel;
-        use agent_core::{AgentConfig, ToolCall, run_agent};
+        use agent_core::{AgentConfig, llm::ToolCall, run_agent};
         use serde_json::json;
         let data = crate::triage::data_dir();
         // Ticket a names an order and finds it; b names one and looks a wrong id up;

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use agent_core::{Ending, run_batch};
+use agent_core::{Ending, eval::run_batch};
 use agent_examples::delegation::{CARD_TICKET, child_lines, delegating_config};
 use agent_examples::model::ModelChoice;
 use agent_examples::triage::{data_dir, load_tickets};

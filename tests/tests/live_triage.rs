@@ -39,9 +39,15 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use agent_core::{
-    AgentConfig, AgentConfigBuilder, AgentOutput, Backoff, Ending, OutputMode, SUBMIT_OUTPUT,
-    SchemaValidator, StreamEvent, ToolDefinition, ValidationErrors, run_agent, run_agent_stream,
-    tool, tools,
+    AgentConfig, AgentConfigBuilder, AgentOutput, Ending, OutputMode,
+    config::Backoff,
+    output::SUBMIT_OUTPUT,
+    run_agent, run_agent_stream,
+    schema::{SchemaValidator, ValidationErrors},
+    stream::StreamEvent,
+    tool,
+    tool::ToolDefinition,
+    tools,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -13,7 +13,9 @@
 use agent_core::__private::schemars::JsonSchema;
 use agent_core::__private::serde::Deserialize;
 use agent_core::testing::ScriptedModel;
-use agent_core::{AgentConfig, AgentOutput, Message, SUBMIT_OUTPUT, agent_output, run_agent};
+use agent_core::{
+    AgentConfig, AgentOutput, agent_output, llm::Message, output::SUBMIT_OUTPUT, run_agent,
+};
 use serde_json::json;
 
 /// Triage decision for one support ticket.

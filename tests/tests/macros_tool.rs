@@ -17,8 +17,11 @@ use std::sync::{Arc, Mutex};
 use agent_core::__private::serde::Serialize;
 use agent_core::testing::ScriptedModel;
 use agent_core::{
-    AgentConfig, ConfigError, Message, State, StateMap, StateRequirement, Tool, ToolContext,
-    ToolDefinition, ToolError, ToolFuture, agent_output, run_agent, tool, tools,
+    AgentConfig, ConfigError, State, Tool, ToolContext, ToolError, agent_output,
+    llm::Message,
+    run_agent, tool,
+    tool::{StateMap, StateRequirement, ToolDefinition, ToolFuture},
+    tools,
 };
 use serde_json::{Value, json};
 

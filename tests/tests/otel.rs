@@ -8,7 +8,8 @@ use agent_core::otel::{DURATION_BUCKETS, GenAiMetrics, TOKEN_BUCKETS};
 use agent_core::providers::ProviderOptions;
 use agent_core::testing::ScriptedModel;
 use agent_core::{
-    AgentConfig, AgentError, AgentResult, LlmError, LlmResponse, TokenUsage, agent_output,
+    AgentConfig, AgentError, AgentResult, agent_output,
+    llm::{LlmError, LlmResponse, TokenUsage},
     run_agent, tool, tools,
 };
 use opentelemetry::metrics::MeterProvider;

@@ -13,7 +13,7 @@ use agent_core::schema::{
     gemini_violations, openai_strict_violations, openai_violations, parameters_for,
 };
 use agent_core::testing::example_for_schema;
-use agent_core::{AgentOutput, SchemaValidator, agent_output, agent_type};
+use agent_core::{AgentOutput, agent_output, agent_type, schema::SchemaValidator};
 use serde_json::{Value, json};
 
 /// One axis of a chart.

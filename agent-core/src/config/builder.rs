@@ -16,10 +16,10 @@ use crate::observe::Observer;
 use crate::output::AgentOutput;
 use crate::pricing::{ModelPrice, Pricing};
 use crate::providers::{ApiKey, ProviderOptions};
-use crate::registry::ToolRegistry;
 use crate::result::AgentResult;
 use crate::scores::Grader;
-use crate::stores::StoreSettings;
+use crate::store::StoreSettings;
+use crate::tool::ToolRegistry;
 
 use super::params::Params;
 use crate::limits::Limits;
@@ -217,7 +217,7 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     /// A turn falls back when its model spent `max_llm_retries` transient failures in
     /// a row (429, 5xx, 529, timeouts), or at once on a permanent failure of the
     /// model, provider or account (404 model not found, quota or credit exhausted,
-    /// 401/402/403; [`LlmError::falls_back`](crate::LlmError::falls_back)); never on a
+    /// 401/402/403; [`LlmError::falls_back`](crate::llm::LlmError::falls_back)); never on a
     /// 400 or 422 about the request, a 413, a refusal, a content filter or a full
     /// context window, which the next model would answer the same way. The run goes on
     /// with the next model from then on (`docs/providers.md`, "Fallback models").
@@ -517,7 +517,7 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     /// itself requires approval (`#[tool(requires_approval)]`), the call does not run.
     /// The turn's other calls run, then the run pauses with ending `paused`
     /// ([`AgentError::Paused`](crate::AgentError::Paused) lists the pending calls) and
-    /// [`resume_agent_with`](crate::resume_agent_with) continues it with a decision for
+    /// [`resume_agent_with`](crate::durable::resume_agent_with) continues it with a decision for
     /// each: `|call, _| call.name == "refund" && call.arguments["amount"].as_f64() > Some(100.0)`.
     /// A policy that panics asks for approval. Needs a checkpoint store
     /// (`.checkpoints(..)`): `build()` returns

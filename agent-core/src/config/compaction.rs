@@ -26,7 +26,7 @@ use super::AgentConfigBuilder;
 ///   [`summarize_with`](Self::summarize_with) a cheaper one). Its tokens and cost count
 ///   in the run's usage and caps; when it fails (a provider error, an empty summary, or
 ///   a token or cost cap that would not allow it) the run clears tool results instead and
-///   counts the failure in [`Usage::compaction_failures`](crate::Usage::compaction_failures).
+///   counts the failure in [`Usage::compaction_failures`](crate::usage::Usage::compaction_failures).
 /// - [`none`](Self::none) (the default): nothing; a request past the window ends the run
 ///   with `context_window_exceeded`.
 ///
@@ -35,7 +35,7 @@ use super::AgentConfigBuilder;
 /// leaves no call id in a summary that the history no longer has. The newest
 /// [`keep_recent_turns`](Self::keep_recent_turns) assistant turns (default 2) are kept
 /// as they are. Each compaction is a `RunEvent::Compacted`, a `compaction` tracing
-/// event, and counted in [`Usage::compactions`](crate::Usage::compactions).
+/// event, and counted in [`Usage::compactions`](crate::usage::Usage::compactions).
 #[derive(Clone)]
 pub struct Compaction {
     pub(crate) strategy: Strategy,

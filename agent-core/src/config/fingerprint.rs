@@ -4,7 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::config::Settings;
-use crate::stores::fnv1a64;
+use crate::store::fnv1a64;
 use crate::tool::ToolDefinition;
 
 /// The keys of the limits and plain settings, in the order the fingerprint hashes them.

@@ -1,4 +1,4 @@
-//! The guardrails of a config (see [`Verdict`](crate::Verdict)) and their builder methods.
+//! The guardrails of a config (see [`Verdict`](crate::guardrail::Verdict)) and their builder methods.
 
 use crate::guardrail::{InputGuardrail, OutputGuardrail, ToolGuardrail};
 

@@ -9,6 +9,8 @@ mod guardrails;
 mod handoff;
 mod params;
 mod route;
+pub use crate::backoff::Backoff;
+pub use crate::limits::Limits;
 pub use compaction::Compaction;
 pub(crate) use compaction::{Plan as CompactionPlan, Summarizer};
 pub use handoff::{Handoff, HistoryFilter};
@@ -28,7 +30,6 @@ pub(crate) use crate::error::ConfigError;
 pub(crate) use builder::Settings;
 pub use builder::{AgentConfigBuilder, OutputValidator};
 
-use crate::limits::Limits;
 use crate::llm::{LlmClient, OutputSpec};
 use crate::output::{AgentOutput, AnswerMode, ESCALATE_TO_HUMAN, OutputMode, PromptCaching};
 use crate::pricing::ModelPrice;
@@ -111,7 +112,7 @@ pub(crate) struct Compiled<T> {
     /// The agents a turn may hand the conversation to.
     pub(crate) handoffs: Vec<Handoff<T>>,
     /// The stores around a run, and their timeout.
-    pub(crate) stores: crate::stores::StoreSettings,
+    pub(crate) stores: crate::store::StoreSettings,
     /// A token that cancels every run of the config.
     pub(crate) cancellation: Option<tokio_util::sync::CancellationToken>,
 }
@@ -261,7 +262,7 @@ impl<T: AgentOutput> AgentConfig<T> {
     /// The tools offered in an ordinary turn (user tools, `submit_output` in tool
     /// mode, `escalate_to_human` when enabled, and a `transfer_to_{name}` per
     /// handoff), as `build()` froze them: a
-    /// [`ToolSource`](crate::ToolSource)'s tools as they were then (runs follow its
+    /// [`ToolSource`](crate::tool::ToolSource)'s tools as they were then (runs follow its
     /// later changes).
     pub fn tool_definitions(&self) -> &[ToolDefinition] {
         &self.inner.table.offered

@@ -104,7 +104,7 @@ params! {
         },
         fingerprint Some("temperature"), |v| json!(v);
     /// The reasoning asked of the model: an effort level and/or a thinking budget
-    /// (see [`Reasoning`](crate::Reasoning) for what each provider gets). `build()`
+    /// (see [`Reasoning`](crate::llm::Reasoning) for what each provider gets). `build()`
     /// returns [`ConfigError::InvalidSetting`] when the model does not reason or cannot
     /// honour the budget (the client's `check_reasoning`).
     reasoning: Option<crate::llm::Reasoning> = None,

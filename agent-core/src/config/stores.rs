@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::config::{AgentConfigBuilder, ConfigError, invalid};
 use crate::output::AgentOutput;
-use crate::stores::{
+use crate::store::{
     CheckpointStore, FeedbackStore, Memory, MemoryWindow, Retriever, StoreSettings, TraceStore,
 };
 
@@ -38,7 +38,7 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
 
     /// A cap on the LLM calls of all runs of one memory thread (at least 1; default
     /// none). A run of a thread whose earlier runs used `limit` or more ends at once with
-    /// `budget_exhausted` ([`Budget::ThreadLlmCalls`](crate::Budget::ThreadLlmCalls)),
+    /// `budget_exhausted` ([`Budget::ThreadLlmCalls`](crate::error::Budget::ThreadLlmCalls)),
     /// before any request. A run that starts under the cap is bounded by
     /// `max_llm_calls` as usual, so a thread can pass the cap by less than one run's
     /// LLM calls.

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::output::{ESCALATE_TO_HUMAN, SUBMIT_OUTPUT};
-use crate::registry::ToolSnapshot;
 use crate::tool::ToolDefinition;
+use crate::tool::ToolSnapshot;
 
 use super::checks::{check_object_schema, is_legal_tool_name};
 use super::{Compiled, CompiledTool};
@@ -55,7 +55,7 @@ impl ToolTable {
 
 impl<T> Compiled<T> {
     /// The config's tool sources, in order (see `ToolSource`).
-    pub(crate) fn tool_sources(&self) -> &[crate::registry::RegisteredSource] {
+    pub(crate) fn tool_sources(&self) -> &[crate::tool::RegisteredSource] {
         self.settings.tools.sources()
     }
 

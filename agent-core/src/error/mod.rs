@@ -37,7 +37,7 @@ pub enum Ending {
     Failed,
     /// The run waits for a person's decision or for a result from outside
     /// ([`AgentError::Paused`]): not a failure, not exhausted, not stuck. It goes on with
-    /// [`resume_agent_with`](crate::resume_agent_with).
+    /// [`resume_agent_with`](crate::durable::resume_agent_with).
     Paused,
 }
 
@@ -346,7 +346,7 @@ pub enum AgentError {
     /// The run paused: the model called tools that need a person's approval, or a tool
     /// said its result comes from outside. Not a failure (ending [`Ending::Paused`]):
     /// the turn's other calls ran, the checkpoint keeps the run, and
-    /// [`resume_agent_with`](crate::resume_agent_with) with a decision for every pending
+    /// [`resume_agent_with`](crate::durable::resume_agent_with) with a decision for every pending
     /// call continues it. The paused time does not count toward the deadline.
     #[error("paused: run {run_id} waits on {}", Pending(.pending))]
     Paused {
@@ -371,7 +371,7 @@ pub enum AgentError {
         /// [`CheckpointRecord::seq`](crate::store::CheckpointRecord::seq)).
         seq: u64,
     },
-    /// A guardrail tripped (see [`Verdict`](crate::Verdict)): an input guardrail before any
+    /// A guardrail tripped (see [`Verdict`](crate::guardrail::Verdict)): an input guardrail before any
     /// tool ran, an output guardrail on an answer, or a tool guardrail before a call
     /// (after the turn's other calls were answered). Its ending is [`Ending::Failed`].
     #[error("the guardrail {guardrail} tripped: {reason}")]

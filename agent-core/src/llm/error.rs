@@ -39,7 +39,7 @@ pub struct LlmError {
     /// The tokens the failed call cost, when the provider reported them (a 200 whose
     /// body says the generation failed, with its `usage`); the runner counts them, or an
     /// estimate where a failed call was accepted and none came (see
-    /// [`Usage::estimated_llm_calls`](crate::Usage::estimated_llm_calls)).
+    /// [`Usage::estimated_llm_calls`](crate::usage::Usage::estimated_llm_calls)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<TokenUsage>,
     /// What the provider's error says about its cause, when the adapter can tell

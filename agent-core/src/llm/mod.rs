@@ -11,9 +11,9 @@ mod reasoning;
 mod refusal;
 mod sink;
 
-use crate::message::{Message, ToolCall};
+pub use crate::message::{Message, ToolCall, ToolResult};
 use crate::output::OutputMode;
-pub(crate) use crate::output::OutputSpec;
+pub use crate::output::{AnswerMode, OutputSpec};
 use crate::tool::ToolDefinition;
 pub use error::{LlmError, LlmErrorCause, LlmErrorKind};
 pub use reasoning::{Effort, Reasoning};
@@ -418,7 +418,7 @@ pub enum StopReason {
     /// The provider paused a long turn (Anthropic `pause_turn`, during server tools
     /// such as web search): not an answer. The runner sends the turn's content back
     /// unchanged ([`LlmResponse::provider_content`], as a
-    /// [`Message::Paused`](crate::Message::Paused)) and the model goes on with it, in
+    /// [`Message::Paused`]) and the model goes on with it, in
     /// the next LLM call (case C41).
     PauseTurn,
     /// Anything else, as the provider spelled it.

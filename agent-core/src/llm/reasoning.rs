@@ -51,7 +51,7 @@ impl Effort {
 /// | Anthropic | `thinking: {type: enabled, budget_tokens}` (an effort as its budget, [`Effort::budget_tokens`]) | the budget |
 /// | Gemini 2.5 | `thinkingConfig: {thinkingBudget}` (likewise) | the budget |
 ///
-/// `build()` asks the client ([`LlmClient::check_reasoning`](crate::LlmClient::check_reasoning))
+/// `build()` asks the client ([`LlmClient::check_reasoning`](crate::llm::LlmClient::check_reasoning))
 /// and returns `ConfigError::InvalidSetting` (setting `reasoning`) for a model that
 /// does not reason or a budget it cannot honour (Anthropic: at least 1,024 tokens and
 /// less than `max_tokens`).

@@ -5,8 +5,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 /// The structured reason a provider gave with a refusal or a content filter (case C58),
-/// beside or instead of any text. Carried by [`LlmResponse::refusal`](crate::LlmResponse::refusal),
-/// [`LlmError::refusal`](crate::LlmError::refusal) and the run's
+/// beside or instead of any text. Carried by [`LlmResponse::refusal`](crate::llm::LlmResponse::refusal),
+/// [`LlmError::refusal`](crate::llm::LlmError::refusal) and the run's
 /// [`AgentError::Refused`](crate::AgentError::Refused). Where each provider puts it
 /// (the table is in `docs/providers.md`, "Stop reasons"):
 ///

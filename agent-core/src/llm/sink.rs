@@ -38,9 +38,9 @@ pub enum StreamDelta<'a> {
 /// Receives a streamed turn's [`StreamDelta`]s, in order, as they arrive.
 ///
 /// Called inline on the run's task: keep it quick. What it receives is a preview: the
-/// [`LlmResponse`](crate::LlmResponse) the client returns is what the run goes on
+/// [`LlmResponse`](crate::llm::LlmResponse) the client returns is what the run goes on
 /// with, and a turn that fails mid-way (see
-/// [`LlmClient::complete_streaming`](crate::LlmClient::complete_streaming)) is retried
+/// [`LlmClient::complete_streaming`](crate::llm::LlmClient::complete_streaming)) is retried
 /// as a whole.
 pub trait StreamSink: Send {
     /// Handles one piece of the turn.
@@ -49,7 +49,7 @@ pub trait StreamSink: Send {
     /// The pieces handed over so far arrived together (for example in one network
     /// read): a client calls this before it waits for more, and when the turn ends. A
     /// sink may act on a batch here rather than on every piece (the runner's sink sends
-    /// one [`StreamEvent::PartialOutput`](crate::StreamEvent::PartialOutput) per batch). Does nothing by default; calling
+    /// one [`StreamEvent::PartialOutput`](crate::stream::StreamEvent::PartialOutput) per batch). Does nothing by default; calling
     /// it again without new pieces must do nothing either.
     fn flush(&mut self) {}
 

@@ -35,7 +35,7 @@ pub const ESCALATE_TO_HUMAN: &str = "escalate_to_human";
 /// | `Auto` | | the best mode the route supports (below) |
 ///
 /// `Auto` (the default) resolves when the config is built, from the client's
-/// [`OutputCapabilities`](crate::OutputCapabilities): `Tool` where the server enforces
+/// [`OutputCapabilities`](crate::llm::OutputCapabilities): `Tool` where the server enforces
 /// a forced tool call (Anthropic, OpenAI, the `test` model, hand-written clients);
 /// `Native` where it does not but constrains output to a schema (`ollama/` and
 /// `dispatch/`: llama.cpp, vLLM and Ollama apply `response_format` as a grammar or

@@ -41,7 +41,7 @@ const fn openai_uncached(input: f64, output: f64) -> Option<ModelPrice> {
     Some(ModelPrice::new(input, output))
 }
 
-/// Every row of [`Pricing::default`](crate::Pricing): a model-name prefix and its price
+/// Every row of [`Pricing::default`](crate::pricing::Pricing): a model-name prefix and its price
 /// (`None`: unpriced on purpose).
 pub(crate) const DEFAULT_TABLE: &[(&str, Option<ModelPrice>)] = &[
     // The built-in scripted model: free.

@@ -18,7 +18,7 @@ use crate::providers::ProviderOptions;
 use crate::providers::classify::{redact, undecodable};
 use crate::providers::http::Transport;
 use crate::providers::routing::{Settings, non_empty_name};
-use crate::stores::{EmbedFuture, Embedder};
+use crate::store::{EmbedFuture, Embedder};
 
 /// An [`Embedder`] over an OpenAI-compatible `/embeddings` endpoint, routed like
 /// models:

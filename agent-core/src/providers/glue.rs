@@ -132,7 +132,7 @@ pub(crate) async fn streamed_round_trip<W: Streams>(
     }
 }
 
-/// [`LlmClient::complete`](crate::LlmClient::complete) of an HTTP adapter: one traced
+/// [`LlmClient::complete`](crate::llm::LlmClient::complete) of an HTTP adapter: one traced
 /// LLM call.
 pub(crate) fn complete<'a, W: Wire>(wire: &'a W, request: &'a LlmRequest) -> LlmFuture<'a> {
     Box::pin(traced(
@@ -141,7 +141,7 @@ pub(crate) fn complete<'a, W: Wire>(wire: &'a W, request: &'a LlmRequest) -> Llm
     ))
 }
 
-/// [`LlmClient::complete_streaming`](crate::LlmClient::complete_streaming) of an HTTP
+/// [`LlmClient::complete_streaming`](crate::llm::LlmClient::complete_streaming) of an HTTP
 /// adapter that streams: one traced streamed LLM call.
 pub(crate) fn complete_streaming<'a, W: Streams>(
     wire: &'a W,

@@ -21,15 +21,15 @@
 //! `https://generativelanguage.googleapis.com`).
 //!
 //! Every adapter makes exactly one HTTP LLM call per
-//! [`complete`](crate::LlmClient::complete) call and never retries: the runner re-sends
-//! on a transient [`LlmError`](crate::LlmError), after its backoff. Failures are
+//! [`complete`](crate::llm::LlmClient::complete) call and never retries: the runner re-sends
+//! on a transient [`LlmError`](crate::llm::LlmError), after its backoff. Failures are
 //! classified as `docs/providers.md` ("Error classification") states it: transient for
 //! connect errors and timeouts, 408, 409, 429, 5xx and 529, and for a 2xx whose body is
 //! not the expected JSON; permanent for the other statuses and for a 429 (or any status)
 //! whose body says the quota or credit is exhausted; an `x-should-retry: true|false`
 //! header decides otherwise. The
 //! server's `retry-after-ms` / `retry-after` (seconds or an HTTP date) is reported in
-//! [`LlmError::retry_after`](crate::LlmError::retry_after).
+//! [`LlmError::retry_after`](crate::llm::LlmError::retry_after).
 //!
 //! HTTP is reqwest with its standard rustls TLS (the aws-lc-rs provider, built with the
 //! C compiler alone; no OpenSSL, no cmake) and the platform's certificate verifier. No

@@ -15,10 +15,7 @@ use crate::usage::ChildUsage;
 
 use super::agents::tree::CallLink;
 
-/// The metadata key a child run's records carry: its parent run's trace id.
-pub const META_PARENT_TRACE_ID: &str = "parent_trace_id";
-/// The metadata key a child run's records carry: the parent's tool call id.
-pub const META_PARENT_CALL_ID: &str = "parent_call_id";
+use crate::store::{META_PARENT_CALL_ID, META_PARENT_TRACE_ID};
 
 /// The share of the parent's `tool_timeout`, and of the time left before its deadline,
 /// a child run may use: it ends typed (`deadline_exceeded`) before the parent's timeout
@@ -43,8 +40,8 @@ const TIMEOUT_SHARE: f64 = 0.9;
 ///   can pass a cap by at most one call per child run in flight; a child with no
 ///   price under a parent that caps cost does not run;
 /// - has its own loop budgets (`max_llm_calls`, `max_tool_calls`, ...);
-/// - adds its tokens and cost to the parent's [`Usage`](crate::Usage) and is listed in
-///   [`Usage::children`](crate::Usage::children) with its trace id and ending;
+/// - adds its tokens and cost to the parent's [`Usage`](crate::usage::Usage) and is listed in
+///   [`Usage::children`](crate::usage::Usage::children) with its trace id and ending;
 /// - runs inside the parent's `execute_tool` span, so its `invoke_agent` span is a
 ///   child of the parent's, and its run and trace records carry
 ///   [`META_PARENT_TRACE_ID`] and [`META_PARENT_CALL_ID`];

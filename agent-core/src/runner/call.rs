@@ -265,7 +265,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     /// Adds an LLM call's tokens and cost. A response without usage (no input and no
     /// output tokens: some compatible servers send none) is counted from an estimate
     /// of the request just sent and of the reply (bytes / 4; see
-    /// [`LlmRequest::estimated_input_tokens`](crate::LlmRequest::estimated_input_tokens)),
+    /// [`LlmRequest::estimated_input_tokens`](crate::llm::LlmRequest::estimated_input_tokens)),
     /// so the token and cost caps still bind, and `Usage::estimated_llm_calls` says so.
     ///
     /// Called after the turn's calls were sanitized: the estimate serializes their

@@ -15,8 +15,8 @@ use crate::message::{Message, ToolCall};
 use crate::observe::{Observer, RunEvent};
 use crate::result::AgentResult;
 
-/// One event of a streamed run (see [`run_agent_stream`]). `llm_call` is the round
-/// trip it belongs to (1-based, as in [`RunEvent`](crate::RunEvent)).
+/// One event of a streamed run (see [`run_agent_stream`](crate::run_agent_stream)). `llm_call` is the round
+/// trip it belongs to (1-based, as in [`RunEvent`](crate::observe::RunEvent)).
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum StreamEvent<T> {
@@ -36,7 +36,7 @@ pub enum StreamEvent<T> {
     /// servers' `reasoning_content`, Responses summaries, Bedrock's reasoning
     /// content), where the provider streams it. Not the answer: the turn's whole
     /// reasoning is kept in the transcript
-    /// ([`Message::reasoning`](crate::Message::reasoning)).
+    /// ([`Message::reasoning`](crate::llm::Message::reasoning)).
     ReasoningDelta {
         /// Which LLM call.
         llm_call: u32,
@@ -84,9 +84,9 @@ pub enum StreamEvent<T> {
     },
     /// The structured answer so far: the `submit_output` arguments in tool mode, or
     /// the JSON of the text in native and prompted modes, parsed leniently (see
-    /// [`parse_partial`]). Not validated: the validated value is in
+    /// [`parse_partial`](crate::stream::parse_partial)). Not validated: the validated value is in
     /// [`Finished`](Self::Finished). Sent once per batch of pieces that arrived
-    /// together (one network read, see [`StreamSink::flush`]) when the value changed,
+    /// together (one network read, see [`StreamSink::flush`](crate::llm::StreamSink::flush)) when the value changed,
     /// not once per fragment: fragments read at once would only repeat each other.
     ///
     /// The value is parsed incrementally (the work per piece does not grow with the

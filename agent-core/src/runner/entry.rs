@@ -305,7 +305,7 @@ async fn attach_durable<T: AgentOutput>(
             input: run.inputs.input.clone(),
             system: run.request.system.clone(),
             history_len,
-            deadline_ms: run.inputs.deadline.map(crate::stores::ms),
+            deadline_ms: run.inputs.deadline.map(crate::store::ms),
         },
     };
     if let Err(error) = durable.set_header(&header) {

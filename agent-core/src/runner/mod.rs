@@ -27,7 +27,6 @@ mod entry;
 mod finish;
 mod guard;
 mod model;
-mod replay;
 mod resume;
 mod run;
 mod state;
@@ -39,12 +38,11 @@ mod tools;
 mod trace;
 mod turn;
 
-pub use agent_tool::{AgentTool, META_PARENT_CALL_ID, META_PARENT_TRACE_ID};
+pub use agent_tool::AgentTool;
 pub use durable::pause::{PausedRun, paused_runs, record_decisions};
 pub use emit::StreamEvent;
 pub use entry::{bench_run_sizes, run_agent, run_agent_with};
 pub use model::sink::bench_partial_output;
-pub use replay::replay;
 pub use resume::{resume_agent, resume_agent_with};
 pub(crate) use stores::flush_stores;
 pub use stream::{

@@ -10,7 +10,7 @@ use crate::config::{AgentConfig, Compiled, OutputPlan};
 use crate::output::{AgentOutput, Extracted, extract_json};
 use crate::result::AgentResult;
 use crate::run_options::RunOptions;
-use crate::stores::{CheckpointRecord, ConfigDifference, ResumeError, SaveOutcome, now_ms};
+use crate::store::{CheckpointRecord, ConfigDifference, ResumeError, SaveOutcome, now_ms};
 
 use super::durable::{FORMAT, Finished, Header, Resumed, Snapshot, bounded, new_writer};
 use super::tools::guardrails::{Before, before_tool};
@@ -38,12 +38,12 @@ pub async fn resume_agent<T: AgentOutput>(
 ///   that started and never completed runs again with the same
 ///   [`idempotency_key`](crate::ToolContext::idempotency_key), unless its tool is
 ///   irreversible: then the model is told its outcome is unknown, and the hand-over
-///   lists it as [`CallOutcome::Unknown`](crate::CallOutcome::Unknown).
+///   lists it as [`CallOutcome::Unknown`](crate::handover::CallOutcome::Unknown).
 /// - A finished run returns its stored result; no request is sent.
 /// - A paused run ([`AgentError::Paused`](crate::AgentError::Paused)) goes on once every
 ///   pending call has a decision, given here ([`RunOptions::decisions`], or a
-///   [`Decisions`](crate::Decisions) as `options`) or recorded before with
-///   [`record_decisions`](crate::record_decisions): approved calls run (edited ones
+///   [`Decisions`](crate::durable::Decisions) as `options`) or recorded before with
+///   [`record_decisions`](crate::durable::record_decisions): approved calls run (edited ones
 ///   with the new arguments, which the transcript's call then shows), denied ones give
 ///   the model the reason as an error result, outside results are fed back; the turn's
 ///   other calls come from the ledger. The pause cost no LLM call, and the time it

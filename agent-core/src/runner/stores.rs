@@ -19,7 +19,7 @@ use crate::message::Message;
 use crate::observe::{Observer, RunEvent};
 use crate::result::AgentResult;
 use crate::run_options::RunOptions;
-use crate::stores::{
+use crate::store::{
     RunRecord, StoreError, StoreKind, ThreadEntry, ThreadSummary, TraceEvent, TraceRecord,
     context_section, ms, now_ms, with_context,
 };
@@ -149,7 +149,7 @@ where
 /// wait for the lease to run out.
 struct Claim {
     /// The memory, the thread and the run holding it; `None` once released.
-    held: Option<(Arc<dyn crate::stores::Memory>, String, String)>,
+    held: Option<(Arc<dyn crate::store::Memory>, String, String)>,
     limit: Duration,
 }
 
@@ -186,7 +186,7 @@ const MAX_CLAIM_PAUSE: Duration = Duration::from_millis(200);
 /// when the deadline passes while waiting, [`AgentError::Cancelled`]. The inner one is
 /// a store failure: the run goes on without the claim.
 async fn claim_thread(
-    memory: &dyn crate::stores::Memory,
+    memory: &dyn crate::store::Memory,
     thread: &str,
     run: &str,
     limit: Duration,

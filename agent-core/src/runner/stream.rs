@@ -3,7 +3,7 @@
 //! The run behind a stream is the run of [`run_agent_with`](crate::run_agent_with):
 //! the same loop, budgets, retries, guards, output modes, stores and observers. Only
 //! the model call differs: it streams (through
-//! [`LlmClient::complete_streaming`](crate::LlmClient::complete_streaming), which hands
+//! [`LlmClient::complete_streaming`](crate::llm::LlmClient::complete_streaming), which hands
 //! a turn's pieces to a [`StreamSink`](crate::llm::StreamSink)), and what arrives is
 //! also sent to the caller. The last event is always [`StreamEvent::Finished`] with the
 //! [`AgentResult`].
@@ -23,7 +23,7 @@ use crate::run_options::RunOptions;
 
 use super::emit::{EventSender, QUEUE_CAPACITY, Queue, StreamEvent, lock};
 use super::resume::{GoingOn, TakenOver, take_over};
-use crate::stores::ResumeError;
+use crate::store::ResumeError;
 
 type RunFuture<'a, T> = Pin<Box<dyn Future<Output = AgentResult<T>> + Send + 'a>>;
 
@@ -102,7 +102,7 @@ impl<T> Stream for RunStream<'_, T> {
 /// The same run as [`run_agent`](crate::run_agent) (same loop, budgets, retries and
 /// contract: it ends typed, within budgets, every call id answered); only the model
 /// calls stream, through
-/// [`LlmClient::complete_streaming`](crate::LlmClient::complete_streaming). A client
+/// [`LlmClient::complete_streaming`](crate::llm::LlmClient::complete_streaming). A client
 /// that does not stream answers each turn in one piece. A stream cut mid-way is a
 /// transient failure, retried under the usual rules
 /// ([`StreamEvent::Retrying`] says the turn's deltas are void). The stream is `Send`
@@ -162,7 +162,7 @@ pub fn run_agent_stream_with<'a, T: AgentOutput + Sync>(
 /// [`run_agent_stream`] does (see [`resume_agent_stream_with`]).
 ///
 /// # Errors
-/// As [`resume_agent_with`](crate::resume_agent_with), before any event.
+/// As [`resume_agent_with`](crate::durable::resume_agent_with), before any event.
 pub async fn resume_agent_stream<'a, T: AgentOutput + Sync>(
     config: &'a AgentConfig<T>,
     run_id: &str,
@@ -171,14 +171,14 @@ pub async fn resume_agent_stream<'a, T: AgentOutput + Sync>(
 }
 
 /// Continues the run `run_id` from its last checkpoint, as
-/// [`resume_agent_with`](crate::resume_agent_with) (decisions for a paused run
+/// [`resume_agent_with`](crate::durable::resume_agent_with) (decisions for a paused run
 /// included), and streams the rest of the run: its model calls stream and its events
 /// come as they happen, the last being [`StreamEvent::Finished`]. The run is checked and
 /// claimed first, so a run that cannot be resumed is an error before any event. A run
 /// that had finished yields its stored result alone.
 ///
 /// # Errors
-/// As [`resume_agent_with`](crate::resume_agent_with).
+/// As [`resume_agent_with`](crate::durable::resume_agent_with).
 pub async fn resume_agent_stream_with<'a, T: AgentOutput + Sync>(
     config: &'a AgentConfig<T>,
     run_id: &str,

@@ -77,7 +77,7 @@ pub(crate) struct ThreadStart {
     /// the memory window.
     pub(crate) history: Vec<Message>,
     /// The thread's new summary, for the run's entry to store.
-    pub(crate) summary: Option<crate::stores::ThreadSummary>,
+    pub(crate) summary: Option<crate::store::ThreadSummary>,
     /// The summary call's tokens, at the summarizer's price.
     pub(crate) tokens: Option<(TokenUsage, Option<crate::pricing::ModelPrice>)>,
     /// Whether the summary failed (the stored one is kept).
@@ -90,7 +90,7 @@ pub(crate) struct ThreadStart {
 /// run's entry stores; a failed summary keeps the stored one, counted.
 pub(crate) async fn thread_history<T>(
     cfg: &crate::config::Compiled<T>,
-    state: crate::stores::ThreadState,
+    state: crate::store::ThreadState,
 ) -> ThreadStart {
     let mut start = ThreadStart::default();
     let window = cfg.stores.window;
@@ -104,7 +104,7 @@ pub(crate) async fn thread_history<T>(
         start.tokens = done.tokens;
         match done.summary {
             Ok(text) => {
-                start.summary = Some(crate::stores::ThreadSummary::new(text.clone(), kept.len()));
+                start.summary = Some(crate::store::ThreadSummary::new(text.clone(), kept.len()));
                 summary = Some(text);
             }
             Err(reason) => {

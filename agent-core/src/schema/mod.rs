@@ -24,6 +24,7 @@
 //! use [`openai_strict_violations`] to fall back to `strict: false` for a schema that strict
 //! mode cannot express (maps, `serde_json::Value`, tuples).
 
+pub use crate::validate::{SchemaValidator, ValidationErrors, whole_numbers_as_integers};
 mod generate;
 mod rules;
 mod transform;

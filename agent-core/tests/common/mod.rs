@@ -11,8 +11,11 @@ use std::time::Duration;
 
 use agent_core::testing::ScriptedModel;
 use agent_core::{
-    AgentConfig, AgentConfigBuilder, AgentOutput, Backoff, LlmRequest, Message, SchemaValidator,
-    Tool, ToolContext, ToolDefinition, ToolError, ToolFuture, ValidationErrors,
+    AgentConfig, AgentConfigBuilder, AgentOutput, Tool, ToolContext, ToolError,
+    config::Backoff,
+    llm::{LlmRequest, Message},
+    schema::{SchemaValidator, ValidationErrors},
+    tool::{ToolDefinition, ToolFuture},
 };
 use serde_json::{Value, json};
 
@@ -198,7 +201,7 @@ pub(crate) fn assert_requests_well_formed(requests: &[LlmRequest]) {
 }
 
 /// The tool results of the last tool message of a request.
-pub(crate) fn last_results(request: &LlmRequest) -> Vec<agent_core::ToolResult> {
+pub(crate) fn last_results(request: &LlmRequest) -> Vec<agent_core::llm::ToolResult> {
     request
         .messages
         .iter()

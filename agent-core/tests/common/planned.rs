@@ -1,7 +1,7 @@
 //! [`Planned`]: a model whose every turn is a closure of the run's input and the round
 //! trip, so a batch or a sweep can mix endings and round-trip counts by input.
 
-use agent_core::{
+use agent_core::llm::{
     LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, Message, TokenUsage, ToolCall,
 };
 use serde_json::{Value, json};

@@ -9,9 +9,13 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use agent_core::{
-    AgentConfig, AgentConfigBuilder, AgentOutput, Backoff, LlmRequest, Message, RunEvent,
-    SUBMIT_OUTPUT, SchemaValidator, Tool, ToolContext, ToolDefinition, ToolFuture,
-    ValidationErrors,
+    AgentConfig, AgentConfigBuilder, AgentOutput, Tool, ToolContext,
+    config::Backoff,
+    llm::{LlmRequest, Message},
+    observe::RunEvent,
+    output::SUBMIT_OUTPUT,
+    schema::{SchemaValidator, ValidationErrors},
+    tool::{ToolDefinition, ToolFuture},
 };
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -2,7 +2,7 @@
 //! deny and edit decisions (`record_decisions`). The dashboard has no agent configs:
 //! the run goes on when a process with the config resumes it.
 
-use agent_core::{Decisions, paused_runs, record_decisions};
+use agent_core::durable::{Decisions, paused_runs, record_decisions};
 use axum::Form;
 use axum::extract::Path;
 use axum::http::HeaderMap;

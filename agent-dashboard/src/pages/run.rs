@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use agent_core::Message;
+use agent_core::llm::Message;
 use agent_core::store::{Feedback, FeedbackStore, RunRecord, TraceEvent, TraceRecord, TraceStore};
 use axum::Form;
 use axum::extract::{Path, Query};

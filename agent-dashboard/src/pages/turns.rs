@@ -2,7 +2,7 @@
 //! and the suggested `max_llm_calls` (agent-core's `TurnStats` rule, from counts the
 //! database grouped).
 
-use agent_core::{Ending, TurnStats};
+use agent_core::{Ending, eval::TurnStats};
 use axum::extract::Query;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};

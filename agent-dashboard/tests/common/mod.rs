@@ -17,7 +17,8 @@ use std::time::Duration;
 use agent_core::store::{FeedbackStore, RunRecord};
 use agent_core::testing::ScriptedModel;
 use agent_core::{
-    AgentConfig, AgentResult, Ending, LlmResponse, RunOptions, json, run_agent_with, tool, tools,
+    AgentConfig, AgentResult, Ending, RunOptions, json, llm::LlmResponse, run_agent_with, tool,
+    tools,
 };
 use agent_dashboard::Config;
 use agent_store::{DAY_MS, Store};

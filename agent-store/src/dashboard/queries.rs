@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use agent_core::store::RunRecord;
-use agent_core::{Ending, StoreError};
+use agent_core::{Ending, store::StoreError};
 use sqlx::{QueryBuilder, Row};
 
 use super::{

@@ -165,7 +165,7 @@ impl LlmClient for AnthropicClient {
     }
 
     /// Extended thinking for Claude 3.7 Sonnet and the Claude 4 models (see
-    /// [`Reasoning`](crate::Reasoning)). With it, a forced tool choice is sent as
+    /// [`Reasoning`](crate::llm::Reasoning)). With it, a forced tool choice is sent as
     /// `auto` and the temperature is left out, as the API requires.
     fn check_reasoning(
         &self,

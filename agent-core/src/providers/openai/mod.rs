@@ -99,7 +99,7 @@ enum Flavor {
 ///
 /// Responses: `choices[0]`; the turn is classified by its content, never by
 /// `finish_reason` (case C5); `arguments` as a string, an object, `""`, `null` or cut-off
-/// JSON are read by [`ToolCall::from_wire`](crate::ToolCall::from_wire) (cases C6-C8); missing or repeated call ids
+/// JSON are read by [`ToolCall::from_wire`](crate::llm::ToolCall::from_wire) (cases C6-C8); missing or repeated call ids
 /// are synthesised (case C9); usage with cached prompt tokens as cache reads;
 /// `x-request-id` kept (else the body's `id`).
 pub struct OpenAiClient {
@@ -359,7 +359,7 @@ impl LlmClient for OpenAiClient {
     }
 
     /// OpenAI and Azure: `reasoning_effort` for reasoning models (see
-    /// [`Reasoning`](crate::Reasoning)); compatible servers: none is sent, so none is
+    /// [`Reasoning`](crate::llm::Reasoning)); compatible servers: none is sent, so none is
     /// accepted.
     fn check_reasoning(
         &self,

@@ -10,7 +10,7 @@ use futures::FutureExt;
 use crate::error::panic_message;
 use crate::observe::RunEvent;
 use crate::runner::emit::Observers;
-use crate::stores::{StoreError, StoreKind};
+use crate::store::{StoreError, StoreKind};
 
 /// Runs one store call under the timeout and a catch boundary.
 pub(crate) async fn bounded<'f, T, F>(

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use crate::message::ToolCall;
 use crate::runner::emit::Observers;
-use crate::stores::{CheckpointRecord, CheckpointStore, LedgerEntry, LedgerStatus, SaveOutcome};
+use crate::store::{CheckpointRecord, CheckpointStore, LedgerEntry, LedgerStatus, SaveOutcome};
 
 use super::io::{bounded, report};
 

@@ -32,7 +32,7 @@ use crate::pause::Decisions;
 use crate::result::AgentResult;
 use crate::runner::emit::Observers;
 use crate::runner::state::RunState;
-use crate::stores::{
+use crate::store::{
     CheckpointRecord, CheckpointStore, LedgerEntry, SaveOutcome, StoreError, fnv1a64, now_ms,
 };
 
@@ -291,7 +291,7 @@ impl Durable {
     /// far (the messages from the cache of their JSON).
     fn state_text(&mut self, phase: &Phase, state: &mut RunState) -> Result<String, StoreError> {
         let elapsed = self.elapsed_before + self.started.elapsed();
-        state.elapsed_ms = crate::stores::ms(elapsed);
+        state.elapsed_ms = crate::store::ms(elapsed);
         state.store_failures = self.failures_before.saturating_add(self.failures);
         self.transcript
             .state_text(state, phase)
@@ -394,7 +394,7 @@ pub(crate) async fn save_finished<T>(
         trace_id: Cow::Borrowed(&result.trace_id),
         usage: result.usage.clone(),
         scores: result.scores.as_ref().map(Cow::Borrowed),
-        duration_ms: crate::stores::ms(result.duration),
+        duration_ms: crate::store::ms(result.duration),
         transcript: Cow::Borrowed(&result.transcript),
         handover: result.handover.as_ref().map(Cow::Borrowed),
         partial: result.partial,

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::message::Message;
 use crate::pause::{Decision, DecisionProblem, Decisions, PauseReason, PendingCall};
-use crate::stores::{CheckpointRecord, CheckpointStore, ResumeError, StoreError, now_ms};
+use crate::store::{CheckpointRecord, CheckpointStore, ResumeError, StoreError, now_ms};
 use crate::validate::SchemaValidator;
 
 use super::{FORMAT, Header, Phase, Snapshot};
@@ -128,7 +128,7 @@ pub(crate) fn take_decisions(
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct PausedRun {
-    /// The run id (what [`resume_agent_with`](crate::resume_agent_with) takes).
+    /// The run id (what [`resume_agent_with`](crate::durable::resume_agent_with) takes).
     pub run_id: String,
     /// The agent's name.
     pub agent: String,

@@ -12,7 +12,7 @@ use crate::pause::PauseReason;
 use crate::runner::durable::arguments_hash;
 use crate::runner::durable::ledger::{Ledger, Prior};
 use crate::runner::emit::Observers;
-use crate::stores::LedgerStatus;
+use crate::store::LedgerStatus;
 
 use super::executed::Executed;
 

@@ -16,7 +16,7 @@
 //! `--resume RUN_ID` serves nothing: it puts the job of a paused run back on the queue
 //! (`Queue::resume`, the job made from the run's stored `paused` record) once its
 //! decisions are recorded (the `runs` example's `approve` / `deny` / `edit` / `result`,
-//! or `agent_core::record_decisions`), prints `{"resumed":"RUN_ID"}` and exits. It fails
+//! or `agent_core::durable::record_decisions`), prints `{"resumed":"RUN_ID"}` and exits. It fails
 //! when the store has no record of the run or the record is not `paused`.
 //!
 //! `--crash-on MARKER` adds the agent `crash`, which answers like `echo` but aborts the
@@ -29,7 +29,10 @@ mod triage;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::{AgentConfig, CancellationToken, LlmClient, LlmFuture, LlmRequest};
+use agent_core::{
+    AgentConfig, CancellationToken,
+    llm::{LlmClient, LlmFuture, LlmRequest},
+};
 use agent_store::{Store, StoreOptions};
 use agent_worker::demo::DemoModel;
 use agent_worker::{Queue, QueueOptions, Registry, Worker, WorkerOptions};
@@ -92,7 +95,7 @@ struct CrashModel {
 impl LlmClient for CrashModel {
     fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
         let poisoned = request.messages.iter().any(|m| match m {
-            agent_core::Message::User { content } => content.contains(&self.marker),
+            agent_core::llm::Message::User { content } => content.contains(&self.marker),
             _ => false,
         });
         if poisoned {
@@ -125,7 +128,10 @@ fn registry(
 
 /// Opens the store, trying again a few times: workers started together against a new
 /// PostgreSQL schema race to create it, and all but one get a unique-key error.
-async fn open_store(target: &str, options: StoreOptions) -> Result<Store, agent_core::StoreError> {
+async fn open_store(
+    target: &str,
+    options: StoreOptions,
+) -> Result<Store, agent_core::store::StoreError> {
     let mut attempt = 0;
     loop {
         match Store::open_with(target, options.clone()).await {
@@ -150,7 +156,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let store = open_store(&args.store, options).await?;
     let queue = Queue::connect(args.queue).await?;
     if let Some(run_id) = &args.resume {
-        use agent_core::FeedbackStore;
+        use agent_core::store::FeedbackStore;
         let record = store
             .run(run_id)
             .await?

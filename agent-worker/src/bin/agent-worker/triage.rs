@@ -3,7 +3,9 @@
 
 use agent_core::providers::ProviderOptions;
 use agent_core::{
-    AgentConfig, ConfigError, FnGrader, OutputMode, Scores, agent_output, agent_type, tool, tools,
+    AgentConfig, ConfigError, OutputMode, agent_output, agent_type,
+    eval::{FnGrader, Scores},
+    tool, tools,
 };
 use agent_core::{Value, json};
 

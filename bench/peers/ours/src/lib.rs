@@ -22,11 +22,7 @@
 use agent_core::providers::ProviderOptions;
 use std::sync::Arc;
 
-use agent_core::{
-    AgentConfig, LlmClient, LlmFuture, LlmRequest, LlmResponse, Message, OutputMode, SUBMIT_OUTPUT,
-    StreamEvent, TokenUsage, ToolCall, agent_output, agent_type, run_agent, run_agent_stream, tool,
-    tools,
-};
+use agent_core::{AgentConfig, OutputMode, agent_output, agent_type, run_agent, run_agent_stream, tool, tools, llm::{LlmClient, LlmFuture, LlmRequest, LlmResponse, Message, TokenUsage, ToolCall}, output::SUBMIT_OUTPUT, stream::StreamEvent};
 use peers_common::{
     INPUT, OUTPUT_ARGS, SYSTEM_PROMPT, TOOL_ARGS, TOOL_NAME, check_triage, parse_cli, run_scenario,
 };

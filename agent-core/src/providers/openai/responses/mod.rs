@@ -44,7 +44,7 @@ use wire::WireResponse;
 ///
 /// State: stateless by default, `store: false` with
 /// `include: ["reasoning.encrypted_content"]`; the `reasoning` items of a turn are kept
-/// with its tool calls ([`ToolCall::provider_data`](crate::ToolCall::provider_data))
+/// with its tool calls ([`ToolCall::provider_data`](crate::llm::ToolCall::provider_data))
 /// and sent back ahead of them, as the API asks for function calling with reasoning
 /// models. With [`ProviderOptions::store_responses`], `store: true` and, when the
 /// last model turn holds its response id, `previous_response_id` with only the items
@@ -53,9 +53,9 @@ use wire::WireResponse;
 /// Responses: the `output` items (`message` with `output_text` and `refusal` parts,
 /// `function_call`, `reasoning`); `status: "incomplete"` with
 /// `incomplete_details.reason` `max_output_tokens` / `content_filter` as
-/// [`StopReason::MaxTokens`](crate::StopReason::MaxTokens) /
-/// [`StopReason::ContentFilter`](crate::StopReason::ContentFilter); a refusal as
-/// [`StopReason::Refusal`](crate::StopReason::Refusal); `status: "failed"` as the
+/// [`StopReason::MaxTokens`](crate::llm::StopReason::MaxTokens) /
+/// [`StopReason::ContentFilter`](crate::llm::StopReason::ContentFilter); a refusal as
+/// [`StopReason::Refusal`](crate::llm::StopReason::Refusal); `status: "failed"` as the
 /// error its `error` object states; usage `input_tokens` (with
 /// `input_tokens_details.cached_tokens` as cache reads) and `output_tokens` (reasoning
 /// tokens included). HTTP errors are classified as for Chat Completions.

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::config::AgentConfig;
 use crate::error::panic_message;
-use crate::grader::{Case, Grade, GradeError, RunGrader};
+use crate::eval::grader::{Case, Grade, GradeError, RunGrader};
 use crate::output::AgentOutput;
 use crate::result::AgentResult;
 use crate::run_options::RunOptions;
@@ -132,7 +132,7 @@ pub struct SweepOptions<T> {
     seed: u64,
     grade_timeout: Duration,
     observer: Option<Arc<SweepObserver<T>>>,
-    feedback_store: Option<Arc<dyn crate::stores::FeedbackStore>>,
+    feedback_store: Option<Arc<dyn crate::store::FeedbackStore>>,
 }
 
 impl<T> Clone for SweepOptions<T> {
@@ -246,7 +246,7 @@ impl<T> SweepOptions<T> {
     /// returns. A variant whose config already records to a store keeps it, and gets
     /// its name as the label when it has none.
     #[must_use]
-    pub fn feedback_store(mut self, store: Arc<dyn crate::stores::FeedbackStore>) -> Self {
+    pub fn feedback_store(mut self, store: Arc<dyn crate::store::FeedbackStore>) -> Self {
         self.feedback_store = Some(store);
         self
     }
@@ -305,7 +305,7 @@ pub enum SweepError {
 /// answered rate and the grader's means with 95% bootstrap intervals, paired wins,
 /// losses and ties against the baseline on the same samples, tokens and cost (the
 /// grader's own apart), `llm_calls` and latency p50/p95, and the turn data
-/// ([`TurnStats`](crate::TurnStats)); and one [`RunRecord`] per run.
+/// ([`TurnStats`](crate::eval::TurnStats)); and one [`RunRecord`] per run.
 ///
 /// Never panics. Dropping the future stops every run.
 ///

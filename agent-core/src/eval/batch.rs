@@ -9,11 +9,11 @@ use serde::Serialize;
 
 use crate::config::AgentConfig;
 use crate::error::Ending;
+use crate::eval::tally::RunTally;
+use crate::eval::turns::TurnStats;
 use crate::output::AgentOutput;
 use crate::result::AgentResult;
 use crate::runner::run_agent;
-use crate::tally::RunTally;
-use crate::turns::TurnStats;
 
 /// The results of a batch, in input order, and its receipt.
 #[derive(Debug)]
@@ -99,11 +99,11 @@ pub struct Receipt {
     /// failed final flush; none of them changed an outcome.
     pub store_failures: u64,
     /// Guardrail verdicts other than a pass over all runs
-    /// ([`Usage::guardrail_interventions`](crate::Usage::guardrail_interventions)):
+    /// ([`Usage::guardrail_interventions`](crate::usage::Usage::guardrail_interventions)):
     /// output rejections, tool denials, replaced arguments, redacted results and trips.
     pub guardrail_interventions: u64,
     /// Child runs over all runs: agents the runs called as tools (the entries of
-    /// [`Usage::children`](crate::Usage::children), their own children included). Their
+    /// [`Usage::children`](crate::usage::Usage::children), their own children included). Their
     /// tokens and cost are in the totals above; their LLM calls and tool executions
     /// are not.
     pub child_runs: u64,
@@ -176,7 +176,7 @@ impl Receipt {
 }
 
 /// The child runs of a run, at every depth.
-fn child_runs(usage: &crate::Usage) -> u64 {
+fn child_runs(usage: &crate::usage::Usage) -> u64 {
     usage
         .children
         .iter()

@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::message::Message;
-use crate::stores::StoreFuture;
+use crate::store::StoreFuture;
 
 /// Conversation threads: a run that names a thread
 /// ([`RunOptions::thread`](crate::RunOptions::thread)) starts from the thread's earlier
@@ -17,7 +17,7 @@ use crate::stores::StoreFuture;
 /// [`RunOptions::history`](crate::RunOptions::history), then the input. It also compares
 /// [`ThreadState::llm_calls`] with the config's `max_thread_llm_calls`: at or over it,
 /// the run ends at once with `budget_exhausted`
-/// ([`Budget::ThreadLlmCalls`](crate::Budget::ThreadLlmCalls)), before any request.
+/// ([`Budget::ThreadLlmCalls`](crate::error::Budget::ThreadLlmCalls)), before any request.
 ///
 /// After the run, the runner calls [`append`](Self::append) with the run's LLM calls
 /// and, for a run that ended answered or escalated, its messages from the input on; a
@@ -159,7 +159,7 @@ impl ThreadState {
 }
 
 /// A summary of a thread's older messages, written by a run whose config has a
-/// summarizing compaction ([`Compaction::summarize`](crate::Compaction::summarize),
+/// summarizing compaction ([`Compaction::summarize`](crate::config::Compaction::summarize),
 /// `summarize_with_model` or `summarize_with`) when the thread no longer fits its
 /// memory window.
 ///

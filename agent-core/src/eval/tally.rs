@@ -1,6 +1,6 @@
 //! [`RunTally`]: what a receipt counts of one run, whether it comes from an
-//! [`AgentResult`] in memory or from a stored record. [`Receipt`](crate::Receipt) and
-//! [`TurnStats`](crate::TurnStats) are tallied from these alone, so a receipt built in
+//! [`AgentResult`] in memory or from a stored record. [`Receipt`](crate::eval::Receipt) and
+//! [`TurnStats`](crate::eval::TurnStats) are tallied from these alone, so a receipt built in
 //! process (`run_batch`) and one built from a store (agent-worker's queued batches)
 //! count the same way.
 

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::llm::LlmError;
-use crate::stores::StoreFuture;
+use crate::store::StoreFuture;
 
 /// Finds the documents most relevant to a run's input.
 ///

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Category, Ending};
+use crate::eval::tally::RunTally;
 use crate::result::AgentResult;
-use crate::tally::RunTally;
 
 /// LLM calls per run: a histogram per ending, the cap hits, and a suggested
 /// `max_llm_calls`.

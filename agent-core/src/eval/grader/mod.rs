@@ -6,7 +6,7 @@
 //! - [`RunGrader`]: grades a whole run after it ended (a [`Case`]: the input, the
 //!   [`AgentResult`], and optionally the expected answer) and gives a [`Grade`]: named
 //!   scores in `0.0..=1.0`, a reason for each, one overall score, and what grading
-//!   itself spent. [`sweep`](crate::sweep) calls it on every run; you can call it on
+//!   itself spent. [`sweep`](crate::eval::sweep) calls it on every run; you can call it on
 //!   any result.
 //!
 //! The built-in run graders: [`GroundTruth`] (field by field against an expected value),
@@ -331,7 +331,7 @@ pub type RunGradeFuture<'a> = Pin<Box<dyn Future<Output = Result<Grade, GradeErr
 /// Called on every run, answered or not: each grader says what it gives a run that did
 /// not answer (the built-ins other than [`Heuristic`] score it 0 on everything, so a
 /// mean over runs counts a missing answer as a wrong one). A grader must not block its
-/// thread; [`sweep`](crate::sweep) stops one at its timeout only at an `.await`.
+/// thread; [`sweep`](crate::eval::sweep) stops one at its timeout only at an `.await`.
 pub trait RunGrader<T>: Send + Sync {
     /// Grades one run.
     ///

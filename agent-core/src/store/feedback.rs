@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::error::Ending;
 use crate::scores::Scores;
-use crate::stores::StoreFuture;
+use crate::store::StoreFuture;
 use crate::usage::Usage;
 
 /// Run records and the feedback people give on them.

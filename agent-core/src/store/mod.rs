@@ -1,5 +1,10 @@
-//! The stores' traits (the layer below the runner): see the public [`store`](crate::store)
-//! module, which re-exports them with [`replay`](crate::store::replay).
+//! The stores beside the run loop (the layer below the runner).
+
+/// The metadata key the records of a child run (an agent used as a tool,
+/// [`AgentTool`](crate::AgentTool)) carry: its parent run's trace id.
+pub const META_PARENT_TRACE_ID: &str = "parent_trace_id";
+/// The metadata key the records of a child run carry: the parent's tool call id.
+pub const META_PARENT_CALL_ID: &str = "parent_call_id";
 
 mod checkpoint;
 mod diff;

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::error::Ending;
 use crate::message::{Message, ToolCall};
-use crate::stores::StoreFuture;
+use crate::store::StoreFuture;
 use crate::usage::Usage;
 
 /// Transcripts and events of runs.

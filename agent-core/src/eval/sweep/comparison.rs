@@ -9,12 +9,12 @@ use serde::{Deserialize, Serialize};
 
 use super::stats::{bootstrap_mean, mean, nearest_rank};
 use super::{Sample, Variant};
-use crate::batch::Receipt;
 use crate::error::Ending;
-use crate::grader::{Grade, GradeError, add_usage};
+use crate::eval::batch::Receipt;
+use crate::eval::grader::{Grade, GradeError, add_usage};
+use crate::eval::turns::TurnStats;
 use crate::output::AgentOutput;
 use crate::result::AgentResult;
-use crate::turns::TurnStats;
 use crate::usage::Usage;
 
 /// A mean over runs with its 95% bootstrap interval.
@@ -200,7 +200,7 @@ pub struct VariantSummary {
     pub turns: TurnStats,
 }
 
-/// What a [`sweep`](crate::sweep) found: one [`VariantSummary`] per variant (in the
+/// What a [`sweep`](crate::eval::sweep) found: one [`VariantSummary`] per variant (in the
 /// order given) and one [`RunRecord`] per run (variant by variant, samples in order).
 ///
 /// Its `Display` is a table with a column per variant; it serializes to JSON

@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::Ending;
-use crate::stores::TraceRecord;
+use crate::store::TraceRecord;
 
 /// How two runs differ: their endings, their outputs field by field, and their tool-call
 /// sequences. Its `Display` is a short plain-text report.

@@ -1,7 +1,7 @@
 //! The statistics of sweeps and receipts: nearest-rank percentiles and the seeded
 //! percentile bootstrap.
 
-pub(crate) use crate::turns::nearest_rank;
+pub(crate) use crate::eval::turns::nearest_rank;
 
 /// The mean, `None` for no values.
 pub(crate) fn mean(values: &[f64]) -> Option<f64> {

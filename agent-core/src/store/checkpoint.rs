@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::output::OutputMode;
-use crate::stores::{StoreError, StoreFuture};
+use crate::store::{StoreError, StoreFuture};
 
 /// Where runs keep their checkpoints and their tool-effect ledger.
 ///
@@ -168,7 +168,7 @@ pub struct CheckpointRecord {
     /// Who wrote it: a random token (32 hex digits) that each process running the run
     /// draws when it starts or resumes it; what [`CheckpointStore::save_fenced`] checks.
     /// Empty for checkpoints written without one (before fencing, or by
-    /// [`record_decisions`](crate::record_decisions), which keeps the stored writer).
+    /// [`record_decisions`](crate::durable::record_decisions), which keeps the stored writer).
     #[serde(default)]
     pub writer: String,
     /// What does not change during the run (JSON; the runner's own format, versioned).

@@ -4,7 +4,7 @@ use crate::config::AgentConfig;
 use crate::output::AgentOutput;
 use crate::result::AgentResult;
 use crate::run_options::RunOptions;
-use crate::stores::{StoreError, TraceStore};
+use crate::store::{StoreError, TraceStore};
 
 /// Runs a stored run's input again on `config` (a `with_` variant, another model, a new
 /// prompt) with the same messages before it: the stored history (the thread's messages
@@ -28,5 +28,5 @@ pub async fn replay<T: AgentOutput>(
         options = options.metadata(key, value);
     }
     options = options.metadata("replay_of", trace_id);
-    Ok(super::entry::run_agent_with(config, trace.input, options).await)
+    Ok(crate::runner::run_agent_with(config, trace.input, options).await)
 }

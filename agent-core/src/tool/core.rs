@@ -69,8 +69,8 @@ pub trait Tool: Send + Sync + 'static {
     /// Whether a successful call changes the world in a way that cannot be taken back
     /// (a refund, an email sent, an order cancelled). `false` by default;
     /// `#[tool(irreversible)]` sets it. Runs list such calls in their
-    /// [`Handover`](crate::Handover), and `tools_for` sees them in the
-    /// [`RunState`](crate::RunState).
+    /// [`Handover`](crate::handover::Handover), and `tools_for` sees them in the
+    /// [`RunState`](crate::handover::RunState).
     fn irreversible(&self) -> bool {
         false
     }
@@ -79,7 +79,7 @@ pub trait Tool: Send + Sync + 'static {
     /// default; `#[tool(requires_approval)]` sets it (the config's `.approval(..)`
     /// policy can ask for approval of any tool at run time). A call that needs approval
     /// pauses the run (ending `paused`) until a decision comes with
-    /// [`resume_agent_with`](crate::resume_agent_with); the config needs a checkpoint
+    /// [`resume_agent_with`](crate::durable::resume_agent_with); the config needs a checkpoint
     /// store.
     fn requires_approval(&self) -> bool {
         false
@@ -149,7 +149,7 @@ impl ToolError {
     /// action, a long job this call started, a person). With a checkpoint store the run
     /// pauses once the turn's other calls are answered (ending `paused`, the call listed
     /// in [`AgentError::Paused`](crate::AgentError::Paused) with `note`), and
-    /// [`Decisions::result`](crate::Decisions::result) gives the result on resume. The
+    /// [`Decisions::result`](crate::durable::Decisions::result) gives the result on resume. The
     /// call is not run again. Without a checkpoint store the run cannot wait: the model
     /// gets an error result saying so.
     pub fn deferred(note: impl Into<String>) -> Self {
