@@ -27,7 +27,7 @@ struct KeywordModel;
 impl KeywordModel {
     fn decide(&self, request: &LlmRequest) -> LlmResponse {
         let ticket = match request.messages.first() {
-            Some(Message::User { content }) => content.to_lowercase(),
+            Some(Message::User { content, .. }) => content.to_lowercase(),
             _ => String::new(),
         };
         let order_id = find_order_id(&ticket);

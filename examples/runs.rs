@@ -213,7 +213,7 @@ async fn show(store: &Store, trace_id: &str) -> Result<(), String> {
 fn print_transcript(trace: &TraceRecord) {
     for message in trace.history.iter().chain(&trace.transcript) {
         match message {
-            Message::User { content } => println!("  user: {}", one_line(content, 100)),
+            Message::User { content, .. } => println!("  user: {}", one_line(content, 100)),
             Message::Assistant {
                 text,
                 tool_calls,

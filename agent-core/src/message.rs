@@ -6,6 +6,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::content::Part;
+
 /// One message of a conversation.
 ///
 /// The system prompt is not a message: it travels in [`LlmRequest::system`](crate::llm::LlmRequest).
@@ -13,10 +15,15 @@ use serde_json::Value;
 #[serde(tag = "role", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Message {
-    /// Text from the user (the run's input, or a nudge written by the runner).
+    /// From the user: the run's input, or a nudge written by the runner.
     User {
         /// The text; never empty when written by the runner.
         content: String,
+        /// The parts after the text (images, documents, audio, more text), in order;
+        /// empty for a message of text alone. Absent from serialized messages when
+        /// empty, so records written before parts still load.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        parts: Vec<Part>,
     },
     /// One model turn: optional text and zero or more tool calls, in emission order,
     /// with the reasoning the provider sent apart from the answer.
@@ -60,11 +67,32 @@ pub enum Message {
 }
 
 impl Message {
-    /// A user message.
+    /// A user message of text.
     pub fn user(content: impl Into<String>) -> Self {
         Self::User {
             content: content.into(),
+            parts: Vec::new(),
         }
+    }
+
+    /// A user message of text and the parts after it.
+    pub fn user_with(content: impl Into<String>, parts: Vec<Part>) -> Self {
+        Self::User {
+            content: content.into(),
+            parts,
+        }
+    }
+
+    /// The parts of a user message or of a tool-results message (each result's, in
+    /// order); empty for every other.
+    pub fn parts(&self) -> impl Iterator<Item = &Part> {
+        let (user, results): (&[Part], &[ToolResult]) = match self {
+            Self::User { parts, .. } => (parts, &[]),
+            Self::Tool { results } => (&[], results),
+            _ => (&[], &[]),
+        };
+        user.iter()
+            .chain(results.iter().flat_map(|r| r.parts.iter()))
     }
 
     /// An assistant message with text and tool calls (and no reasoning; see
@@ -268,6 +296,11 @@ pub struct ToolResult {
     /// Whether this result reports a failure (unknown tool, invalid arguments, tool
     /// error, panic, timeout, limit reached, rejected submission).
     pub is_error: bool,
+    /// The parts after the content (images, documents, audio a tool returned), in
+    /// order; empty for a result of text alone. Absent from serialized results when
+    /// empty, so records written before parts still load.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<Part>,
 }
 
 impl ToolResult {
@@ -282,6 +315,7 @@ impl ToolResult {
             name: name.into(),
             content: content.into(),
             is_error: false,
+            parts: Vec::new(),
         }
     }
 
@@ -296,7 +330,15 @@ impl ToolResult {
             name: name.into(),
             content: content.into(),
             is_error: true,
+            parts: Vec::new(),
         }
+    }
+
+    /// This result with parts after its content (images, documents, audio).
+    #[must_use]
+    pub fn with_parts(mut self, parts: Vec<Part>) -> Self {
+        self.parts = parts;
+        self
     }
 }
 

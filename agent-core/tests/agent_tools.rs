@@ -123,7 +123,7 @@ async fn the_childs_typed_answer_is_the_tool_result_and_its_usage_is_added_exact
     // The child was asked the call's input.
     let asked = &child_model.requests()[0].messages;
     assert!(
-        matches!(asked.last(), Some(Message::User { content }) if content == "Is A-1 due a refund?")
+        matches!(asked.last(), Some(Message::User { content, .. }) if content == "Is A-1 due a refund?")
     );
     assert_eq!(
         tool_results(&parent_model),
@@ -185,7 +185,7 @@ async fn a_typed_input_is_the_tools_schema_and_reaches_the_child_as_json() {
     assert_eq!(refunds_tool.parameters["required"], json!(["order"]));
     let asked = &child_model.requests()[0].messages;
     assert!(
-        matches!(asked.last(), Some(Message::User { content }) if content == r#"{"order":"A-7"}"#)
+        matches!(asked.last(), Some(Message::User { content, .. }) if content == r#"{"order":"A-7"}"#)
     );
     // The second call broke the schema: the child never ran for it.
     assert_eq!(child_model.request_count(), 1);

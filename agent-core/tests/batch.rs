@@ -18,7 +18,7 @@ struct ByInput;
 impl LlmClient for ByInput {
     fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
         let n: u64 = match &request.messages[0] {
-            Message::User { content } => content.parse().unwrap(),
+            Message::User { content, .. } => content.parse().unwrap(),
             _ => unreachable!(),
         };
         let turn = request
@@ -138,7 +138,8 @@ async fn one_slow_run_does_not_hold_back_the_others() {
     struct SlowFirst;
     impl LlmClient for SlowFirst {
         fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
-            let slow = matches!(&request.messages[0], Message::User { content } if content == "0");
+            let slow =
+                matches!(&request.messages[0], Message::User { content, .. } if content == "0");
             let delay = if slow {
                 std::time::Duration::from_secs(60)
             } else {

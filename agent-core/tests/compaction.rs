@@ -101,7 +101,7 @@ fn summaries(request: &LlmRequest) -> Vec<&str> {
         .messages
         .iter()
         .filter_map(|m| match m {
-            Message::User { content } if content.starts_with("Summary of the earlier") => {
+            Message::User { content, .. } if content.starts_with("Summary of the earlier") => {
                 Some(content.as_str())
             }
             _ => None,
@@ -168,7 +168,7 @@ async fn a_200_turn_run_under_a_small_budget_is_summarized_and_ends_answered() {
     // The summarizer saw old turns as text, without ids or tools.
     let asked = &writer.requests()[0];
     assert!(asked.tools.is_empty());
-    let Message::User { content } = &asked.messages[0] else {
+    let Message::User { content, .. } = &asked.messages[0] else {
         panic!("{:?}", asked.messages);
     };
     assert!(

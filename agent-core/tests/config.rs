@@ -290,7 +290,10 @@ fn old_root_paths_still_name_the_moved_items() {
     assert_eq!(reason, agent_core::llm::StopReason::ToolUse);
     assert_eq!(agent_core::SUBMIT_OUTPUT, agent_core::output::SUBMIT_OUTPUT);
     let decisions = agent_core::Decisions::new().approve("c1");
-    assert_eq!(decisions, agent_core::durable::Decisions::new().approve("c1"));
+    assert_eq!(
+        decisions,
+        agent_core::durable::Decisions::new().approve("c1")
+    );
     fn takes_client(_: &dyn agent_core::LlmClient) {}
     takes_client(&agent_core::testing::ScriptedModel::new());
     let limits: agent_core::config::Limits = agent_core::Limits::default();

@@ -392,8 +392,7 @@ async fn partial_answers_are_answered_and_counted_apart() {
             &'a self,
             request: &'a agent_core::llm::LlmRequest,
         ) -> agent_core::llm::LlmFuture<'a> {
-            let open =
-                matches!(&request.messages[0], Message::User { content } if content == "partial");
+            let open = matches!(&request.messages[0], Message::User { content, .. } if content == "partial");
             let args = if open {
                 json!({"done": ["refund"], "open": ["replacement"]})
             } else {

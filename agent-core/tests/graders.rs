@@ -369,7 +369,7 @@ async fn a_judge_maps_each_criterion_and_reports_its_own_cost() {
         system.contains("- actionable: Says what to do next."),
         "{system}"
     );
-    let agent_core::llm::Message::User { content } = &request.messages[0] else {
+    let agent_core::llm::Message::User { content, .. } = &request.messages[0] else {
         panic!("{:?}", request.messages[0]);
     };
     assert!(content.contains("I was charged twice"), "{content}");

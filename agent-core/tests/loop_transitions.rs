@@ -224,7 +224,7 @@ async fn row_plain_text_with_schema_nudges_and_forces_a_tool_call() {
     assert_eq!(reqs[0].tool_choice, ToolChoice::Auto);
     assert_eq!(reqs[1].tool_choice, ToolChoice::Required);
     match reqs[1].messages.last().unwrap() {
-        Message::User { content } => assert!(content.contains("submit_output"), "{content}"),
+        Message::User { content, .. } => assert!(content.contains("submit_output"), "{content}"),
         other => panic!("expected the nudge, got {other:?}"),
     }
 }

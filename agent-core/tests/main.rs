@@ -21,6 +21,7 @@ pub mod architecture;
 pub mod batch;
 pub mod compaction;
 pub mod config;
+pub mod content;
 pub mod durable;
 pub mod durable_state;
 pub mod embeddings;

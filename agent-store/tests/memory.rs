@@ -154,7 +154,7 @@ async fn appends_are_idempotent_and_ordered_under_concurrency(place: &Place) {
     assert_eq!(state.messages.len(), 48);
     let mut seen = Vec::new();
     for pair in state.messages.chunks(2) {
-        let (Message::User { content: q }, Message::Assistant { text: a, .. }) =
+        let (Message::User { content: q, .. }, Message::Assistant { text: a, .. }) =
             (&pair[0], &pair[1])
         else {
             panic!("an exchange was split: {pair:?}");

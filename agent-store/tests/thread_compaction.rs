@@ -89,7 +89,7 @@ async fn a_thread_compacted_across_50_runs(place: &Place) {
     // Each summary is written from the one before and the two messages the window
     // dropped; never from the system prompt.
     let asked = writer.requests();
-    let Message::User { content } = &asked[1].messages[0] else {
+    let Message::User { content, .. } = &asked[1].messages[0] else {
         panic!("{:?}", asked[1].messages);
     };
     assert!(

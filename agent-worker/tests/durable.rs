@@ -101,7 +101,7 @@ impl LlmClient for ByTurn {
             request
                 .messages
                 .iter()
-                .any(|m| matches!(m, Message::User { content } if content == text))
+                .any(|m| matches!(m, Message::User { content, .. } if content == text))
         };
         let email = input("email");
         let refund = input("refund");

@@ -343,6 +343,24 @@ pub enum AgentError {
         /// What was wrong.
         message: String,
     },
+    /// A part of the run's input or history (an image, a document, audio) that the
+    /// model cannot take: its kind, its media type, its source (a URL to a provider that
+    /// takes only bytes) or its size. The run ended before any request (or, with
+    /// fallback models, no model of the chain takes it). Category `invalid_run`.
+    #[error("the model {model} cannot take part {index} ({kind} {media_type}): {reason}")]
+    UnsupportedContent {
+        /// The model, as configured.
+        model: String,
+        /// The part's place among the conversation's parts (0-based, oldest first).
+        index: usize,
+        /// Its kind.
+        kind: crate::content::Kind,
+        /// Its media type.
+        media_type: String,
+        /// Why the model cannot take it (naming the limit and its source where one was
+        /// passed).
+        reason: String,
+    },
     /// The run paused: the model called tools that need a person's approval, or a tool
     /// said its result comes from outside. Not a failure (ending [`Ending::Paused`]):
     /// the turn's other calls ran, the checkpoint keeps the run, and
@@ -420,7 +438,9 @@ impl AgentError {
             AgentError::Refused { .. } => Category::Refused,
             AgentError::ToolFatal { .. } => Category::ToolFatal,
             AgentError::ContextWindowExceeded { .. } => Category::ContextWindowExceeded,
-            AgentError::InvalidRun { .. } => Category::InvalidRun,
+            AgentError::InvalidRun { .. } | AgentError::UnsupportedContent { .. } => {
+                Category::InvalidRun
+            }
             AgentError::Paused { .. } => Category::Paused,
             AgentError::Fenced { .. } => Category::Fenced,
             AgentError::GuardrailTripped { .. } => Category::GuardrailTripped,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+mod content;
 mod error;
 mod reasoning;
 mod refusal;
@@ -15,6 +16,7 @@ pub use crate::message::{Message, ToolCall, ToolResult};
 use crate::output::OutputMode;
 pub use crate::output::{AnswerMode, OutputSpec};
 use crate::tool::ToolDefinition;
+pub use content::{COMMON_IMAGES, ContentCapabilities, PDF};
 pub use error::{LlmError, LlmErrorCause, LlmErrorKind};
 pub use reasoning::{Effort, Reasoning};
 pub use refusal::RefusalReason;
@@ -109,6 +111,15 @@ pub trait LlmClient: Send + Sync {
     ) -> Result<(), &'static str> {
         let _ = (model, reasoning, max_tokens);
         Ok(())
+    }
+
+    /// Which parts `model` takes beside text (images, documents, audio), from where,
+    /// and how large: the runner refuses a part the model cannot take before any
+    /// request (and a fallback chain skips such a model). The default is text alone
+    /// ([`ContentCapabilities::TEXT_ONLY`]): a custom client that takes parts says which.
+    fn content_capabilities(&self, model: &str) -> ContentCapabilities {
+        let _ = model;
+        ContentCapabilities::TEXT_ONLY
     }
 }
 
@@ -221,6 +232,10 @@ impl<C: LlmClient + ?Sized> LlmClient for Arc<C> {
     ) -> Result<(), &'static str> {
         (**self).check_reasoning(model, reasoning, max_tokens)
     }
+
+    fn content_capabilities(&self, model: &str) -> ContentCapabilities {
+        (**self).content_capabilities(model)
+    }
 }
 
 /// Which tools the model may or must call in a turn.
@@ -278,7 +293,11 @@ pub struct LlmRequest {
 /// tool results' content.
 pub(crate) fn message_bytes(m: &Message) -> usize {
     match m {
-        Message::User { content } => content.len(),
+        Message::User { content, parts } if parts.is_empty() => content.len(),
+        // A part counts as the text of its estimated tokens (see `content`'s estimates).
+        Message::User { content, parts } => {
+            content.len() + parts.iter().map(part_bytes).sum::<usize>()
+        }
         Message::Assistant {
             text, tool_calls, ..
         } => {
@@ -288,9 +307,19 @@ pub(crate) fn message_bytes(m: &Message) -> usize {
                     .map(|c| c.name.len() + c.arguments.to_string().len())
                     .sum::<usize>()
         }
-        Message::Tool { results } => results.iter().map(|r| r.content.len()).sum(),
+        Message::Tool { results } => results
+            .iter()
+            .map(|r| r.content.len() + r.parts.iter().map(part_bytes).sum::<usize>())
+            .sum(),
         Message::Paused { text, content } => text.len().max(content.to_string().len()),
     }
+}
+
+/// A part's estimated tokens, as the bytes of text that many tokens are (4 a token).
+fn part_bytes(part: &crate::content::Part) -> usize {
+    usize::try_from(crate::content::estimated_tokens(part))
+        .unwrap_or(usize::MAX)
+        .saturating_mul(4)
 }
 
 impl LlmRequest {

@@ -138,7 +138,14 @@ fn size_hint(request: &crate::llm::LlmRequest, fixed: usize) -> usize {
         .messages
         .iter()
         .map(|m| match m {
-            Message::User { content } => content.len() + 32,
+            Message::User { content, parts } => {
+                content.len()
+                    + 32
+                    + parts
+                        .iter()
+                        .map(|p| p.byte_len() / 3 * 4 + 96)
+                        .sum::<usize>()
+            }
             Message::Assistant {
                 text, tool_calls, ..
             } => {

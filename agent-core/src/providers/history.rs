@@ -6,6 +6,7 @@
 //! runner always answers every call; this module makes the adapters total over any
 //! history anyway: a missing answer becomes an error result, an extra one is dropped.
 
+use crate::content::Part;
 use crate::message::{Message, ToolCall};
 
 /// The text sent in place of an empty turn (providers reject empty text, and an
@@ -24,13 +25,22 @@ pub(crate) struct Answer<'a> {
     pub(crate) content: &'a str,
     /// Whether the result reports a failure.
     pub(crate) is_error: bool,
+    /// The parts after the content (only where the route takes parts in tool results:
+    /// the runner moves them to a user message for the others).
+    pub(crate) parts: &'a [Part],
 }
 
 /// One unit of the conversation, in order.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Turn<'a> {
-    /// User text (never empty: see [`EMPTY_TURN`]).
-    User(&'a str),
+    /// From the user: text (never empty: see [`EMPTY_TURN`]), and the parts after it
+    /// (only where the route takes them: the runner refuses others before any request).
+    User {
+        /// The text.
+        text: &'a str,
+        /// The parts after the text, in order.
+        parts: &'a [Part],
+    },
     /// A model turn: its text (possibly empty) and calls.
     Assistant {
         /// The text, as the model wrote it.
@@ -56,9 +66,12 @@ pub(crate) fn turns(messages: &[Message]) -> Vec<Turn<'_>> {
     let mut pending: &[ToolCall] = &[];
     for message in messages {
         match message {
-            Message::User { content } => {
+            Message::User { content, parts } => {
                 answer_missing(&mut out, std::mem::take(&mut pending));
-                out.push(Turn::User(non_empty(content)));
+                out.push(Turn::User {
+                    text: non_empty(content),
+                    parts,
+                });
             }
             Message::Assistant {
                 text, tool_calls, ..
@@ -90,6 +103,7 @@ pub(crate) fn turns(messages: &[Message]) -> Vec<Turn<'_>> {
                             call_id: &call.id,
                             content: &r.content,
                             is_error: r.is_error,
+                            parts: &r.parts,
                         },
                         None => missing(call),
                     })
@@ -113,6 +127,7 @@ fn missing(call: &ToolCall) -> Answer<'_> {
         call_id: &call.id,
         content: MISSING_RESULT,
         is_error: true,
+        parts: &[],
     }
 }
 
@@ -182,7 +197,13 @@ mod tests {
         assert!(results[1][0].is_error);
         // The missing answer comes before the user text that followed the calls.
         assert!(matches!(turns[2], Turn::Results(_)));
-        assert_eq!(turns[3], Turn::User("go on"));
+        assert_eq!(
+            turns[3],
+            Turn::User {
+                text: "go on",
+                parts: &[]
+            }
+        );
     }
 
     #[test]
@@ -191,6 +212,12 @@ mod tests {
             Message::user("  "),
             Message::tool_results(vec![ToolResult::ok("x", "t", "?")]),
         ];
-        assert_eq!(turns(&messages), [Turn::User(EMPTY_TURN)]);
+        assert_eq!(
+            turns(&messages),
+            [Turn::User {
+                text: EMPTY_TURN,
+                parts: &[]
+            }]
+        );
     }
 }

@@ -199,6 +199,9 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             }
             results.push(done.result);
         }
+        if results.iter().any(|r| !r.parts.is_empty()) {
+            self.live.has_parts = true;
+        }
         let stuck = self
             .state
             .guard

@@ -16,6 +16,7 @@ use crate::output::{AgentOutput, SUBMIT_OUTPUT};
 
 use super::model::sink::{PartialKind, TurnSink};
 use super::model::{spans, strip_provider_parts};
+use super::parts;
 use super::run::Run;
 
 impl<'c, T: AgentOutput> Run<'c, T> {
@@ -23,6 +24,9 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     /// failure but a bug in the client's code, so the run ends with `internal_error`.
     pub(super) async fn call_model(&mut self) -> Result<Result<LlmResponse, LlmError>, AgentError> {
         self.refresh_tools().await;
+        if self.live.has_parts {
+            self.fit_parts()?;
+        }
         let agent = self.agent;
         let offered = Arc::clone(&self.live.table.offered);
         let wrap_up = agent.wrap_up
@@ -132,6 +136,42 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         }
         spans::record_outcome(&span, &outcome, agent.capture_content);
         Ok(outcome)
+    }
+
+    /// Makes the conversation's parts fit the model the call goes to (see `parts.rs`): a
+    /// part the user gave that this model cannot take sends the turn to the next
+    /// fallback model that can (the switch says why), else ends the run before the
+    /// request; the parts tools returned are moved or noted.
+    ///
+    /// # Errors
+    /// [`AgentError::UnsupportedContent`] naming the part, its type and the model; after
+    /// a switch, [`AgentError::ModelsFailed`] with every model's reason.
+    fn fit_parts(&mut self) -> Result<(), AgentError> {
+        loop {
+            let model = self.model();
+            let caps = model.client.content_capabilities(&model.wire_model);
+            let Some(refused) = parts::check_given(&caps, &self.state.messages) else {
+                parts::fit_results(&caps, &mut self.state.messages);
+                return Ok(());
+            };
+            let error = AgentError::UnsupportedContent {
+                model: model.name.clone(),
+                index: refused.index,
+                kind: refused.part.kind(),
+                media_type: refused
+                    .part
+                    .media()
+                    .map(|m| m.media_type.clone())
+                    .unwrap_or_default(),
+                reason: refused.reason,
+            };
+            let failure = LlmError::permanent(error.to_string());
+            if self.state.route + 1 < self.agent.models.len() {
+                self.switch_model(vec![failure]);
+                continue;
+            }
+            return Err(self.provider_failed(error, vec![failure]));
+        }
     }
 
     /// Native mode on a server whose output grammar covers the whole reply

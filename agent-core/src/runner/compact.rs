@@ -314,7 +314,7 @@ fn render(messages: &[Message]) -> String {
     let mut out = String::new();
     for m in messages {
         match m {
-            Message::User { content } => out.push_str(&format!("user: {}\n", cut(content))),
+            Message::User { content, .. } => out.push_str(&format!("user: {}\n", cut(content))),
             Message::Assistant {
                 text, tool_calls, ..
             } => {

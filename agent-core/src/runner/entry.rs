@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use tracing::Instrument;
 
 use crate::config::{AgentConfig, Compiled};
+use crate::content::Input;
 use crate::error::{AgentError, Ending};
 use crate::message::Message;
 use crate::observe::RunEvent;
@@ -31,13 +32,17 @@ use super::trace::trace_id_of;
 /// ends at once with [`AgentError::Internal`] saying so, before any request. Dropping the returned future stops the run, including its
 /// in-flight request and tool calls.
 ///
+/// `input` is text (`&str`, `String`), or text with parts ([`Input`]: images,
+/// documents, audio; see [`crate::content`]): a part the model cannot take ends the run
+/// with [`AgentError::UnsupportedContent`] before any request.
+///
 /// Use it as an `async fn` (`run_agent(&config, input).await`): nothing runs until the
-/// returned future is polled, except that `input` is turned into a `String` at the call.
+/// returned future is polled, except that `input` is turned into an [`Input`] at the call.
 /// It is written as a function returning the run's future so that the future, held by
 /// every run for its whole life, keeps no second copy of its arguments.
 pub fn run_agent<T: AgentOutput>(
     config: &AgentConfig<T>,
-    input: impl Into<String>,
+    input: impl Into<Input>,
 ) -> impl Future<Output = AgentResult<T>> {
     run(config, input.into(), RunOptions::default(), None, None)
 }
@@ -55,7 +60,7 @@ pub fn run_agent<T: AgentOutput>(
 /// Use it as an `async fn`, as [`run_agent`] (the same form, for the same reason).
 pub fn run_agent_with<T: AgentOutput>(
     config: &AgentConfig<T>,
-    input: impl Into<String>,
+    input: impl Into<Input>,
     options: RunOptions,
 ) -> impl Future<Output = AgentResult<T>> {
     run(config, input.into(), options, None, None)
@@ -65,7 +70,7 @@ pub fn run_agent_with<T: AgentOutput>(
 /// streamed and the run's events sent to `events`.
 pub(crate) fn run_streamed<T: AgentOutput>(
     config: &AgentConfig<T>,
-    input: String,
+    input: Input,
     options: RunOptions,
     events: EventSender<T>,
 ) -> impl Future<Output = AgentResult<T>> {
@@ -84,7 +89,7 @@ pub(crate) fn run_streamed<T: AgentOutput>(
 )]
 pub(crate) fn run<T: AgentOutput>(
     config: &AgentConfig<T>,
-    input: String,
+    input: Input,
     mut options: RunOptions,
     events: Option<EventSender<T>>,
     resumed: Option<Box<Resumed>>,
@@ -122,9 +127,14 @@ pub(crate) fn run<T: AgentOutput>(
         // only when they have work after the run; a refusal is boxed (rare).
         let (mut run, prepared, refusal) = {
             let mut prepared = if cfg.stores.any() {
-                let prepared = Box::pin(stores::before_run(cfg, &trace_id, &input, &mut options))
-                    .instrument(span.clone())
-                    .await;
+                let prepared = Box::pin(stores::before_run(
+                    cfg,
+                    &trace_id,
+                    input.as_text(),
+                    &mut options,
+                ))
+                .instrument(span.clone())
+                .await;
                 Some(Box::new(prepared))
             } else {
                 None
@@ -339,6 +349,11 @@ fn restore<T: AgentOutput>(
         run.inputs.app = app;
     }
     run.state = state;
+    run.live.has_parts = run
+        .state
+        .messages
+        .iter()
+        .any(|m| m.parts().next().is_some());
     run.apply_agent();
     // The system prompt as the run first sent it (retrieved context included), while
     // it is on the agent and the model it started with.
@@ -379,7 +394,7 @@ pub fn bench_run_sizes<T: AgentOutput>(config: &AgentConfig<T>) -> Vec<(&'static
             "run future",
             size_of_val(&run(
                 config,
-                "x".to_owned(),
+                Input::text("x"),
                 RunOptions::default(),
                 None,
                 None,
@@ -410,7 +425,7 @@ pub fn bench_run_sizes<T: AgentOutput>(config: &AgentConfig<T>) -> Vec<(&'static
     let mut run = Run::new(
         &config.inner,
         Arc::from("t"),
-        "x".to_owned(),
+        Input::text("x"),
         RunOptions::default(),
         None,
     );

@@ -98,7 +98,7 @@ pub(super) enum TakenOver<T> {
 
 /// A run taken over, and what it goes on with.
 pub(super) struct GoingOn {
-    pub(super) input: String,
+    pub(super) input: crate::content::Input,
     pub(super) options: RunOptions,
     pub(super) resumed: Box<Resumed>,
 }
@@ -232,7 +232,7 @@ pub(super) async fn take_over<T: AgentOutput>(
     options.thread.clone_from(&header.thread);
     options.run_id = Some(run_id.to_owned());
     options.history = Vec::new();
-    let input = header.input.clone();
+    let input = crate::content::Input::text(header.input.clone());
     let resumed = Resumed {
         header,
         snapshot,

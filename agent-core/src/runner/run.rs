@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Compiled, ModelEntry, OutputPlan, ToolTable};
+use crate::content::Input;
 use crate::error::{AgentError, panic_message};
 use crate::handover::{CallOutcome, CallRecord, RunState as RunView};
 use crate::llm::LlmRequest;
@@ -77,6 +78,9 @@ pub(super) struct Live {
     pub(super) trip: Option<Box<AgentError>>,
     /// What the grader gave an answer.
     pub(super) scores: Option<Scores>,
+    /// Whether the conversation holds parts (images, documents, audio): only then are
+    /// they checked against the model before each call.
+    pub(super) has_parts: bool,
 }
 
 /// One run in this process (see the module docs).
@@ -103,10 +107,11 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     pub(super) fn new(
         cfg: &'c Compiled<T>,
         trace_id: Arc<str>,
-        input: String,
+        input: Input,
         options: RunOptions,
         events: Option<EventSender<T>>,
     ) -> Self {
+        let (input, parts) = input.into_parts();
         let parent = super::agents::tree::parent_of(&options);
         let RunOptions {
             state: run_state,
@@ -120,8 +125,9 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             decisions: _,
             parent: _,
         } = options;
+        let has_parts = !parts.is_empty() || history.iter().any(|m| m.parts().next().is_some());
         let mut messages = history;
-        messages.push(Message::user(input.clone()));
+        messages.push(Message::user_with(input.clone(), parts));
         let own_start = messages.len();
         let app = if run_state.is_empty() {
             Arc::clone(&cfg.state)
@@ -172,6 +178,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 meter: Arc::default(),
                 trip: None,
                 scores: None,
+                has_parts,
             },
             tree: Tree::new(&cfg.limits, parent),
             durable: None,

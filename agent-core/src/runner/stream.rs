@@ -17,6 +17,7 @@ use std::task::{Context, Poll};
 use futures::Stream;
 
 use crate::config::AgentConfig;
+use crate::content::Input;
 use crate::output::AgentOutput;
 use crate::result::AgentResult;
 use crate::run_options::RunOptions;
@@ -133,7 +134,7 @@ impl<T> Stream for RunStream<'_, T> {
 /// ```
 pub fn run_agent_stream<'a, T: AgentOutput + Sync>(
     config: &'a AgentConfig<T>,
-    input: impl Into<String>,
+    input: impl Into<Input>,
 ) -> RunStream<'a, T> {
     run_agent_stream_with(config, input, RunOptions::default())
 }
@@ -142,7 +143,7 @@ pub fn run_agent_stream<'a, T: AgentOutput + Sync>(
 /// [`run_agent_with`](crate::run_agent_with)).
 pub fn run_agent_stream_with<'a, T: AgentOutput + Sync>(
     config: &'a AgentConfig<T>,
-    input: impl Into<String>,
+    input: impl Into<Input>,
     options: RunOptions,
 ) -> RunStream<'a, T> {
     let events: Queue<T> = Arc::new(Mutex::new(VecDeque::with_capacity(QUEUE_CAPACITY)));

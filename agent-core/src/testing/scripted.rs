@@ -207,4 +207,9 @@ impl LlmClient for ScriptedModel {
     fn provider(&self) -> &str {
         "scripted"
     }
+
+    /// Every part: a script answers whatever it is given.
+    fn content_capabilities(&self, _model: &str) -> crate::llm::ContentCapabilities {
+        crate::llm::ContentCapabilities::ANY
+    }
 }

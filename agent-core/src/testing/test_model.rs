@@ -3,7 +3,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::llm::{
-    LlmClient, LlmFuture, LlmRequest, LlmResponse, StopReason, TokenUsage, ToolChoice,
+    ContentCapabilities, LlmClient, LlmFuture, LlmRequest, LlmResponse, StopReason, TokenUsage,
+    ToolChoice,
 };
 use crate::message::{Message, ToolCall};
 use crate::output::ESCALATE_TO_HUMAN;
@@ -21,6 +22,11 @@ use crate::tool::ToolDefinition;
 /// - When the request expects a JSON answer in text ([`LlmRequest::output`]: native or
 ///   prompted output mode), it answers with the example value as JSON text.
 /// - Otherwise (compat mode), it answers with a short text.
+///
+/// It takes every part (images, documents, audio, from any source), and says which it
+/// saw: the parts of the conversation's last user message are named in its text reply,
+/// and after the first string field of its example answer (`"example (saw image/png,
+/// application/pdf)"`), so a run with attachments shows them end to end offline.
 ///
 /// Usage is estimated at four characters per token, so token budgets behave plausibly.
 /// `.model("test")` routes here; the examples fall back to it when no provider is
@@ -77,16 +83,55 @@ impl TestModel {
                 return LlmResponse::tool_calls(calls);
             }
         }
+        let seen = seen_parts(request);
         if let Some(spec) = &request.output {
             // Native or prompted mode: the answer is JSON text.
-            return LlmResponse::text(example_for_schema(&spec.schema).to_string())
-                .with_stop_reason(StopReason::EndTurn);
+            let mut value = example_for_schema(&spec.schema);
+            note_seen(&mut value, seen.as_deref());
+            return LlmResponse::text(value.to_string()).with_stop_reason(StopReason::EndTurn);
         }
         match request.tools.iter().find(|t| t.name == SUBMIT_OUTPUT) {
-            Some(def) => LlmResponse::tool_calls(vec![self.call(def)]),
-            None => LlmResponse::text("This is the built-in test model's answer.")
-                .with_stop_reason(StopReason::EndTurn),
+            Some(def) => {
+                let mut call = self.call(def);
+                note_seen(&mut call.arguments, seen.as_deref());
+                LlmResponse::tool_calls(vec![call])
+            }
+            None => {
+                let text = match seen {
+                    Some(seen) => format!("This is the built-in test model's answer (saw {seen})."),
+                    None => "This is the built-in test model's answer.".to_owned(),
+                };
+                LlmResponse::text(text).with_stop_reason(StopReason::EndTurn)
+            }
         }
+    }
+}
+
+/// The media types of the parts of the conversation's last user message, joined with
+/// ", "; `None` when it has none.
+fn seen_parts(request: &LlmRequest) -> Option<String> {
+    let last = request
+        .messages
+        .iter()
+        .rev()
+        .find(|m| matches!(m, Message::User { .. }))?;
+    let types: Vec<&str> = last
+        .parts()
+        .filter_map(|p| p.media().map(|m| m.media_type.as_str()))
+        .collect();
+    (!types.is_empty()).then(|| types.join(", "))
+}
+
+/// Appends "(saw ...)" to the first string field of an example answer.
+fn note_seen(value: &mut serde_json::Value, seen: Option<&str>) {
+    let (Some(seen), Some(map)) = (seen, value.as_object_mut()) else {
+        return;
+    };
+    if let Some(serde_json::Value::String(text)) = map
+        .values_mut()
+        .find(|v| matches!(v, serde_json::Value::String(_)))
+    {
+        text.push_str(&format!(" (saw {seen})"));
     }
 }
 
@@ -103,5 +148,9 @@ impl LlmClient for TestModel {
 
     fn provider(&self) -> &str {
         "test"
+    }
+
+    fn content_capabilities(&self, _model: &str) -> ContentCapabilities {
+        ContentCapabilities::ANY
     }
 }

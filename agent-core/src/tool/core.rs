@@ -36,6 +36,52 @@ impl ToolDefinition {
 /// The future a [`Tool`] returns.
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = Result<String, ToolError>> + Send + 'a>>;
 
+/// What [`Tool::call_content`] returns: the result's text and parts, or its error.
+pub type ContentFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<ToolContent, ToolError>> + Send + 'a>>;
+
+/// A tool's result with parts: its text, and images, documents or audio after it (a
+/// screenshot, a rendered invoice). The model sees the parts where its provider takes
+/// them in a tool result, else in a user message right after the results, which names
+/// the call; a part the model takes no kind of is replaced by a note.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ToolContent {
+    /// The text.
+    pub text: String,
+    /// The parts after the text, in order.
+    pub parts: Vec<crate::content::Part>,
+}
+
+impl ToolContent {
+    /// A result of text alone.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            parts: Vec::new(),
+        }
+    }
+
+    /// This result with one more part.
+    #[must_use]
+    pub fn part(mut self, part: crate::content::Part) -> Self {
+        self.parts.push(part);
+        self
+    }
+}
+
+impl From<String> for ToolContent {
+    fn from(text: String) -> Self {
+        ToolContent::text(text)
+    }
+}
+
+impl From<&str> for ToolContent {
+    fn from(text: &str) -> Self {
+        ToolContent::text(text)
+    }
+}
+
 /// A tool the model can call.
 ///
 /// Write one by hand, or let `#[tool]` generate it from an async fn. The runner
@@ -59,6 +105,18 @@ pub trait Tool: Send + Sync + 'static {
     /// # Errors
     /// A [`ToolError`] whose message is shown to the model.
     fn call<'a>(&'a self, arguments: Value, context: ToolContext) -> ToolFuture<'a>;
+
+    /// Runs the tool and returns its result with parts (images, documents, audio; see
+    /// [`ToolContent`]). What the runner calls. The default is [`call`](Self::call)'s
+    /// text alone; a tool that returns parts overrides this (a `#[tool]` fn does when it
+    /// returns a `ToolContent`), and its `call` gives the text.
+    ///
+    /// # Errors
+    /// A [`ToolError`] whose message is shown to the model.
+    fn call_content<'a>(&'a self, arguments: Value, context: ToolContext) -> ContentFuture<'a> {
+        let text = self.call(arguments, context);
+        Box::pin(async move { text.await.map(ToolContent::text) })
+    }
 
     /// The application state types this tool reads through [`ToolContext::state`]. The
     /// config's `build()` rejects a config that lacks one, with a `ConfigError`.

@@ -8,7 +8,8 @@ mod registry;
 
 pub(crate) use self::core::Opaque;
 pub use self::core::{
-    State, StateMap, StateRequirement, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture,
+    ContentFuture, State, StateMap, StateRequirement, Tool, ToolContent, ToolContext,
+    ToolDefinition, ToolError, ToolFuture,
 };
 pub(crate) use registry::RegisteredSource;
 pub use registry::{ToolRegistry, ToolSnapshot, ToolSource};

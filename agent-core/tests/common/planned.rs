@@ -29,7 +29,7 @@ where
 {
     fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
         let input = match &request.messages[0] {
-            Message::User { content } => content.clone(),
+            Message::User { content, .. } => content.clone(),
             other => panic!("the first message is the input: {other:?}"),
         };
         let turn = request

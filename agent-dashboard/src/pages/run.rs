@@ -229,7 +229,7 @@ fn transcript(trace: &TraceRecord) -> Markup {
         div #transcript {
             @for m in &trace.transcript {
                 @match m {
-                    Message::User { content } => div.msg.user { strong { "user" } pre { (content) } },
+                    Message::User { content, .. } => div.msg.user { strong { "user" } pre { (content) } },
                     Message::Assistant { text, tool_calls, reasoning } => div.msg.assistant {
                         strong { "assistant" }
                         @if !reasoning.is_empty() { details.reasoning { summary { "reasoning" } pre { (reasoning) } } }

@@ -316,7 +316,7 @@ fn messages(history: &[crate::message::Message], thinking: bool) -> Vec<WireMess
     let mut out: Vec<WireMessage<'_>> = Vec::new();
     for turn in history::turns(history) {
         match turn {
-            Turn::User(text) => user_blocks(&mut out).push(Block::Text { text }),
+            Turn::User { text, .. } => user_blocks(&mut out).push(Block::Text { text }),
             Turn::Results(answers) => {
                 let blocks = user_blocks(&mut out);
                 // Results go before any text already in this user message.

@@ -212,7 +212,7 @@ fn messages(history: &[Message]) -> Vec<WireMessage<'_>> {
     let mut out: Vec<WireMessage<'_>> = Vec::new();
     for turn in history::turns(history) {
         match turn {
-            Turn::User(text) => blocks_of(&mut out, "user").push(Block::Text(text)),
+            Turn::User { text, .. } => blocks_of(&mut out, "user").push(Block::Text(text)),
             Turn::Results(answers) => {
                 let blocks = blocks_of(&mut out, "user");
                 let at = blocks

@@ -304,7 +304,7 @@ fn contents(messages: &[Message]) -> Vec<Content<'_>> {
     let mut last_calls: &[ToolCall] = &[];
     for turn in history::turns(messages) {
         match turn {
-            Turn::User(text) => user_parts(&mut out).push(Part::Text { text }),
+            Turn::User { text, .. } => user_parts(&mut out).push(Part::Text { text }),
             Turn::Results(answers) => {
                 // The answers are the preceding model turn's calls, in its call order.
                 let responses: Vec<Part<'_>> = answers

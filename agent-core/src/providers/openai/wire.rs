@@ -326,7 +326,7 @@ fn messages<'a>(system: Option<&'a str>, history: &'a [Message]) -> Vec<WireMess
     }
     for turn in turns {
         match turn {
-            Turn::User(content) => out.push(WireMessage::User { content }),
+            Turn::User { text: content, .. } => out.push(WireMessage::User { content }),
             Turn::Assistant { text, calls } => {
                 let content = if !text.trim().is_empty() {
                     Some(text)

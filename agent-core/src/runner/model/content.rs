@@ -22,7 +22,7 @@ pub(crate) fn input_messages(messages: &[Message]) -> String {
     let out: Vec<Value> = messages
         .iter()
         .map(|message| match message {
-            Message::User { content } => json!({
+            Message::User { content, .. } => json!({
                 "role": "user",
                 "parts": [{"type": "text", "content": content}],
             }),

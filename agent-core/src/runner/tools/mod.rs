@@ -33,7 +33,7 @@ use crate::runner::durable::ledger::Ledger;
 use crate::runner::emit::Observers;
 
 use crate::tool::ToolDefinition;
-use crate::tool::{StateMap, ToolContext};
+use crate::tool::{StateMap, ToolContent, ToolContext};
 use guardrails::Before;
 
 /// What to do with one call.
@@ -294,7 +294,7 @@ async fn execute(
     // The timer sits inside the catch boundary too: outside a Tokio runtime its creation
     // panics, and that must become this call's error result, not the run's.
     let guarded = AssertUnwindSafe(async move {
-        tokio::time::timeout(timeout, tool.tool.call(arguments, context)).await
+        tokio::time::timeout(timeout, tool.tool.call_content(arguments, context)).await
     })
     .catch_unwind();
     let outcome = guarded.instrument(span.clone()).await;
@@ -345,7 +345,7 @@ async fn execute(
     }
     let mut redacted = Vec::new();
     let executed = match content {
-        Ok(text) => {
+        Ok(ToolContent { text, parts, .. }) => {
             let text = if guardrails.is_empty() {
                 text
             } else {
@@ -356,7 +356,7 @@ async fn execute(
             let text = truncate(text, max_bytes);
             Executed {
                 outcome: CallOutcome::Succeeded(text.clone()),
-                result: ToolResult::ok(&call.id, &call.name, text),
+                result: ToolResult::ok(&call.id, &call.name, text).with_parts(parts),
                 fatal,
                 pause: None,
                 escalation,

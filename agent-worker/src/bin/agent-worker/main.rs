@@ -95,7 +95,7 @@ struct CrashModel {
 impl LlmClient for CrashModel {
     fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
         let poisoned = request.messages.iter().any(|m| match m {
-            agent_core::llm::Message::User { content } => content.contains(&self.marker),
+            agent_core::llm::Message::User { content, .. } => content.contains(&self.marker),
             _ => false,
         });
         if poisoned {

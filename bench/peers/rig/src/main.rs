@@ -66,7 +66,7 @@ struct TwoTurnRuntime {
 
 fn has_tool_result(request: &CompletionRequest) -> bool {
     request.chat_history.iter().any(|m| match m {
-        Message::User { content } => content
+        Message::User { content, .. } => content
             .iter()
             .any(|c| matches!(c, UserContent::ToolResult(_))),
         _ => false,

@@ -242,7 +242,7 @@ fn input(messages: &[crate::message::Message], store: bool) -> (Vec<Input<'_>>, 
     let mut out = Vec::with_capacity(turns.len() + 2);
     for turn in turns.into_iter().skip(start) {
         match turn {
-            Turn::User(content) => out.push(Input::Item(Item::Message {
+            Turn::User { text: content, .. } => out.push(Input::Item(Item::Message {
                 role: "user",
                 content,
             })),

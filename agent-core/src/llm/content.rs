@@ -1,0 +1,142 @@
+//! [`ContentCapabilities`]: which parts a model takes beside text, from where, and how
+//! large, so that the runner refuses what a model cannot take before any request,
+//! instead of sending it for the provider to reject, or dropping it.
+
+use crate::content::{Kind, Part, Source};
+
+/// Which content a model takes beside text (see
+/// [`LlmClient::content_capabilities`](super::LlmClient::content_capabilities)): the
+/// media types of each kind, the sources, whether tool results may carry parts, and the
+/// limits a request's parts must keep, with the page they come from.
+///
+/// A client that says nothing takes text alone ([`ContentCapabilities::TEXT_ONLY`]); a
+/// custom client that takes more says so by returning its own value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ContentCapabilities {
+    /// The image types taken (`image/png`, ...); empty: no images.
+    pub image_types: &'static [&'static str],
+    /// The document types taken (`application/pdf`, `text/plain`, ...); empty: none.
+    pub document_types: &'static [&'static str],
+    /// The audio types taken (`audio/wav`, `audio/mpeg`, ...); empty: none.
+    pub audio_types: &'static [&'static str],
+    /// Whether a part may be a URL the provider fetches.
+    pub urls: bool,
+    /// Whether a part may be a provider file id.
+    pub file_ids: bool,
+    /// Whether a tool result may carry parts (else the runner sends them in a user
+    /// message after the results, with a note naming the call).
+    pub parts_in_tool_results: bool,
+    /// The largest part, in bytes (of its bytes, before any encoding), when limited.
+    pub max_part_bytes: Option<usize>,
+    /// The most parts (images, documents, audio) one request may carry, when limited.
+    pub max_parts: Option<usize>,
+    /// Where these facts come from (a provider's documentation page).
+    pub source: &'static str,
+}
+
+/// The image types every provider that takes images takes.
+pub const COMMON_IMAGES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
+/// PDF alone.
+pub const PDF: &[&str] = &["application/pdf"];
+
+impl ContentCapabilities {
+    /// Text alone: the default of every client that does not say otherwise.
+    pub const TEXT_ONLY: ContentCapabilities = ContentCapabilities {
+        image_types: &[],
+        document_types: &[],
+        audio_types: &[],
+        urls: false,
+        file_ids: false,
+        parts_in_tool_results: false,
+        max_part_bytes: None,
+        max_parts: None,
+        source: "",
+    };
+
+    /// Any part, from any source, anywhere, unlimited: for in-process test clients.
+    pub const ANY: ContentCapabilities = ContentCapabilities {
+        image_types: &["*"],
+        document_types: &["*"],
+        audio_types: &["*"],
+        urls: true,
+        file_ids: true,
+        parts_in_tool_results: true,
+        max_part_bytes: None,
+        max_parts: None,
+        source: "",
+    };
+
+    /// Whether the model takes any part beside text.
+    pub fn takes_parts(&self) -> bool {
+        !(self.image_types.is_empty()
+            && self.document_types.is_empty()
+            && self.audio_types.is_empty())
+    }
+
+    /// Whether the model takes `part` (its kind, media type and source; its size when
+    /// the bytes are at hand).
+    ///
+    /// # Errors
+    /// Why not, in words that name the limit (and its source) where one was passed.
+    pub fn check(&self, part: &Part) -> Result<(), String> {
+        let Some(media) = part.media() else {
+            return Ok(());
+        };
+        let types = match part.kind() {
+            Kind::Image => self.image_types,
+            Kind::Document => self.document_types,
+            Kind::Audio => self.audio_types,
+            _ => return Ok(()),
+        };
+        let kind = part.kind();
+        if types.is_empty() {
+            return Err(format!("the model takes no {kind}s"));
+        }
+        let media_type = media
+            .media_type
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim();
+        if !types.contains(&"*") && !types.contains(&media_type) {
+            return Err(format!(
+                "the model takes {kind}s of the types {} only",
+                types.join(", ")
+            ));
+        }
+        match &media.source {
+            Source::Url(_) if !self.urls => {
+                return Err(
+                    "the model takes no URL (the provider does not fetch one): pass the bytes"
+                        .to_owned(),
+                );
+            }
+            Source::File(_) if !self.file_ids => {
+                return Err("the model takes no provider file id: pass the bytes".to_owned());
+            }
+            Source::Bytes(bytes) => {
+                if let Some(max) = self.max_part_bytes
+                    && bytes.len() > max
+                {
+                    return Err(format!(
+                        "{} bytes is more than the {max} bytes a part may have{}",
+                        bytes.len(),
+                        self.cited()
+                    ));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// " (source: PAGE)" when the facts have a source, else nothing.
+    pub(crate) fn cited(&self) -> String {
+        if self.source.is_empty() {
+            String::new()
+        } else {
+            format!(" (source: {})", self.source)
+        }
+    }
+}
