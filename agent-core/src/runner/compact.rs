@@ -314,7 +314,13 @@ fn render(messages: &[Message]) -> String {
     let mut out = String::new();
     for m in messages {
         match m {
-            Message::User { content, .. } => out.push_str(&format!("user: {}\n", cut(content))),
+            Message::User { content, parts } => {
+                out.push_str(&format!("user: {}\n", cut(content)));
+                // A summarizer is sent text alone: a part stays a note of what was there.
+                for part in parts {
+                    out.push_str(&format!("user attached: {}\n", part.describe()));
+                }
+            }
             Message::Assistant {
                 text, tool_calls, ..
             } => {
@@ -333,6 +339,9 @@ fn render(messages: &[Message]) -> String {
                 for r in results {
                     let what = if r.is_error { "failed" } else { "returned" };
                     out.push_str(&format!("tool {} {what}: {}\n", r.name, cut(&r.content)));
+                    for part in &r.parts {
+                        out.push_str(&format!("tool {} attached: {}\n", r.name, part.describe()));
+                    }
                 }
             }
             Message::Paused { text, .. } => out.push_str(&format!("assistant: {}\n", cut(text))),

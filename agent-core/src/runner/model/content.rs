@@ -22,10 +22,11 @@ pub(crate) fn input_messages(messages: &[Message]) -> String {
     let out: Vec<Value> = messages
         .iter()
         .map(|message| match message {
-            Message::User { content, .. } => json!({
-                "role": "user",
-                "parts": [{"type": "text", "content": content}],
-            }),
+            Message::User { content, parts } => {
+                let mut out = vec![json!({"type": "text", "content": content})];
+                out.extend(parts.iter().map(part_of));
+                json!({"role": "user", "parts": out})
+            }
             Message::Assistant {
                 text,
                 tool_calls,
@@ -43,16 +44,48 @@ pub(crate) fn input_messages(messages: &[Message]) -> String {
                 "role": "tool",
                 "parts": results
                     .iter()
-                    .map(|r| json!({
-                        "type": "tool_call_response",
-                        "id": r.call_id,
-                        "response": r.content,
-                    }))
+                    .map(|r| {
+                        let mut part = json!({
+                            "type": "tool_call_response",
+                            "id": r.call_id,
+                            "response": r.content,
+                        });
+                        if !r.parts.is_empty() {
+                            part["parts"] = r.parts.iter().map(part_of).collect();
+                        }
+                        part
+                    })
                     .collect::<Vec<_>>(),
             }),
         })
         .collect();
     Value::Array(out).to_string()
+}
+
+/// A part as the conventions' parts show one, without its bytes: a `text` part, else a
+/// `blob` (bytes: their media type, size and SHA-256, never the bytes), a `uri` (a URL)
+/// or a `file` (a provider file id), with its `modality`.
+fn part_of(part: &crate::content::Part) -> Value {
+    use crate::content::Source;
+    let Some(media) = part.media() else {
+        return json!({"type": "text", "content": part.as_text().unwrap_or_default()});
+    };
+    let modality = part.kind().as_str();
+    match &media.source {
+        Source::Bytes(bytes) => json!({
+            "type": "blob",
+            "modality": modality,
+            "mime_type": media.media_type,
+            "size": bytes.len(),
+            "sha256": bytes.sha256(),
+        }),
+        Source::Url(url) => json!({
+            "type": "uri", "modality": modality, "mime_type": media.media_type, "uri": url,
+        }),
+        Source::File(id) => json!({
+            "type": "file", "modality": modality, "mime_type": media.media_type, "file_id": id,
+        }),
+    }
 }
 
 /// `gen_ai.output.messages`: the reply, with its finish reason.
@@ -91,6 +124,23 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
+
+    #[test]
+    fn captured_parts_show_their_type_size_and_hash_never_their_bytes() {
+        let png = crate::content::Part::from_base64(
+            "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
+            "image/png",
+        )
+        .unwrap();
+        let text = input_messages(&[Message::user_with("look", vec![png])]);
+        let value: Value = serde_json::from_str(&text).unwrap();
+        let blob = &value[0]["parts"][1];
+        assert_eq!(blob["type"], "blob");
+        assert_eq!(blob["modality"], "image");
+        assert_eq!(blob["size"], 70);
+        assert_eq!(blob["sha256"].as_str().unwrap().len(), 64);
+        assert!(!text.contains("iVBOR"), "{text}");
+    }
     use crate::message::ToolResult;
 
     #[test]
