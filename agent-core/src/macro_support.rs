@@ -226,6 +226,22 @@ impl<T: Serialize, E: Display + 'static> ToolReturn for Result<T, E> {
     }
 }
 
+/// The result of a `#[tool]` fn that returns a `ToolContent` (or a
+/// `Result<ToolContent, E>`): its text and parts, or its error as a tool error.
+///
+/// # Errors
+/// The fn's error (a `ToolError` as it is, any other as its `Display` text).
+pub fn content_of<E: Display + 'static>(
+    returned: Result<crate::tool::ToolContent, E>,
+) -> Result<crate::tool::ToolContent, ToolError> {
+    returned.map_err(
+        |e| match (&e as &dyn std::any::Any).downcast_ref::<ToolError>() {
+            Some(error) => error.clone(),
+            None => ToolError::new(e.to_string()),
+        },
+    )
+}
+
 fn content<T: Serialize>(value: &T) -> Result<String, ToolError> {
     // Written straight to JSON text (no `Value` in between); a value that serializes
     // to a JSON string is its text, unquoted, as a `String` result is.

@@ -176,6 +176,8 @@ pub(crate) enum Returns {
     Plain(Span),
     /// A `Result<T, E>`.
     Result(Span),
+    /// A `ToolContent` (text and parts), or a `Result<ToolContent, E>` (`true`).
+    Content(Span, bool),
 }
 
 /// A `#[tool]` fn.
@@ -443,9 +445,53 @@ fn parse_return(output: &ReturnType, errors: &mut Errors) -> Returns {
     let span = valid::type_span(ty);
     let is_result = matches!(&**ty, Type::Path(p)
         if p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Result"));
+    // The value's type: `T` of a `Result<T, E>`, else the type itself.
+    let value = if is_result {
+        first_type_argument(ty)
+    } else {
+        Some(&**ty)
+    };
+    match value.and_then(last_ident).as_deref() {
+        Some("ToolContent") => return Returns::Content(span, is_result),
+        Some(part @ ("Part" | "Input" | "Bytes")) => {
+            let shown = value.map_or_else(String::new, valid::show);
+            errors.at(
+                value.map_or(&**ty, |v| v),
+                format!(
+                    "unsupported return type `{shown}`: a `{part}` would reach the model as \
+                     JSON text; return a `ToolContent` (`ToolContent::text(..).part(..)`) to \
+                     give it an image, a document or audio"
+                ),
+            );
+        }
+        _ => {}
+    }
     if is_result {
         Returns::Result(span)
     } else {
         Returns::Plain(span)
     }
+}
+
+/// The first type argument of a path type (`T` of `Result<T, E>`).
+fn first_type_argument(ty: &Type) -> Option<&Type> {
+    let Type::Path(p) = ty else { return None };
+    let syn::PathArguments::AngleBracketed(args) = &p.path.segments.last()?.arguments else {
+        return None;
+    };
+    args.args.iter().find_map(|a| match a {
+        syn::GenericArgument::Type(t) => Some(t),
+        _ => None,
+    })
+}
+
+/// The last segment's name of a path type (`Part` of `agent_core::content::Part`;
+/// `Vec` of `Vec<Part>` is `Vec`, so the element is looked at too).
+fn last_ident(ty: &Type) -> Option<String> {
+    let Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last()?;
+    if last.ident == "Vec" {
+        return first_type_argument(ty).and_then(last_ident);
+    }
+    Some(last.ident.to_string())
 }

@@ -178,6 +178,38 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenSt
                 ::agent_core::__private::Plain(__returned),
             )
         },
+        Returns::Content(span, result) => {
+            let returned = if result {
+                quote_spanned! {span=> __returned }
+            } else {
+                quote_spanned! {span=> ::core::result::Result::<_, ::agent_core::ToolError>::Ok(__returned) }
+            };
+            quote_spanned! {span=>
+                ::agent_core::__private::content_of(#returned)
+            }
+        }
+    };
+    // A fn returning parts answers `call_content` with them, and `call` with the text.
+    let (call_body_convert, content_method) = match tool.returns {
+        Returns::Content(..) => (
+            quote! { #convert.map(|content| content.text) },
+            quote! {
+                fn call_content<'a>(
+                    &'a self,
+                    arguments: ::agent_core::__private::serde_json::Value,
+                    context: ::agent_core::ToolContext,
+                ) -> ::agent_core::tool::ContentFuture<'a> {
+                    ::std::boxed::Box::pin(async move {
+                        let __arguments: __ToolArguments =
+                            ::agent_core::__private::tool_arguments(&arguments)?;
+                        #(#extracts)*
+                        let __returned = #fn_ident(#(#locals),*).await;
+                        #convert
+                    })
+                }
+            },
+        ),
+        _ => (quote! { #convert }, quote! {}),
     };
     let doc = format!(
         "The tool `{name}` made by `#[tool]` from the fn `{fn_ident}`: list it in `tools![..]`."
@@ -225,9 +257,11 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenSt
                             ::agent_core::__private::tool_arguments(&arguments)?;
                         #(#extracts)*
                         let __returned = #fn_ident(#(#locals),*).await;
-                        #convert
+                        #call_body_convert
                     })
                 }
+
+                #content_method
 
                 fn required_state(&self) -> ::std::vec::Vec<::agent_core::tool::StateRequirement> {
                     ::std::vec![#(::agent_core::tool::StateRequirement::of::<#states>()),*]

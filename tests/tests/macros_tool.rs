@@ -390,3 +390,40 @@ async fn a_tool_error_returned_by_a_tool_fn_keeps_whether_it_is_fatal() {
         .unwrap_err();
     assert!(!plain.is_fatal());
 }
+
+/// Renders an order's label.
+#[agent_core::tool]
+async fn render_label(order_id: String) -> Result<agent_core::tool::ToolContent, String> {
+    let png = agent_core::content::Part::from_base64(
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
+        "image/png",
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(agent_core::tool::ToolContent::text(format!("label of {order_id}")).part(png))
+}
+
+// A #[tool] fn that returns a ToolContent gives the model its parts with the text;
+// through `call` (text alone) the text is the same.
+#[tokio::test]
+async fn a_tool_fn_returning_content_gives_its_parts() {
+    use agent_core::Tool;
+    let tool = render_label {};
+    let context = agent_core::ToolContext::new(
+        "c1",
+        "render_label",
+        std::sync::Arc::from("t"),
+        std::sync::Arc::new(agent_core::tool::StateMap::new()),
+    );
+    let content = tool
+        .call_content(agent_core::json!({"order_id": "A-1"}), context.clone())
+        .await
+        .unwrap();
+    assert_eq!(content.text, "label of A-1");
+    assert_eq!(content.parts.len(), 1);
+    assert_eq!(content.parts[0].kind(), agent_core::content::Kind::Image);
+    let text = tool
+        .call(agent_core::json!({"order_id": "A-1"}), context)
+        .await
+        .unwrap();
+    assert_eq!(text, "label of A-1");
+}
