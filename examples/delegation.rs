@@ -53,6 +53,7 @@ async fn run(args: Args) -> Result<(), String> {
     tickets.push(triage::Ticket {
         name: "card-number".into(),
         text: CARD_TICKET.into(),
+        attachments: Vec::new(),
     });
     let choice = ModelChoice::resolve(args.model.clone());
     eprintln!("{}", choice.banner());
@@ -67,7 +68,8 @@ async fn run(args: Args) -> Result<(), String> {
             b
         })
         .map_err(|e| format!("invalid config: {e}"))?;
-    let inputs = tickets.iter().map(|t| t.text.clone());
+    let caps = [config.content_capabilities()];
+    let inputs = tickets.iter().map(|t| t.input(&caps));
     let batch = run_batch(&config, inputs, args.concurrency).await;
     println!("{}\n", cli::LEGEND);
     for (ticket, result) in tickets.iter().zip(&batch.results) {

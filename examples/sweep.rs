@@ -220,6 +220,12 @@ async fn run(args: Args) -> Result<(), String> {
             _ => OutputMode::Prompted,
         }],
     };
+    // An attachment goes with its ticket only when both models take it (the other
+    // variants share the base's model), so every variant sees the same input.
+    let caps = [
+        base.content_capabilities(),
+        model_variant.content_capabilities(),
+    ];
     let mut variants = vec![
         Variant::new(format!("base (auto: {})", base.output_mode()), base.clone()),
         Variant::new(format!("model {}", model_variant.model()), model_variant),
@@ -246,7 +252,7 @@ async fn run(args: Args) -> Result<(), String> {
     let samples: Vec<Sample> = tickets
         .iter()
         .map(|t| {
-            let sample = Sample::new(t.name.clone(), t.text.clone());
+            let sample = Sample::new(t.name.clone(), t.input(&caps));
             match labels.get(&t.name) {
                 Some(l) => sample.expected(json!({"severity": l.severity, "queue": l.queue})),
                 None => sample,

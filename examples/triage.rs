@@ -87,7 +87,10 @@ async fn run(args: Args) -> Result<(), String> {
         })
         .map_err(|e| format!("invalid config: {e}"))?;
     eprintln!("output mode: {}", observed.output_mode());
-    let inputs = tickets.iter().map(|t| t.text.clone());
+    // A ticket's attachments (a photo, a receipt) go with it when the model takes
+    // them; otherwise a line of text names them.
+    let caps = [observed.content_capabilities()];
+    let inputs = tickets.iter().map(|t| t.input(&caps));
     let batch = run_batch(&observed, inputs, args.concurrency).await;
     bar.finish_and_clear();
 

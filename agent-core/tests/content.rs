@@ -264,3 +264,38 @@ async fn the_test_model_says_which_parts_it_saw() {
         answer.summary
     );
 }
+
+/// An answer whose first string field is an enum and whose next has a length cap.
+#[agent_core::agent_output]
+#[derive(Debug)]
+struct Routed {
+    /// Where it goes.
+    queue: Queue,
+    /// A code of at most 12 characters.
+    #[schemars(length(max = 12))]
+    code: String,
+    /// Free text.
+    note: String,
+}
+
+#[agent_core::agent_type]
+#[derive(Debug, PartialEq)]
+#[serde(rename_all = "lowercase")]
+enum Queue {
+    Billing,
+    Shipping,
+}
+
+#[tokio::test]
+async fn the_test_model_notes_parts_only_in_a_field_that_takes_any_text() {
+    let config = AgentConfig::<Routed>::builder("offline")
+        .model("test")
+        .build()
+        .unwrap();
+    let result = run_agent(&config, Input::text("photo").part(png())).await;
+    let answer = result.outcome.unwrap();
+    assert!(answer.code.chars().count() <= 12, "{}", answer.code);
+    assert!(!answer.code.contains("saw"), "{}", answer.code);
+    assert!(answer.note.ends_with(" (saw image/png)"), "{}", answer.note);
+    assert!(matches!(answer.queue, Queue::Billing | Queue::Shipping));
+}

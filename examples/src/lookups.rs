@@ -184,6 +184,7 @@ mod tests {
         .map(|(name, text)| Ticket {
             name: name.into(),
             text: text.into(),
+            attachments: Vec::new(),
         })
         .collect();
         let mut results = Vec::new();

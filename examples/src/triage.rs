@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use agent_core::content::{Input, Part};
+use agent_core::llm::ContentCapabilities;
 use agent_core::{
     AgentConfig, AgentConfigBuilder, ConfigError, State, agent_output, agent_type, tool, tools,
 };
@@ -282,27 +284,64 @@ pub fn with_approvals(
     builder.approval(move |call, _| names.contains(&call.name))
 }
 
-/// One ticket: its file stem and text.
+/// One ticket: its file stem, text and attachments.
 #[derive(Debug, Clone)]
 pub struct Ticket {
     /// The file name without `.txt`, like `001-parcel-not-arrived`.
     pub name: String,
     /// The ticket text.
     pub text: String,
+    /// The files beside the ticket that share its stem (`002-dented-bottle.png`), in
+    /// file-name order, each a part whose media type was sniffed from its bytes.
+    pub attachments: Vec<Part>,
 }
 
-/// The tickets of a folder (`*.txt`), sorted by file name.
+impl Ticket {
+    /// The run's input for models that take `caps` (one per model the input may go
+    /// to, like a sweep's variants): the text and every attachment all of them take; an
+    /// attachment one of them does not take is named in a line of text instead
+    /// (`[attached: 002-dented-bottle.png, image image/png, 430 bytes; not shown: the
+    /// model takes no images]`), so the run still happens and the model knows there
+    /// was one.
+    pub fn input(&self, caps: &[ContentCapabilities]) -> Input {
+        let mut text = self.text.clone();
+        let mut parts = Vec::new();
+        for part in &self.attachments {
+            match caps.iter().try_for_each(|c| c.check(part)) {
+                Ok(()) => parts.push(part.clone()),
+                Err(why) => {
+                    let name = part
+                        .media()
+                        .and_then(|m| m.name.as_deref())
+                        .unwrap_or("file");
+                    text.push_str(&format!(
+                        "\n[attached: {name}, {}; not shown: {why}]",
+                        part.describe()
+                    ));
+                }
+            }
+        }
+        Input::text(text).parts_from(parts)
+    }
+}
+
+/// The tickets of a folder (`*.txt`), sorted by file name, each with its attachments
+/// (the other files whose name starts with the ticket's stem and a dot).
 ///
 /// # Errors
-/// A message naming the folder or file that cannot be read.
+/// A message naming the folder or file that cannot be read, or an attachment whose
+/// type cannot be told from its bytes.
 pub fn load_tickets(dir: &Path) -> Result<Vec<Ticket>, String> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+        .filter(|p| p.is_file())
         .collect();
     paths.sort();
-    paths
+    let (texts, others): (Vec<PathBuf>, Vec<PathBuf>) = paths
+        .into_iter()
+        .partition(|p| p.extension().is_some_and(|x| x == "txt"));
+    texts
         .into_iter()
         .map(|p| {
             let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -310,7 +349,16 @@ pub fn load_tickets(dir: &Path) -> Result<Vec<Ticket>, String> {
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            Ok(Ticket { name, text })
+            let attachments = others
+                .iter()
+                .filter(|o| o.file_stem().is_some_and(|s| *s.to_string_lossy() == *name))
+                .map(|o| Part::from_path(o).map_err(|e| format!("{}: {e}", o.display())))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Ticket {
+                name,
+                text,
+                attachments,
+            })
         })
         .collect()
 }
@@ -335,6 +383,53 @@ mod tests {
         let tickets = load_tickets(&data_dir().join("tickets")).unwrap();
         assert!(tickets.len() >= 20);
         assert!(tickets.iter().all(|t| t.text.starts_with("Subject: ")));
+        let with: Vec<(&str, Vec<String>)> = tickets
+            .iter()
+            .filter(|t| !t.attachments.is_empty())
+            .map(|t| {
+                let types = t
+                    .attachments
+                    .iter()
+                    .map(|p| p.media().unwrap().media_type.clone());
+                (t.name.as_str(), types.collect())
+            })
+            .collect();
+        assert_eq!(
+            with,
+            [
+                ("002-dented-bottle", vec!["image/png".to_string()]),
+                (
+                    "020-partial-refund-dispute",
+                    vec!["application/pdf".to_string()]
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_attachment_the_model_cannot_take_is_named_in_the_text() {
+        let tickets = load_tickets(&data_dir().join("tickets")).unwrap();
+        let bottle = tickets
+            .iter()
+            .find(|t| t.name == "002-dented-bottle")
+            .unwrap();
+
+        let seen = bottle.input(&[ContentCapabilities::ANY]);
+        assert_eq!(seen.as_text(), bottle.text);
+        assert_eq!(seen.parts().len(), 1);
+        assert_eq!(seen.parts()[0].byte_len(), 430);
+
+        let named = bottle.input(&[ContentCapabilities::ANY, ContentCapabilities::TEXT_ONLY]);
+        assert!(named.parts().is_empty());
+        assert!(named.as_text().starts_with(&bottle.text));
+        assert!(
+            named.as_text().ends_with(
+                "[attached: 002-dented-bottle.png, image image/png, 430 bytes; \
+                 not shown: the model takes no images]"
+            ),
+            "{}",
+            named.as_text()
+        );
     }
 
     #[test]

@@ -234,6 +234,17 @@ impl<T: AgentOutput> AgentConfig<T> {
         self.inner.primary().client.provider()
     }
 
+    /// What the primary model takes beside text (image, document and audio media
+    /// types, URLs, file ids, parts in tool results, size caps), as its client reports
+    /// it for the routed model. A run refuses a given part this rejects with
+    /// [`AgentError::UnsupportedContent`](crate::error::AgentError::UnsupportedContent)
+    /// before any request (a fallback model that takes it is used instead), so an app
+    /// can check its attachments first and send a note in their place.
+    pub fn content_capabilities(&self) -> crate::llm::ContentCapabilities {
+        let primary = self.inner.primary();
+        primary.client.content_capabilities(&primary.wire_model)
+    }
+
     /// The cap on LLM calls.
     pub fn max_llm_calls(&self) -> u32 {
         self.inner.limits.max_llm_calls

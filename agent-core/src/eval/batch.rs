@@ -8,6 +8,7 @@ use futures::StreamExt;
 use serde::Serialize;
 
 use crate::config::AgentConfig;
+use crate::content::Input;
 use crate::error::Ending;
 use crate::eval::tally::RunTally;
 use crate::eval::turns::TurnStats;
@@ -25,7 +26,7 @@ pub struct Batch<T> {
     pub receipt: Receipt,
 }
 
-/// Runs the agent on every input, at most `concurrency` runs at a time (a `concurrency`
+/// Runs the agent on every input (text, or an [`Input`] with parts), at most `concurrency` runs at a time (a `concurrency`
 /// of 0 is treated as 1), and returns every result in input order with a [`Receipt`].
 ///
 /// A run starts as soon as a slot frees up, whatever the runs before it in the input
@@ -40,12 +41,12 @@ pub async fn run_batch<T, I, S>(config: &AgentConfig<T>, inputs: I, concurrency:
 where
     T: AgentOutput,
     I: IntoIterator<Item = S>,
-    S: Into<String>,
+    S: Into<Input>,
 {
     let started = Instant::now();
     // Converted up front: a stream adapter whose closure takes a borrowed input type
     // (`&str`) keeps rustc from proving the batch's future `Send`.
-    let inputs: Vec<String> = inputs.into_iter().map(Into::into).collect();
+    let inputs: Vec<Input> = inputs.into_iter().map(Into::into).collect();
     // Unordered: a run starts as soon as any slot frees up, so one slow run (a long
     // Retry-After) holds back no other; the results are put back in input order.
     let mut indexed: Vec<(usize, AgentResult<T>)> = futures::stream::iter(inputs)

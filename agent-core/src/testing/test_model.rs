@@ -25,8 +25,10 @@ use crate::tool::ToolDefinition;
 ///
 /// It takes every part (images, documents, audio, from any source), and says which it
 /// saw: the parts of the conversation's last user message are named in its text reply,
-/// and after the first string field of its example answer (`"example (saw image/png,
-/// application/pdf)"`), so a run with attachments shows them end to end offline.
+/// and after the first free-text string field of its example answer (`"example (saw
+/// image/png, application/pdf)"`; a field with an `enum`, `pattern`, `format` or a
+/// `maxLength` it would pass is left alone), so a run with attachments shows them end
+/// to end offline.
 ///
 /// Usage is estimated at four characters per token, so token budgets behave plausibly.
 /// `.model("test")` routes here; the examples fall back to it when no provider is
@@ -87,13 +89,13 @@ impl TestModel {
         if let Some(spec) = &request.output {
             // Native or prompted mode: the answer is JSON text.
             let mut value = example_for_schema(&spec.schema);
-            note_seen(&mut value, seen.as_deref());
+            note_seen(&mut value, &spec.schema, seen.as_deref());
             return LlmResponse::text(value.to_string()).with_stop_reason(StopReason::EndTurn);
         }
         match request.tools.iter().find(|t| t.name == SUBMIT_OUTPUT) {
             Some(def) => {
                 let mut call = self.call(def);
-                note_seen(&mut call.arguments, seen.as_deref());
+                note_seen(&mut call.arguments, &def.parameters, seen.as_deref());
                 LlmResponse::tool_calls(vec![call])
             }
             None => {
@@ -122,16 +124,36 @@ fn seen_parts(request: &LlmRequest) -> Option<String> {
     (!types.is_empty()).then(|| types.join(", "))
 }
 
-/// Appends "(saw ...)" to the first string field of an example answer.
-fn note_seen(value: &mut serde_json::Value, seen: Option<&str>) {
+/// Appends "(saw ...)" to the first string field of an example answer that takes any
+/// text: its schema is a plain `"type": "string"` (no `enum`, `const`, `pattern` or
+/// `format`) whose `maxLength`, if any, leaves room. No such field, no note.
+fn note_seen(value: &mut serde_json::Value, schema: &serde_json::Value, seen: Option<&str>) {
     let (Some(seen), Some(map)) = (seen, value.as_object_mut()) else {
         return;
     };
+    let note = format!(" (saw {seen})");
+    let properties = schema.get("properties");
+    let free = |key: &str, text: &str| {
+        let Some(field) = properties.and_then(|p| p.get(key)) else {
+            return false;
+        };
+        let constrained = ["enum", "const", "pattern", "format"]
+            .iter()
+            .any(|k| field.get(k).is_some());
+        let room = field
+            .get("maxLength")
+            .and_then(serde_json::Value::as_u64)
+            .is_none_or(|max| (text.chars().count() + note.chars().count()) as u64 <= max);
+        field.get("type").and_then(serde_json::Value::as_str) == Some("string")
+            && !constrained
+            && room
+    };
     if let Some(serde_json::Value::String(text)) = map
-        .values_mut()
-        .find(|v| matches!(v, serde_json::Value::String(_)))
+        .iter_mut()
+        .find(|(k, v)| v.as_str().is_some_and(|text| free(k, text)))
+        .map(|(_, v)| v)
     {
-        text.push_str(&format!(" (saw {seen})"));
+        text.push_str(&note);
     }
 }
 

@@ -15,6 +15,7 @@ use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 
 use crate::config::AgentConfig;
+use crate::content::Input;
 use crate::error::panic_message;
 use crate::eval::grader::{Case, Grade, GradeError, RunGrader};
 use crate::output::AgentOutput;
@@ -27,22 +28,22 @@ pub use comparison::{
     Comparison, Estimate, GradeFailure, Paired, RunRecord, Spread, VariantSummary, WinLoss,
 };
 
-/// One input of a sweep: an id (a file name, a row number), the input text, and
-/// optionally the expected answer for the grader ([`Case::expected`]).
+/// One input of a sweep: an id (a file name, a row number), the input (text and any
+/// parts), and optionally the expected answer for the grader ([`Case::expected`]).
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct Sample {
     /// The sample's id, unique within the sweep (it names the sample in [`RunRecord`]s).
     pub id: String,
-    /// The run's input.
-    pub input: String,
+    /// The run's input. A grader sees its text ([`Case::input`]), never its parts.
+    pub input: Input,
     /// The expected answer as JSON (the whole value or some of its fields), if any.
     pub expected: Option<Value>,
 }
 
 impl Sample {
     /// A sample without an expected answer.
-    pub fn new(id: impl Into<String>, input: impl Into<String>) -> Self {
+    pub fn new(id: impl Into<String>, input: impl Into<Input>) -> Self {
         Sample {
             id: id.into(),
             input: input.into(),
@@ -448,7 +449,7 @@ async fn grade<T>(
     limit: Duration,
 ) -> Result<Grade, GradeError> {
     let case = Case {
-        input: &sample.input,
+        input: sample.input.as_text(),
         result,
         expected: sample.expected.as_ref(),
     };
