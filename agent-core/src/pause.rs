@@ -29,6 +29,122 @@ pub struct PendingCall {
     pub arguments: Value,
     /// Why the run waits on it.
     pub reason: PauseReason,
+    /// For a call made inside a child run (an agent used as a tool, or a remote agent,
+    /// that paused): the calls that lead to it, outermost first. Empty for the run's
+    /// own calls. The call's `call_id` is then the path of call ids joined with `/`
+    /// (`"call_7/call_2"`: call `call_2` of the child run that this run's call `call_7`
+    /// started); a decision for that id resumes the child inside this run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub via: Vec<Via>,
+    /// For a call inside a child run: its tool's parameter schema (what an edit is
+    /// checked against here; a review form can be made from it). `None` for the run's
+    /// own calls, whose schemas the run's config holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<Value>,
+}
+
+/// One step from a run into the child run a pending call was made in (see
+/// [`PendingCall::via`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Via {
+    /// The call (of the run one step out) that started the child run.
+    pub call_id: String,
+    /// That call's tool (the agent used as a tool).
+    pub tool: String,
+    /// The child's agent name.
+    pub agent: String,
+    /// The child run's id (in the child config's checkpoint store).
+    pub run_id: String,
+}
+
+impl Via {
+    /// A step into child run `run_id` of agent `agent`, started by call `call_id` of
+    /// tool `tool`.
+    pub fn new(
+        call_id: impl Into<String>,
+        tool: impl Into<String>,
+        agent: impl Into<String>,
+        run_id: impl Into<String>,
+    ) -> Self {
+        Self {
+            call_id: call_id.into(),
+            tool: tool.into(),
+            agent: agent.into(),
+            run_id: run_id.into(),
+        }
+    }
+}
+
+/// What a tool call whose child run paused resumes it with (see
+/// [`ToolContext::resuming`](crate::tool::ToolContext::resuming)): the child run's id and
+/// the decisions for its pending calls, under the child's own call ids.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ChildResume {
+    /// The child run's id.
+    pub run_id: String,
+    /// The decisions for its pending calls.
+    pub decisions: Decisions,
+}
+
+impl ChildResume {
+    /// Resume child run `run_id` with `decisions`.
+    pub fn new(run_id: impl Into<String>, decisions: Decisions) -> Self {
+        Self {
+            run_id: run_id.into(),
+            decisions,
+        }
+    }
+}
+
+/// A child run that paused inside a tool call (see
+/// [`ToolError::paused_inside`](crate::tool::ToolError::paused_inside)): its id, its
+/// agent, the calls it waits on, and, for each of them, its tool's parameter schema.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ChildPause {
+    /// The child run's id.
+    pub run_id: String,
+    /// The child's agent name.
+    pub agent: String,
+    /// The calls it waits on, as the child run lists them (its own call ids).
+    pub pending: Vec<PendingCall>,
+}
+
+impl ChildPause {
+    /// Child run `run_id` of agent `agent` waits on `pending` (each with its
+    /// [`parameters`](PendingCall::parameters) set where an edit is to be checked).
+    pub fn new(
+        run_id: impl Into<String>,
+        agent: impl Into<String>,
+        pending: Vec<PendingCall>,
+    ) -> Self {
+        Self {
+            run_id: run_id.into(),
+            agent: agent.into(),
+            pending,
+        }
+    }
+
+    /// The child's pending calls as the parent lists them: each call id prefixed with
+    /// `call_id/`, and the step (`call_id` of tool `tool` into this run) put first in
+    /// its [`via`](PendingCall::via).
+    pub fn lifted(&self, call_id: &str, tool: &str) -> Vec<PendingCall> {
+        self.pending
+            .iter()
+            .map(|p| {
+                let mut via = Vec::with_capacity(p.via.len() + 1);
+                via.push(Via::new(call_id, tool, &self.agent, &self.run_id));
+                via.extend(p.via.iter().cloned());
+                PendingCall {
+                    call_id: format!("{call_id}/{}", p.call_id),
+                    via,
+                    ..p.clone()
+                }
+            })
+            .collect()
+    }
 }
 
 /// Why a call waits.
@@ -70,7 +186,16 @@ impl PendingCall {
             tool: tool.into(),
             arguments,
             reason,
+            via: Vec::new(),
+            parameters: None,
         }
+    }
+
+    /// With the tool's parameter schema (see [`parameters`](Self::parameters)).
+    #[must_use]
+    pub fn with_parameters(mut self, schema: Value) -> Self {
+        self.parameters = Some(schema);
+        self
     }
 }
 
@@ -222,6 +347,27 @@ impl Decisions {
     /// Takes the decision for `call_id` out.
     pub(crate) fn take(&mut self, call_id: &str) -> Option<Decision> {
         self.by_call.remove(call_id)
+    }
+
+    /// Takes out the decisions for the calls inside the child run that call `call_id`
+    /// started (ids `call_id/...`), with that prefix removed: the child's own decisions.
+    pub(crate) fn take_inside(&mut self, call_id: &str) -> Decisions {
+        let prefix = format!("{call_id}/");
+        let ids: Vec<String> = self
+            .by_call
+            .range(prefix.clone()..)
+            .take_while(|(k, _)| k.starts_with(&prefix))
+            .map(|(k, _)| k.clone())
+            .collect();
+        let mut inside = Decisions::new();
+        for id in ids {
+            if let Some(decision) = self.by_call.remove(&id) {
+                inside
+                    .by_call
+                    .insert(id[prefix.len()..].to_owned(), decision);
+            }
+        }
+        inside
     }
 }
 

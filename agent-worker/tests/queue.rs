@@ -98,8 +98,6 @@ impl Env {
     async fn remove(self) {
         self.queue.delete().await.unwrap();
         self.store.close().await.unwrap();
-        let store = Store::open(&pg_url()).await.unwrap();
-        drop(store);
         drop_schema(&self.schema).await;
     }
 }

@@ -13,7 +13,7 @@ use crate::handover::CallOutcome;
 use crate::message::{Message, ToolCall, ToolResult};
 use crate::observe::RunEvent;
 use crate::output::AgentOutput;
-use crate::pause::{Decision, Decisions, PendingCall};
+use crate::pause::{ChildResume, Decision, Decisions, PendingCall};
 
 use super::agents::handoff::{self, Transfers};
 use super::durable::{Durable, Phase};
@@ -125,6 +125,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             let phase = Phase::ToolsPending {
                 offered: names.clone(),
                 decisions: d.decisions.clone(),
+                inside: d.inside.clone(),
             };
             let reporter = (&self.emit.observers, &*self.inputs.trace_id);
             if let Err(fenced) = d.hold(&phase, &mut self.state, reporter) {
@@ -264,17 +265,25 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             tool_calls: self.state.usage.tool_calls,
             calls: &self.state.calls,
         };
-        let (mut decisions, ledger) = match self.durable.as_deref_mut() {
+        let (mut decisions, inside, ledger) = match self.durable.as_deref_mut() {
             Some(d) => {
-                let (decisions, ledger) = d.decisions_and_ledger();
-                (Some(decisions), Some(ledger))
+                let (decisions, inside, ledger) = d.decisions_and_ledger();
+                (Some(decisions), inside, Some(ledger))
             }
-            None => (None, None),
+            None => (None, &[][..], None),
         };
         let table = &self.live.table;
         calls
             .iter()
             .map(|call| {
+                // A call whose child run paused runs again, resuming it with the
+                // decisions for the calls inside it (C64).
+                if let Some((_, run_id)) = inside.iter().find(|(id, _)| *id == call.id)
+                    && let Some(decisions) = decisions.as_mut()
+                {
+                    let child = decisions.take_inside(&call.id);
+                    return Gate::Resume(ChildResume::new(run_id.clone(), child));
+                }
                 if let Some(decision) = decisions.as_mut().and_then(|d| d.take(&call.id)) {
                     let ran = ledger.is_some_and(|l| l.deferred(&call.id));
                     return gate_of(call, decision, max_bytes, ran);
@@ -316,32 +325,40 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         offered: &[String],
         tool_calls_before: u32,
     ) -> Option<AgentError> {
-        let pending: Vec<PendingCall> = calls
-            .iter()
-            .zip(executed.iter())
-            .filter_map(|(call, done)| {
-                done.pause.clone().map(|reason| PendingCall {
-                    call_id: call.id.clone(),
-                    tool: call.name.clone(),
-                    arguments: done
-                        .held_arguments
-                        .clone()
-                        .unwrap_or_else(|| call.arguments.clone()),
-                    reason,
-                })
-            })
-            .collect();
+        let mut pending: Vec<PendingCall> = Vec::new();
+        for (call, done) in calls.iter().zip(executed.iter()) {
+            let Some(reason) = done.pause.clone() else {
+                continue;
+            };
+            // A child run that paused: its pending calls are this run's, by path (C64).
+            if let Some(child) = &done.inside {
+                pending.extend(child.lifted(&call.id, &call.name));
+                continue;
+            }
+            let arguments = done
+                .held_arguments
+                .clone()
+                .unwrap_or_else(|| call.arguments.clone());
+            pending.push(PendingCall::new(&call.id, &call.name, arguments, reason));
+        }
         if pending.is_empty() {
             return None;
         }
         let Some(d) = self.durable.as_deref_mut() else {
             for (call, done) in calls.iter().zip(executed.iter_mut()) {
                 if done.pause.take().is_some() {
-                    let text = format!(
-                        "{} could not run: its result has to wait (for approval or from \
-                         outside), and this run cannot wait (no checkpoint store)",
-                        call.name
-                    );
+                    let text = match done.inside.take() {
+                        Some(child) => format!(
+                            "{} could not finish: the {} agent's run {} waits for \
+                             decisions, and this run cannot wait (no checkpoint store)",
+                            call.name, child.agent, child.run_id
+                        ),
+                        None => format!(
+                            "{} could not run: its result has to wait (for approval or \
+                             from outside), and this run cannot wait (no checkpoint store)",
+                            call.name
+                        ),
+                    };
                     done.outcome = CallOutcome::Failed(text.clone());
                     done.result = ToolResult::error(&call.id, &call.name, text);
                 }

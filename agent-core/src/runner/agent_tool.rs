@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use crate::config::AgentConfig;
 use crate::error::AgentError;
 use crate::output::AgentOutput;
+use crate::pause::ChildPause;
 use crate::run_options::RunOptions;
 use crate::tool::{Opaque, Tool, ToolContext, ToolDefinition, ToolError, ToolFuture};
 use crate::usage::ChildUsage;
@@ -50,8 +51,16 @@ const TIMEOUT_SHARE: f64 = 0.9;
 ///   [`escalates_parent`](Self::escalates_parent), a child that escalates ends the
 ///   parent escalated too (after the turn's other calls), with the child's reason.
 ///
-/// A child that pauses (a call waiting for approval) is a tool error too: a pause does
-/// not cross from a child to its parent.
+/// A child that pauses (a call waiting for approval, or a deferred result) pauses the
+/// parent (C64): with a checkpoint store, the parent's run pauses once its turn is
+/// answered and lists the child's pending calls as its own, their ids prefixed with
+/// the parent's call id (`call_7/call_2`, see
+/// [`PendingCall::via`](crate::durable::PendingCall::via)); resuming the parent with
+/// decisions for those ids resumes the child inside the call, from its checkpoint (the
+/// child's tool calls that ran do not run again, and its usage is counted once). The
+/// child needs a checkpoint store of its own (the parent's may be shared) to pause at
+/// all; a parent without one cannot wait, and its model gets a tool error naming the
+/// child's paused run.
 pub struct AgentTool<U> {
     config: AgentConfig<U>,
     name: String,
@@ -159,7 +168,27 @@ impl<U: AgentOutput + Sync> Tool for AgentTool<U> {
                 options = options.deadline(left.max(Duration::from_millis(1)));
                 options.parent = Some(Opaque(Arc::clone(link) as _));
             }
-            let result = super::entry::run_agent_with(&self.config, input, options).await;
+            let result = match context.resuming() {
+                // The child paused before and this run was resumed: the child goes on
+                // from its checkpoint with the decisions for its calls (C64).
+                Some(resume) => {
+                    let options = options.decisions(resume.decisions.clone());
+                    let resumed =
+                        super::resume::resume_agent_with(&self.config, &resume.run_id, options)
+                            .await;
+                    match resumed {
+                        Ok(result) => result,
+                        Err(error) => {
+                            return Err(ToolError::new(format!(
+                                "the {} agent's paused run {} could not go on: {error}",
+                                self.config.name(),
+                                resume.run_id
+                            )));
+                        }
+                    }
+                }
+                None => super::entry::run_agent_with(&self.config, input, options).await,
+            };
             let ending = result.ending();
             if let Some(link) = &link {
                 link.push(ChildUsage {
@@ -182,6 +211,23 @@ impl<U: AgentOutput + Sync> Tool for AgentTool<U> {
                 Ok(_) => Ok(String::new()),
                 Err(AgentError::Escalated { reason, summary }) if self.escalates_parent => {
                     Err(ToolError::escalate(reason, summary))
+                }
+                // The child waits for decisions: this run pauses too, listing the
+                // child's calls as its own (C64), each with its tool's schema so that
+                // an edit is checked before anything resumes.
+                Err(AgentError::Paused { run_id, pending }) => {
+                    let table = &self.config.inner.table;
+                    let pending = pending
+                        .into_iter()
+                        .map(|p| match table.get(&p.tool) {
+                            Some(tool) if p.via.is_empty() && p.parameters.is_none() => {
+                                p.with_parameters(tool.definition.parameters.clone())
+                            }
+                            _ => p,
+                        })
+                        .collect();
+                    let paused = ChildPause::new(run_id, self.config.name(), pending);
+                    Err(ToolError::paused_inside(paused))
                 }
                 Err(error) => Err(ToolError::new(format!(
                     "the {} agent did not answer ({}): {error}",

@@ -259,6 +259,25 @@ impl RunState {
     /// (the run tree's pools counted them already, while they happened); its LLM calls
     /// and tool executions stay its own.
     pub(crate) fn add_child(&mut self, child: ChildUsage) {
+        // A child run that paused and was resumed inside the same call (C64) reports
+        // what it spent in all: its entry from the pause is replaced, not added to.
+        if let Some(i) = self.usage.children.iter().position(|c| {
+            c.call_id == child.call_id && c.agent == child.agent && c.ending == "paused"
+        }) {
+            let before = self.usage.children.remove(i);
+            let u = &before.usage;
+            let usage = &mut self.usage;
+            usage.input_tokens = usage.input_tokens.saturating_sub(u.input_tokens);
+            usage.output_tokens = usage.output_tokens.saturating_sub(u.output_tokens);
+            usage.cache_read_tokens = usage.cache_read_tokens.saturating_sub(u.cache_read_tokens);
+            usage.cache_write_tokens = usage
+                .cache_write_tokens
+                .saturating_sub(u.cache_write_tokens);
+            if let Some(cost) = u.cost_usd {
+                self.cost_usd = (self.cost_usd - cost).max(0.0);
+                self.usage.cost_usd = Some(self.cost_usd);
+            }
+        }
         let u: &Usage = &child.usage;
         self.usage.input_tokens = self.usage.input_tokens.saturating_add(u.input_tokens);
         self.usage.output_tokens = self.usage.output_tokens.saturating_add(u.output_tokens);

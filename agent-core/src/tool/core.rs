@@ -10,6 +10,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::pause::{ChildPause, ChildResume};
+
 /// What the model sees of a tool: its name, description and parameter schema.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -158,6 +160,8 @@ pub struct ToolError {
     deferred: bool,
     /// The summary of an escalation (see [`ToolError::escalate`]).
     escalation: Option<String>,
+    /// The child run that paused inside the call (see [`ToolError::paused_inside`]).
+    inside: Option<Box<ChildPause>>,
 }
 
 impl ToolError {
@@ -168,6 +172,7 @@ impl ToolError {
             fatal: false,
             deferred: false,
             escalation: None,
+            inside: None,
         }
     }
 
@@ -183,6 +188,7 @@ impl ToolError {
             fatal: false,
             deferred: false,
             escalation: Some(summary.into()),
+            inside: None,
         }
     }
 
@@ -200,6 +206,7 @@ impl ToolError {
             fatal: true,
             deferred: false,
             escalation: None,
+            inside: None,
         }
     }
 
@@ -216,7 +223,38 @@ impl ToolError {
             fatal: false,
             deferred: true,
             escalation: None,
+            inside: None,
         }
+    }
+
+    /// Not a failure: the call started a run elsewhere (an agent used as a tool, a
+    /// remote agent) that paused for decisions (`child`). With a checkpoint store the
+    /// calling run pauses too once the turn's other calls are answered, listing the
+    /// child's pending calls as its own (ids prefixed with this call's id and `/`, see
+    /// [`PendingCall::via`](crate::durable::PendingCall::via)); on resume, this call
+    /// runs again with the child's decisions in
+    /// [`ToolContext::resuming`], and the tool resumes the child run with them.
+    /// Without a checkpoint store the calling run cannot wait: the model gets an error
+    /// result saying so (the child run stays paused in its own store).
+    pub fn paused_inside(child: ChildPause) -> Self {
+        let message = format!(
+            "the {} agent's run {} waits for decisions on {} call(s)",
+            child.agent,
+            child.run_id,
+            child.pending.len()
+        );
+        Self {
+            message,
+            fatal: false,
+            deferred: true,
+            escalation: None,
+            inside: Some(Box::new(child)),
+        }
+    }
+
+    /// The child run that paused inside the call (see [`ToolError::paused_inside`]).
+    pub fn child_pause(&self) -> Option<&ChildPause> {
+        self.inside.as_deref()
     }
 
     /// Whether the tool deferred its result (see [`ToolError::deferred`]).
@@ -351,6 +389,7 @@ pub struct ToolContext {
     deadline: Option<tokio::time::Instant>,
     state: Arc<StateMap>,
     link: Option<Opaque>,
+    resuming: Option<Arc<ChildResume>>,
 }
 
 /// A value of a layer above this one, carried through without being looked at: the
@@ -381,7 +420,24 @@ impl ToolContext {
             deadline: None,
             state,
             link: None,
+            resuming: None,
         }
+    }
+
+    /// For a call whose child run paused (see [`ToolError::paused_inside`]) and whose
+    /// calling run was resumed: the child run's id and the decisions for its pending
+    /// calls (under the child's own call ids). The tool resumes that run with them
+    /// rather than starting another. `None` for an ordinary call.
+    pub fn resuming(&self) -> Option<&ChildResume> {
+        self.resuming.as_deref()
+    }
+
+    /// This context, resuming child run `resume` (the runner sets it; tests of a tool
+    /// may too).
+    #[must_use]
+    pub fn with_resuming(mut self, resume: ChildResume) -> Self {
+        self.resuming = Some(Arc::new(resume));
+        self
     }
 
     /// The same context linked to the run that made the call (set by the runner).

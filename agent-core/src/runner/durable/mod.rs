@@ -85,6 +85,8 @@ pub(crate) struct Durable {
     transcript: EncodedTranscript,
     /// The decisions a resumed paused run brought, by call id (taken as its turn runs).
     pub(crate) decisions: Decisions,
+    /// The calls of the resumed turn whose child run paused, with that run's id (C64).
+    pub(crate) inside: Vec<(String, String)>,
 }
 
 /// FNV-1a 64 of the canonical arguments, as 16 hex digits.
@@ -153,6 +155,7 @@ impl Durable {
             pending: None,
             transcript: EncodedTranscript::default(),
             decisions: Decisions::new(),
+            inside: Vec::new(),
         }
     }
 
@@ -183,8 +186,16 @@ impl Durable {
         self.ledger.prior = ledger.into_iter().map(|e| (e.call_id.clone(), e)).collect();
         let offered = match phase {
             Phase::BeforeCall => None,
-            Phase::ToolsPending { offered, decisions }
-            | Phase::Paused {
+            Phase::ToolsPending {
+                offered,
+                decisions,
+                inside,
+            } => {
+                self.decisions = decisions;
+                self.inside = inside;
+                Some(offered)
+            }
+            Phase::Paused {
                 offered, decisions, ..
             } => {
                 self.decisions = decisions;
@@ -205,8 +216,10 @@ impl Durable {
     }
 
     /// The decisions a resumed pause brought (taken as its turn runs), and the ledger.
-    pub(crate) fn decisions_and_ledger(&mut self) -> (&mut Decisions, &Ledger) {
-        (&mut self.decisions, &self.ledger)
+    pub(crate) fn decisions_and_ledger(
+        &mut self,
+    ) -> (&mut Decisions, &[(String, String)], &Ledger) {
+        (&mut self.decisions, &self.inside, &self.ledger)
     }
 
     /// The tool calls a resumed run answers before its next LLM call, and the names of

@@ -46,7 +46,7 @@ fn problems(
             continue;
         }
         if let Decision::Edit { arguments } = decision
-            && let Err(errors) = validate(&call.tool, arguments)
+            && let Err(errors) = check_edit(call, arguments, &validate)
         {
             out.push(DecisionProblem::InvalidArguments {
                 call_id: call_id.to_owned(),
@@ -55,6 +55,25 @@ fn problems(
         }
     }
     out
+}
+
+/// Checks an edit: of a call inside a child run (C64) against the parameter schema the
+/// child listed it with (the child's tool guardrails judge it when the child resumes),
+/// of one of the run's own calls with `validate`.
+fn check_edit(
+    call: &PendingCall,
+    arguments: &Value,
+    validate: impl Fn(&str, &Value) -> Result<(), String>,
+) -> Result<(), String> {
+    if call.via.is_empty() {
+        return validate(&call.tool, arguments);
+    }
+    match &call.parameters {
+        Some(schema) => SchemaValidator::new(schema)?
+            .validate(arguments)
+            .map_err(|e| e.to_string()),
+        None => Ok(()),
+    }
 }
 
 /// The pending calls of `all` that have no decision.
@@ -117,9 +136,17 @@ pub(crate) fn take_decisions(
             }
         }
     }
+    // The calls whose child run paused: each runs again, resuming that run.
+    let mut inside: Vec<(String, String)> = Vec::new();
+    for step in pending.iter().filter_map(|p| p.via.first()) {
+        if !inside.iter().any(|(call_id, _)| *call_id == step.call_id) {
+            inside.push((step.call_id.clone(), step.run_id.clone()));
+        }
+    }
     snapshot.phase = Phase::ToolsPending {
         offered,
         decisions: all,
+        inside,
     };
     Ok(())
 }

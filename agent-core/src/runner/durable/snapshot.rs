@@ -58,6 +58,10 @@ pub(crate) enum Phase {
         offered: Vec<String>,
         #[serde(default, skip_serializing_if = "Decisions::is_empty")]
         decisions: Decisions,
+        /// The calls of the turn whose child run paused, with that run's id: each runs
+        /// again to resume it with its decisions (C64).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        inside: Vec<(String, String)>,
     },
     /// As `ToolsPending`, and the run paused: `pending` wait for a decision (the turn's
     /// other calls completed in the ledger); `decisions` recorded so far.
@@ -276,6 +280,7 @@ mod tests {
         Phase::ToolsPending {
             offered: vec!["lookup".into()],
             decisions: Decisions::default(),
+            inside: Vec::new(),
         }
     }
 

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::handover::CallOutcome;
 use crate::message::{ToolCall, ToolResult};
-use crate::pause::PauseReason;
+use crate::pause::{ChildPause, ChildResume, PauseReason};
 use crate::usage::ChildUsage;
 
 /// What the run decided for one call of a known, offered tool with valid arguments,
@@ -20,6 +20,9 @@ pub(crate) enum Gate {
     /// Answer it without running (a denial, an outside result); `ran` when the tool ran
     /// before the pause (it deferred its result): the execution counts.
     Answer(ToolResult, CallOutcome, bool),
+    /// Run it again: the child run it started paused, and resumes with these decisions
+    /// (C64).
+    Resume(ChildResume),
 }
 
 /// One call of a turn, answered.
@@ -44,6 +47,9 @@ pub(crate) struct Executed {
     /// For a call that waits for approval: the arguments a tool guardrail replaced the
     /// model's with (what the person is shown, and what runs once approved).
     pub(crate) held_arguments: Option<Value>,
+    /// For a call that waits because the child run it started paused: that run and the
+    /// calls it waits on.
+    pub(crate) inside: Option<Box<ChildPause>>,
 }
 
 impl Executed {
@@ -59,6 +65,7 @@ impl Executed {
             interventions: Vec::new(),
             trip: None,
             held_arguments: None,
+            inside: None,
         }
     }
 
@@ -78,6 +85,7 @@ impl Executed {
             interventions: Vec::new(),
             trip: None,
             held_arguments: None,
+            inside: None,
         }
     }
 }

@@ -16,16 +16,19 @@ use crate::store::LedgerStatus;
 
 use super::executed::Executed;
 
-/// Runs one tool execution (`run`) through `ledger` (see the module docs).
+/// Runs one tool execution (`run`) through `ledger` (see the module docs). `again`: the
+/// call deferred its result before the pause because the child run it started paused,
+/// and now runs again to resume it (C64), so its `deferred` entry does not answer it.
 pub(super) async fn execute(
     ledger: &Ledger,
     call: &ToolCall,
-    irreversible: bool,
+    (irreversible, again): (bool, bool),
     observers: (&str, &Observers),
     run: impl Future<Output = Executed>,
 ) -> Executed {
     let hash = arguments_hash(&call.arguments);
     match ledger.prior(call, &hash) {
+        Prior::Deferred { .. } if again => {}
         Prior::Completed {
             content,
             is_error,

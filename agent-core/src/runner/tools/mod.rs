@@ -27,7 +27,7 @@ use crate::guardrail::ToolGuardrail;
 use crate::handover::CallOutcome;
 use crate::message::{ToolCall, ToolResult, json_text};
 use crate::observe::RunEvent;
-use crate::pause::PauseReason;
+use crate::pause::{ChildResume, PauseReason};
 use crate::runner::agents::tree::{CallLink, RunLink};
 use crate::runner::durable::ledger::Ledger;
 use crate::runner::emit::Observers;
@@ -49,6 +49,9 @@ enum Plan<'c> {
     /// Run this tool as a person approved it (its arguments are the approved ones; the
     /// tool guardrails judged them before the pause).
     Approved(&'c CompiledTool),
+    /// Run this tool again, resuming the child run it started (C64): it ran before the
+    /// pause, so the ledger's `deferred` entry does not answer it.
+    Resume(&'c CompiledTool, ChildResume),
     /// Run this tool.
     Run(&'c CompiledTool),
     /// Run this tool with the arguments a tool guardrail (named) put in.
@@ -96,22 +99,25 @@ pub(crate) async fn run_tool_calls<T>(
                     guarded => guarded,
                 },
                 (Plan::Run(tool), Gate::Approved) => Plan::Approved(tool),
+                (Plan::Run(tool), Gate::Resume(resume)) => Plan::Resume(tool, resume),
                 (Plan::Run(_), Gate::Answer(result, outcome, ran)) => {
                     Plan::Decided(result, outcome, ran)
                 }
                 (plan, _) => plan,
             };
             match plan {
-                Plan::Run(_) | Plan::Approved(_) if *executed >= limit => {
+                Plan::Run(_) | Plan::Approved(_) | Plan::Resume(..) if *executed >= limit => {
                     Plan::Answer(ToolResult::error(
                         &call.id,
                         &call.name,
                         correction::tool_limit(limit, &cfg.output),
                     ))
                 }
-                Plan::Approved(tool) => {
+                // A resumed call ran before the pause: it counts once, here (the
+                // checkpoint kept the count from before the turn).
+                Plan::Approved(_) | Plan::Resume(..) => {
                     *executed += 1;
-                    Plan::Approved(tool)
+                    plan
                 }
                 Plan::Run(tool) => {
                     let plan = guard_call(&cfg.hooks.guardrails.tool, tool, call);
@@ -161,25 +167,39 @@ pub(crate) async fn run_tool_calls<T>(
             }
             Plan::Run(tool) | Plan::Approved(tool) => {
                 let ids = (trace_id, run_id, deadline);
-                let context = (state, link, guardrails);
+                let context = (state, link, guardrails, None);
                 let run = execute(tool, call, ids, context, (timeout, max_bytes), capture);
                 match ledger {
                     Some(ledger) => {
                         let observers = (&**trace_id, observers);
-                        ledgered::execute(ledger, call, tool.irreversible, observers, run).await
+                        let how = (tool.irreversible, false);
+                        ledgered::execute(ledger, call, how, observers, run).await
+                    }
+                    None => run.await,
+                }
+            }
+            Plan::Resume(tool, resume) => {
+                let ids = (trace_id, run_id, deadline);
+                let context = (state, link, guardrails, Some(resume));
+                let run = execute(tool, call, ids, context, (timeout, max_bytes), capture);
+                match ledger {
+                    Some(ledger) => {
+                        let observers = (&**trace_id, observers);
+                        let how = (tool.irreversible, true);
+                        ledgered::execute(ledger, call, how, observers, run).await
                     }
                     None => run.await,
                 }
             }
             Plan::RunWith(tool, replaced, name) => {
                 let ids = (trace_id, run_id, deadline);
-                let context = (state, link, guardrails);
+                let context = (state, link, guardrails, None);
                 let run = execute(tool, &replaced, ids, context, (timeout, max_bytes), capture);
                 let mut done = match ledger {
                     Some(ledger) => {
                         let observers = (&**trace_id, observers);
-                        ledgered::execute(ledger, &replaced, tool.irreversible, observers, run)
-                            .await
+                        let how = (tool.irreversible, false);
+                        ledgered::execute(ledger, &replaced, how, observers, run).await
                     }
                     None => run.await,
                 };
@@ -259,7 +279,12 @@ async fn execute(
     tool: &CompiledTool,
     call: &ToolCall,
     (trace_id, run_id, deadline): (&Arc<str>, &Arc<str>, Option<tokio::time::Instant>),
-    (state, link, guardrails): (&Arc<StateMap>, &Arc<RunLink>, &[ToolGuardrail]),
+    (state, link, guardrails, resume): (
+        &Arc<StateMap>,
+        &Arc<RunLink>,
+        &[ToolGuardrail],
+        Option<ChildResume>,
+    ),
     (timeout, max_bytes): (Duration, usize),
     capture: bool,
 ) -> Executed {
@@ -290,6 +315,9 @@ async fn execute(
     if let Some(deadline) = deadline {
         context = context.with_deadline(deadline);
     }
+    if let Some(resume) = resume {
+        context = context.with_resuming(resume);
+    }
     let arguments = call.arguments.clone();
     // The timer sits inside the catch boundary too: outside a Tokio runtime its creation
     // panics, and that must become this call's error result, not the run's.
@@ -305,7 +333,10 @@ async fn execute(
         Ok(Ok(Ok(content))) => (Ok(content), None),
         Ok(Ok(Err(e))) if e.is_deferred() => {
             let note = truncate(e.message().to_owned(), max_bytes);
-            return Executed::waiting(call, PauseReason::Deferred { note });
+            let mut done = Executed::waiting(call, PauseReason::Deferred { note });
+            done.inside = e.child_pause().cloned().map(Box::new);
+            done.children = children;
+            return done;
         }
         Ok(Ok(Err(e))) if e.escalation().is_some() => {
             let summary = e.escalation().unwrap_or_default().to_owned();
@@ -364,6 +395,7 @@ async fn execute(
                 interventions: Vec::new(),
                 trip: None,
                 held_arguments: None,
+                inside: None,
             }
         }
         Err(text) => {
@@ -378,6 +410,7 @@ async fn execute(
                 interventions: Vec::new(),
                 trip: None,
                 held_arguments: None,
+                inside: None,
             }
         }
     };
