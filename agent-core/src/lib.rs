@@ -151,7 +151,10 @@ pub mod durable {
     //! Assembled here from the runner (the resume), the pause's types and the store's
     //! checkpoint types, which live in different layers of the crate.
 
-    pub use crate::pause::{Decision, DecisionProblem, Decisions, PauseReason, PendingCall};
+    pub use crate::pause::{
+        ChildPause, ChildResume, Decision, DecisionProblem, Decisions, PauseReason, PendingCall,
+        Via,
+    };
     pub use crate::runner::{
         PausedRun, paused_runs, record_decisions, resume_agent, resume_agent_with,
     };

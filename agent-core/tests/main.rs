@@ -19,6 +19,7 @@ pub mod agent_tools;
 pub mod approvals;
 pub mod architecture;
 pub mod batch;
+pub mod child_approvals;
 pub mod compaction;
 pub mod config;
 pub mod content;
