@@ -69,7 +69,11 @@ fn every_relative_link_of_the_readme_and_the_guide_points_at_a_file() {
 #[test]
 fn the_readme_is_a_front_page() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    assert!(readme.len() <= 14_000, "README.md is {} bytes", readme.len());
+    assert!(
+        readme.len() <= 14_000,
+        "README.md is {} bytes",
+        readme.len()
+    );
     // The two commands: the main job and the tests (what CI runs).
     assert!(readme.contains("cargo run --release --example triage"));
     assert!(readme.contains("```sh\ncargo test --workspace\n```"));
