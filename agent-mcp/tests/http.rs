@@ -116,7 +116,8 @@ async fn http_run_with_a_bearer_token_calls_mcp_tools_and_ends_with_a_validated_
             "web_weather_lookup",
             "web_tags_set",
             "web_sleep",
-            "web_slow"
+            "web_slow",
+            "web_screenshot"
         ]
     );
     let model = ScriptedModel::new();
