@@ -368,8 +368,9 @@ mod tests {
         let content = map_result(result).unwrap();
         assert_eq!(
             content.text,
-            "a note\n[image image/png: not passed on: not base64: Invalid symbol 32, offset 3.]\n\
-             [image image/png: not passed on: the part is empty]"
+            "a note\n[image image/png: not passed on: the content is not valid base64: \
+             Invalid symbol 32, offset 3.]\n\
+             [image image/png: not passed on: the content is empty (0 bytes)]"
         );
         let pdf = Part::from_bytes_as(b"%PDF-1.4".to_vec(), "application/pdf")
             .unwrap()
