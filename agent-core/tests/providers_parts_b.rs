@@ -10,8 +10,8 @@ use crate::providers_support;
 
 use agent_core::content::{Detail, Input, Part};
 use agent_core::llm::{
-    COMMON_IMAGES, ContentCapabilities, LlmClient, LlmErrorKind, LlmRequest, Message,
-    StreamDelta, ToolCall, ToolResult,
+    COMMON_IMAGES, ContentCapabilities, LlmClient, LlmErrorKind, LlmRequest, Message, StreamDelta,
+    ToolCall, ToolResult,
 };
 use agent_core::providers::{OpenAiClient, OpenAiResponsesClient, ProviderOptions};
 use agent_core::tool::{ContentFuture, ToolContent, ToolDefinition, ToolFuture};
@@ -105,7 +105,10 @@ async fn chat_user_parts_of_each_kind_and_source_plain_and_streamed() {
         Part::from_file_id("file-abc", "application/pdf").unwrap(),
         Part::text("and one more line"),
     ];
-    let request = request("gpt-4o", Message::user_with("The unit arrived cracked.", parts));
+    let request = request(
+        "gpt-4o",
+        Message::user_with("The unit arrived cracked.", parts),
+    );
     let (plain, streamed) =
         plain_and_streamed(&server, &client, &request, CHAT, CHAT_FIXTURES).await;
     let expected = json!([{"role": "user", "content": [
@@ -146,7 +149,13 @@ async fn chat_audio_goes_as_input_audio_with_its_format() {
 #[tokio::test]
 async fn a_responses_text_only_request_keeps_string_content() {
     let server = MockServer::start().await;
-    mount_post(&server, RESPONSES, json_fixture(200, "responses/text.json"), None).await;
+    mount_post(
+        &server,
+        RESPONSES,
+        json_fixture(200, "responses/text.json"),
+        None,
+    )
+    .await;
     responses(&server)
         .complete(&request("gpt-4o", Message::user_with("hi", Vec::new())))
         .await
@@ -325,7 +334,13 @@ impl Tool for Snapshot {
 #[tokio::test]
 async fn a_chat_run_moves_a_tools_image_to_a_user_message_naming_the_call() {
     let server = MockServer::start().await;
-    mount_post(&server, CHAT, json_fixture(200, "openai/tool_call.json"), Some(1)).await;
+    mount_post(
+        &server,
+        CHAT,
+        json_fixture(200, "openai/tool_call.json"),
+        Some(1),
+    )
+    .await;
     let submit = json_fixture(200, "openai/c5_stop_with_tool_calls.json");
     mount_post(&server, CHAT, submit, None).await;
     let config = triage("gpt-4o", &base(&server))
@@ -356,7 +371,13 @@ async fn a_responses_run_keeps_a_tools_image_in_its_output() {
     let server = MockServer::start().await;
     let tool_call = json_fixture(200, "responses/tool_call.json");
     mount_post(&server, RESPONSES, tool_call, Some(1)).await;
-    mount_post(&server, RESPONSES, json_fixture(200, "responses/submit.json"), None).await;
+    mount_post(
+        &server,
+        RESPONSES,
+        json_fixture(200, "responses/submit.json"),
+        None,
+    )
+    .await;
     let config = triage("openai-responses/gpt-4.1", &base(&server))
         .tools(ToolRegistry::new().with(Snapshot))
         .build()
@@ -368,10 +389,10 @@ async fn a_responses_run_keeps_a_tools_image_in_its_output() {
     assert_eq!(
         input.last().unwrap(),
         &json!({"type": "function_call_output", "call_id": "call_Xh0N8aWZm4ZJWeV1J4V9PnaQ",
-            "output": [
-                {"type": "input_text", "text": "in transit"},
-                {"type": "input_image", "image_url": png_url(), "detail": "auto"}
-            ]})
+        "output": [
+            {"type": "input_text", "text": "in transit"},
+            {"type": "input_image", "image_url": png_url(), "detail": "auto"}
+        ]})
     );
 }
 
@@ -457,7 +478,11 @@ async fn azure_takes_images_by_deployment_name_and_no_file_ids() {
         ]}])
     );
     let responses = OpenAiResponsesClient::azure(&options).unwrap();
-    assert!(!responses.content_capabilities("gpt-4o").parts_in_tool_results);
+    assert!(
+        !responses
+            .content_capabilities("gpt-4o")
+            .parts_in_tool_results
+    );
     assert!(
         OpenAiResponsesClient::openai(&options)
             .unwrap()
@@ -509,7 +534,10 @@ async fn the_options_knob_replaces_the_table_for_a_routed_model() {
     let server = MockServer::start().await;
     mount_post(&server, CHAT, json_fixture(200, "openai/text.json"), None).await;
     let table = triage("gpt-4o-mini", &base(&server)).build().unwrap();
-    assert_eq!(table.content_capabilities().document_types, ["application/pdf"]);
+    assert_eq!(
+        table.content_capabilities().document_types,
+        ["application/pdf"]
+    );
     let mut vision = ContentCapabilities::TEXT_ONLY;
     vision.image_types = COMMON_IMAGES;
     let config = triage_with("gpt-4o-mini", &base(&server), |o| {
@@ -539,7 +567,10 @@ fn openai_capabilities_by_family() {
     let audio = client.content_capabilities("gpt-4o-audio-preview");
     assert!(audio.image_types.is_empty());
     assert!(audio.audio_types.contains(&"audio/mpeg"));
-    assert_eq!(audio.source, "https://platform.openai.com/docs/guides/audio");
+    assert_eq!(
+        audio.source,
+        "https://platform.openai.com/docs/guides/audio"
+    );
     assert_eq!(
         client.content_capabilities("o3-mini"),
         ContentCapabilities::TEXT_ONLY

@@ -70,7 +70,14 @@ pub(crate) fn family(model: &str) -> Family {
     if name.contains("-audio") || name.starts_with("gpt-audio") {
         return Family::Audio;
     }
-    let text_only = ["-search", "-realtime", "-transcribe", "-tts", "embedding", "instruct"];
+    let text_only = [
+        "-search",
+        "-realtime",
+        "-transcribe",
+        "-tts",
+        "embedding",
+        "instruct",
+    ];
     if text_only.iter().any(|m| name.contains(m)) {
         return Family::Text;
     }
@@ -78,9 +85,16 @@ pub(crate) fn family(model: &str) -> Family {
         name.strip_prefix(prefix)
             .is_some_and(|rest| rest.is_empty() || rest.starts_with(['-', ':', '.']))
     };
-    let vision = ["gpt-4o", "chatgpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o4-mini"]
-        .iter()
-        .any(|p| is(p))
+    let vision = [
+        "gpt-4o",
+        "chatgpt-4o",
+        "gpt-4.1",
+        "gpt-4.5",
+        "gpt-5",
+        "o4-mini",
+    ]
+    .iter()
+    .any(|p| is(p))
         || (is("gpt-4-turbo") && !name.contains("preview"))
         || (is("o1") && !is("o1-mini") && !is("o1-preview"))
         || (is("o3") && !is("o3-mini"));
@@ -212,7 +226,11 @@ mod tests {
         ] {
             assert_eq!(family(vision), Family::Vision, "{vision}");
         }
-        for audio in ["gpt-4o-audio-preview", "gpt-4o-mini-audio-preview", "gpt-audio"] {
+        for audio in [
+            "gpt-4o-audio-preview",
+            "gpt-4o-mini-audio-preview",
+            "gpt-audio",
+        ] {
             assert_eq!(family(audio), Family::Audio, "{audio}");
         }
         for text in [
@@ -239,7 +257,10 @@ mod tests {
         assert!(responses("gpt-4o").parts_in_tool_results);
         assert!(!azure_responses("gpt-4o").parts_in_tool_results);
         assert_eq!(chat("gpt-4o-audio-preview").audio_types, AUDIO);
-        assert_eq!(responses("gpt-4o-audio-preview"), ContentCapabilities::TEXT_ONLY);
+        assert_eq!(
+            responses("gpt-4o-audio-preview"),
+            ContentCapabilities::TEXT_ONLY
+        );
         assert_eq!(azure_chat("support-bot"), ContentCapabilities::TEXT_ONLY);
     }
 }

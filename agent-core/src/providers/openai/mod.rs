@@ -6,12 +6,12 @@
 //! (<https://platform.openai.com/docs/api-reference/chat>) and openai-python; the quirks of
 //! compatible servers are listed in `docs/providers.md`.
 
+mod caps;
+mod parts;
 mod response;
 mod responses;
 mod stream;
 mod wire;
-mod caps;
-mod parts;
 
 use std::fmt;
 
@@ -83,7 +83,10 @@ enum Flavor {
 /// `(empty)` when it has neither; then one `tool` message per call, in call order (a
 /// failed result's content starts with `Error: `, since the format has no error flag);
 /// each tool's parameters through [`schema::for_openai`](crate::schema::for_openai); `tool_choice` auto / required /
-/// none / `{"type":"function",..}`.
+/// none / `{"type":"function",..}`. A user message with parts has its content as an
+/// array of `text`, `image_url`, `file` and `input_audio` parts (one without parts keeps
+/// a string; see `docs/providers.md`, "Content parts: OpenAI, Azure and compatible
+/// servers").
 ///
 /// Differences of [`compatible`](Self::compatible) servers from
 /// [`openai`](Self::openai):

@@ -78,7 +78,11 @@ fn unwritable(api: &str, part: &Part, why: &str) -> LlmError {
 /// The `input_audio` object of audio bytes.
 fn input_audio(api: &str, part: &Part, media: &Media) -> Result<Value, LlmError> {
     let Source::Bytes(bytes) = &media.source else {
-        return Err(unwritable(api, part, "audio goes as bytes only: pass the bytes"));
+        return Err(unwritable(
+            api,
+            part,
+            "audio goes as bytes only: pass the bytes",
+        ));
     };
     let Some(format) = audio_format(&media.media_type) else {
         return Err(unwritable(api, part, "audio is wav or mp3 only"));
@@ -248,7 +252,10 @@ mod tests {
     fn names_and_formats() {
         let pdf = Part::from_url("https://x/a", "application/pdf").unwrap();
         assert_eq!(file_name(pdf.media().unwrap()), "document.pdf");
-        assert_eq!(file_name(pdf.named("bill.pdf").media().unwrap()), "bill.pdf");
+        assert_eq!(
+            file_name(pdf.named("bill.pdf").media().unwrap()),
+            "bill.pdf"
+        );
         assert_eq!(audio_format("audio/x-wav"), Some("wav"));
         assert_eq!(audio_format("audio/mpeg; rate=44100"), Some("mp3"));
         assert_eq!(audio_format("audio/flac"), None);
@@ -267,9 +274,6 @@ mod tests {
         let text_doc = Part::from_file_id("file-2", "text/plain").unwrap();
         assert!(chat_part(&text_doc).is_err());
         assert!(chat_tool_text("x", &[by_id]).is_err());
-        assert_eq!(
-            chat_tool_text("x", &[Part::text("y")]).unwrap(),
-            "x\ny"
-        );
+        assert_eq!(chat_tool_text("x", &[Part::text("y")]).unwrap(), "x\ny");
     }
 }

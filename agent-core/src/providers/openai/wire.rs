@@ -349,12 +349,7 @@ fn messages<'a>(
                 let content = if given.is_empty() {
                     UserContent::Text(text)
                 } else {
-                    UserContent::Parts(parts::user_content(
-                        text,
-                        given,
-                        "text",
-                        parts::chat_part,
-                    )?)
+                    UserContent::Parts(parts::user_content(text, given, "text", parts::chat_part)?)
                 };
                 out.push(WireMessage::User { content });
             }

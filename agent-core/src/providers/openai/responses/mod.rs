@@ -35,7 +35,9 @@ use wire::WireResponse;
 /// `{"type": "function_call", "call_id", "name", "arguments"}` (`arguments` a JSON
 /// string of an object), each answer as
 /// `{"type": "function_call_output", "call_id", "output"}` (every call answered; a
-/// failed result's output starts with `Error: `); tools as
+/// failed result's output starts with `Error: `); a user message or an answer with parts
+/// has its content or output as an array of `input_text`, `input_image`, `input_file`
+/// and `input_audio` parts; tools as
 /// `{"type": "function", "name", "description", "parameters", "strict": false}`;
 /// `tool_choice` auto / required / none / `{"type": "function", "name"}` (the forced
 /// `submit_output`); native output as
