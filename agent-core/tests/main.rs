@@ -55,6 +55,7 @@ pub mod providers_gemini;
 pub mod providers_native_tools;
 pub mod providers_openai;
 pub mod providers_output_modes;
+pub mod providers_parts_b;
 pub mod providers_prompt_cache;
 pub mod providers_reasoning;
 pub mod providers_responses;
