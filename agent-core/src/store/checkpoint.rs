@@ -130,6 +130,26 @@ pub trait CheckpointStore: Send + Sync {
         })
     }
 
+    /// Moves the lease of the run on to `until_ms` ([`CheckpointRecord::lease_until_ms`])
+    /// if its stored checkpoint is still `writer`'s, running (not finished) and held
+    /// (a lease above 0: a paused run holds none); else stores nothing and returns
+    /// [`SaveOutcome::Fenced`]. The runner calls it every third of the lease while a
+    /// run is between writes. The default stores nothing and returns
+    /// [`SaveOutcome::Saved`] (a store without leases: a run's lease then moves only
+    /// with its saves).
+    ///
+    /// # Errors
+    /// A [`StoreError`] when it cannot be stored.
+    fn renew_lease<'a>(
+        &'a self,
+        run_id: &'a str,
+        writer: &'a str,
+        until_ms: u64,
+    ) -> StoreFuture<'a, SaveOutcome> {
+        let _ = (run_id, writer, until_ms);
+        Box::pin(async { Ok(SaveOutcome::Saved) })
+    }
+
     /// The checkpoints of runs that have not finished (running, interrupted or
     /// paused), at most `limit`, most recently saved first.
     ///
@@ -171,6 +191,14 @@ pub struct CheckpointRecord {
     /// [`record_decisions`](crate::durable::record_decisions), which keeps the stored writer).
     #[serde(default)]
     pub writer: String,
+    /// Until when the writer holds the run (ms since the Unix epoch): each save of a
+    /// running run sets it to the save's time plus the run's lease
+    /// ([`LEASE`](crate::durable::LEASE)), so a process that stops writing loses it after
+    /// that long; 0 for a run no process holds (paused, finished, or written before
+    /// leases). A sweeper takes over only runs whose lease lapsed; a process whose run
+    /// was taken over is fenced at its next write whatever its lease said.
+    #[serde(default)]
+    pub lease_until_ms: u64,
     /// What does not change during the run (JSON; the runner's own format, versioned).
     pub header: String,
     /// The run's state at this boundary (JSON; the runner's own format, versioned).
@@ -487,6 +515,25 @@ impl CheckpointStore for InMemoryCheckpoints {
             SaveOutcome::Saved
         } else {
             SaveOutcome::Fenced
+        };
+        Box::pin(async move { Ok(outcome) })
+    }
+
+    fn renew_lease<'a>(
+        &'a self,
+        run_id: &'a str,
+        writer: &'a str,
+        until_ms: u64,
+    ) -> StoreFuture<'a, SaveOutcome> {
+        let mut c = self.lock();
+        let outcome = match c.checkpoints.get_mut(run_id) {
+            Some(stored)
+                if stored.writer == writer && !stored.finished && stored.lease_until_ms > 0 =>
+            {
+                stored.lease_until_ms = until_ms;
+                SaveOutcome::Saved
+            }
+            _ => SaveOutcome::Fenced,
         };
         Box::pin(async move { Ok(outcome) })
     }
