@@ -53,7 +53,9 @@ pub async fn unfinished_runs(
         .filter_map(|record| {
             let header: Header = serde_json::from_str(&record.header).ok()?;
             let snapshot = Snapshot::from_text(&record.state).ok()?;
-            let paused = matches!(snapshot.phase, Phase::Paused { .. });
+            // A paused checkpoint a resume claimed (it holds a lease) is running.
+            let paused =
+                matches!(snapshot.phase, Phase::Paused { .. }) && record.lease_until_ms == 0;
             let lease_until_ms = match record.lease_until_ms {
                 0 if !paused => record
                     .updated_at_ms
