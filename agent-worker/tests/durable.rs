@@ -228,6 +228,16 @@ fn registry(store: &Store, effects: &Path, mode: &str) -> Registry {
 
 /// The `effects` agent, checkpointing into `store` when given.
 pub fn config(store: Option<&Store>, effects: &Path, mode: &str) -> AgentConfig<Answer> {
+    config_named("effects", store, effects, mode)
+}
+
+/// [`config`] under another name.
+pub fn config_named(
+    name: &str,
+    store: Option<&Store>,
+    effects: &Path,
+    mode: &str,
+) -> AgentConfig<Answer> {
     let tool = |name, irreversible| Effect {
         name,
         irreversible,
@@ -235,7 +245,7 @@ pub fn config(store: Option<&Store>, effects: &Path, mode: &str) -> AgentConfig<
         file: effects.to_owned(),
         mode: mode.to_owned(),
     };
-    let builder = AgentConfig::builder("effects")
+    let builder = AgentConfig::builder(name)
         .llm(ByTurn {
             mode: mode.to_owned(),
         })

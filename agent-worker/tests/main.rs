@@ -15,3 +15,4 @@ pub mod default_checkpoints;
 pub mod durable;
 pub mod faults;
 pub mod queue;
+pub mod sweeper;
