@@ -187,8 +187,9 @@ pub struct CheckpointRecord {
     pub updated_at_ms: u64,
     /// Who wrote it: a random token (32 hex digits) that each process running the run
     /// draws when it starts or resumes it; what [`CheckpointStore::save_fenced`] checks.
-    /// Empty for checkpoints written without one (before fencing, or by
-    /// [`record_decisions`](crate::durable::record_decisions), which keeps the stored writer).
+    /// Empty for checkpoints written without one (before fencing).
+    /// [`record_decisions`](crate::durable::record_decisions) writes under a token of
+    /// its own, so its write is stored only if the checkpoint is still the one it read.
     #[serde(default)]
     pub writer: String,
     /// Until when the writer holds the run (ms since the Unix epoch): each save of a
@@ -278,7 +279,9 @@ impl LedgerStatus {
 pub enum ResumeError {
     /// Another process took the run over between this resume's read of the checkpoint
     /// and its claim (the first fenced save, which makes the run this process's): the
-    /// run goes on there; this resume ran nothing.
+    /// run goes on there; this resume ran nothing. From
+    /// [`record_decisions`](crate::durable::record_decisions): other writes came between
+    /// each of its 8 reads and its write; nothing was recorded.
     #[error("run {run_id} was taken over by another process while this one resumed it")]
     Fenced {
         /// The run id.
