@@ -7,18 +7,30 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use std::sync::atomic::AtomicU64;
+
 use agent_core::CancellationToken;
-use agent_core::durable::unfinished_runs;
+use agent_core::durable::{CheckpointStore, unfinished_runs};
 
 use crate::job::Job;
-use crate::registry::now_ms;
-use crate::worker::Inner;
+use crate::queue::Queue;
+use crate::registry::{Registry, now_ms};
+
+/// What the sweeper works with: a worker's checkpoint store, agents and queue, and the
+/// worker's counters it adds to.
+pub(crate) struct Sweep {
+    pub(crate) store: Arc<dyn CheckpointStore>,
+    pub(crate) registry: Registry,
+    pub(crate) queue: Queue,
+    pub(crate) swept: Arc<AtomicU64>,
+    pub(crate) orphans: Arc<AtomicU64>,
+}
 
 /// The most unfinished runs one look reads.
 const LOOK_LIMIT: usize = 1024;
 
 /// Looks every `every` until `shutdown`.
-pub(crate) async fn sweep(inner: Arc<Inner>, every: Duration, shutdown: CancellationToken) {
+pub(crate) async fn sweep(inner: Sweep, every: Duration, shutdown: CancellationToken) {
     let mut reported: HashSet<(String, u64)> = HashSet::new();
     loop {
         tokio::select! {
@@ -31,10 +43,8 @@ pub(crate) async fn sweep(inner: Arc<Inner>, every: Duration, shutdown: Cancella
 
 /// One look: every unfinished, unpaused run whose lease lapsed goes back on the queue
 /// (or is reported once per run and lease).
-async fn look(inner: &Inner, reported: &mut HashSet<(String, u64)>) {
-    let Some(store) = &inner.checkpoints else {
-        return;
-    };
+async fn look(inner: &Sweep, reported: &mut HashSet<(String, u64)>) {
+    let store = &inner.store;
     let runs = match unfinished_runs(store.as_ref(), LOOK_LIMIT).await {
         Ok(runs) => runs,
         Err(error) => {
@@ -52,7 +62,7 @@ async fn look(inner: &Inner, reported: &mut HashSet<(String, u64)>) {
                     lapsed_ms = now.saturating_sub(run.lease_until_ms),
                     "an unfinished run no process holds, of an agent this worker does not have: resume it where its agent runs"
                 );
-                inner.counters.orphans.fetch_add(1, Ordering::Relaxed);
+                inner.orphans.fetch_add(1, Ordering::Relaxed);
             }
             continue;
         };
@@ -60,7 +70,7 @@ async fn look(inner: &Inner, reported: &mut HashSet<(String, u64)>) {
         match inner.queue.sweep(&job, run.lease_until_ms).await {
             Ok(()) => {
                 tracing::info!(run_id = %run.run_id, "an unfinished run no process holds was put back on the queue");
-                inner.counters.swept.fetch_add(1, Ordering::Relaxed);
+                inner.swept.fetch_add(1, Ordering::Relaxed);
             }
             Err(error) => {
                 tracing::warn!(run_id = %run.run_id, error = %error, "the sweeper cannot queue an unfinished run; trying at its next look");

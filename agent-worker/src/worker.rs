@@ -125,24 +125,24 @@ pub struct WorkerReport {
 }
 
 #[derive(Default)]
-pub(crate) struct Counters {
+struct Counters {
     runs: AtomicU64,
     duplicates: AtomicU64,
     dead_lettered: AtomicU64,
     retried: AtomicU64,
     fenced: AtomicU64,
     waiting: AtomicU64,
-    pub(crate) swept: AtomicU64,
-    pub(crate) orphans: AtomicU64,
+    swept: Arc<AtomicU64>,
+    orphans: Arc<AtomicU64>,
 }
 
-pub(crate) struct Inner {
-    pub(crate) queue: Queue,
+struct Inner {
+    queue: Queue,
     store: Arc<dyn FeedbackStore>,
     /// The worker's own store as a checkpoint store (unless checkpoints are off).
-    pub(crate) checkpoints: Option<Arc<dyn CheckpointStore>>,
-    pub(crate) registry: Registry,
-    pub(crate) counters: Counters,
+    checkpoints: Option<Arc<dyn CheckpointStore>>,
+    registry: Registry,
+    counters: Counters,
     lease: Duration,
 }
 
@@ -250,11 +250,20 @@ impl Worker {
         let slots = Arc::new(Semaphore::new(self.options.max_in_flight.max(1)));
         let mut tasks = JoinSet::new();
         let sweeper = match (&self.inner.checkpoints, self.options.sweep_every) {
-            (Some(_), Some(every)) => Some(tokio::spawn(crate::sweeper::sweep(
-                Arc::clone(&self.inner),
-                every,
-                shutdown.clone(),
-            ))),
+            (Some(store), Some(every)) => {
+                let sweep = crate::sweeper::Sweep {
+                    store: Arc::clone(store),
+                    registry: self.inner.registry.clone(),
+                    queue: self.inner.queue.clone(),
+                    swept: Arc::clone(&self.inner.counters.swept),
+                    orphans: Arc::clone(&self.inner.counters.orphans),
+                };
+                Some(tokio::spawn(crate::sweeper::sweep(
+                    sweep,
+                    every,
+                    shutdown.clone(),
+                )))
+            }
             _ => None,
         };
         loop {
