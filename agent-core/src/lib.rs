@@ -156,7 +156,8 @@ pub mod durable {
         Via,
     };
     pub use crate::runner::{
-        PausedRun, paused_runs, record_decisions, resume_agent, resume_agent_with,
+        LEASE, PausedRun, UnfinishedRun, paused_runs, record_decisions, resume_agent,
+        resume_agent_with, unfinished_runs,
     };
     pub use crate::store::{
         CheckpointRecord, CheckpointStore, ConfigDifference, InMemoryCheckpoints, LedgerEntry,

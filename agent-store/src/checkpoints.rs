@@ -45,6 +45,7 @@ fn checkpoint_row(
         header: column(&checkpoint.header),
         state: column(&checkpoint.state),
         writer: column(&checkpoint.writer),
+        lease_until_ms: db_ms(checkpoint.lease_until_ms),
         taken_at: i64::try_from(taken_at).unwrap_or(i64::MAX),
     })
 }
@@ -77,7 +78,7 @@ fn to_u64(value: i64) -> u64 {
 }
 
 /// A `checkpoints` row selected as `run_id, seq, finished, fingerprint, updated_at_ms,
-/// header, state, writer`.
+/// header, state, writer, lease_until_ms`.
 fn record_of_row<R: Row>(row: &R) -> Result<CheckpointRecord, sqlx::Error>
 where
     usize: sqlx::ColumnIndex<R>,
@@ -94,6 +95,7 @@ where
     record.header = row.try_get(5)?;
     record.state = row.try_get(6)?;
     record.writer = row.try_get(7)?;
+    record.lease_until_ms = to_u64(row.try_get(8)?);
     Ok(record)
 }
 
@@ -106,12 +108,14 @@ impl CheckpointStore for Store {
             on_write_pool!(&self.shared.pools, pool, DB => {
                 sqlx::query(
                     "INSERT INTO checkpoints \
-                     (run_id, seq, finished, fingerprint, updated_at_ms, header, state, writer) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+                     (run_id, seq, finished, fingerprint, updated_at_ms, header, state, writer, \
+                     lease_until_ms) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
                      ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, \
                      finished = excluded.finished, fingerprint = excluded.fingerprint, \
                      updated_at_ms = excluded.updated_at_ms, header = excluded.header, \
-                     state = excluded.state, writer = excluded.writer",
+                     state = excluded.state, writer = excluded.writer, \
+                     lease_until_ms = excluded.lease_until_ms",
                 )
                 .bind(checkpoint.run_id.as_str())
                 .bind(seq)
@@ -121,6 +125,7 @@ impl CheckpointStore for Store {
                 .bind(column(&checkpoint.header))
                 .bind(column(&checkpoint.state))
                 .bind(column(&checkpoint.writer))
+                .bind(db_ms(checkpoint.lease_until_ms))
                 .execute(pool)
                 .await
                 .map_err(db_error)?;
@@ -178,6 +183,41 @@ impl CheckpointStore for Store {
         })
     }
 
+    /// One statement in its own commit on the writing pool (not through the group
+    /// writer: a renewal is rare, one per run every 20 s, and must not wait behind a
+    /// batch).
+    fn renew_lease<'a>(
+        &'a self,
+        run_id: &'a str,
+        writer: &'a str,
+        until_ms: u64,
+    ) -> StoreFuture<'a, SaveOutcome> {
+        Box::pin(async move {
+            check_key("run id", run_id)?;
+            self.shared.ready().await?;
+            let renewed = on_write_pool!(&self.shared.pools, pool, DB => {
+                sqlx::query(
+                    "UPDATE checkpoints SET lease_until_ms = $1 WHERE run_id = $2 \
+                     AND writer = $3 AND finished = $4 AND lease_until_ms > 0",
+                )
+                .bind(db_ms(until_ms))
+                .bind(run_id)
+                .bind(column(writer))
+                .bind(false)
+                .execute(pool)
+                .await
+                .map_err(db_error)?
+                .rows_affected()
+            });
+            self.shared.check_file()?;
+            Ok(if renewed == 1 {
+                SaveOutcome::Saved
+            } else {
+                SaveOutcome::Fenced
+            })
+        })
+    }
+
     fn load<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Option<CheckpointRecord>> {
         Box::pin(async move {
             check_key("run id", run_id)?;
@@ -185,7 +225,7 @@ impl CheckpointStore for Store {
             let row = on_read_pool!(&self.shared.pools, pool, DB => {
                 sqlx::query(
                     "SELECT run_id, seq, finished, fingerprint, updated_at_ms, header, state, \
-                     writer FROM checkpoints WHERE run_id = $1",
+                     writer, lease_until_ms FROM checkpoints WHERE run_id = $1",
                 )
                 .bind(run_id)
                 .fetch_optional(pool)
@@ -206,7 +246,7 @@ impl CheckpointStore for Store {
             let rows = on_read_pool!(&self.shared.pools, pool, DB => {
                 sqlx::query(
                     "SELECT run_id, seq, finished, fingerprint, updated_at_ms, header, state, \
-                     writer FROM checkpoints WHERE finished = $1 \
+                     writer, lease_until_ms FROM checkpoints WHERE finished = $1 \
                      ORDER BY updated_at_ms DESC, run_id LIMIT $2",
                 )
                 .bind(false)

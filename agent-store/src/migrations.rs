@@ -120,6 +120,13 @@ ALTER TABLE threads ADD COLUMN summary TEXT;
 ALTER TABLE threads ADD COLUMN summary_upto BIGINT NOT NULL DEFAULT 0;
 ";
 
+/// Leases of durable runs: until when the process running a run holds it (ms since the
+/// Unix epoch; 0: no one, a paused or finished run). A sweeper takes over only runs
+/// whose lease lapsed (`docs/durable.md`, "Leases and the sweeper").
+const MIGRATION_7: &str = "
+ALTER TABLE checkpoints ADD COLUMN lease_until_ms BIGINT NOT NULL DEFAULT 0;
+";
+
 impl<'s> MigrationSource<'s> for Migrations {
     fn resolve(
         self,
@@ -173,6 +180,13 @@ impl<'s> MigrationSource<'s> for Migrations {
                 Cow::Borrowed("thread summaries (compaction)"),
                 MigrationType::Simple,
                 Cow::Borrowed(MIGRATION_6),
+                false,
+            ),
+            Migration::new(
+                7,
+                Cow::Borrowed("checkpoint leases: until when a process holds a durable run"),
+                MigrationType::Simple,
+                Cow::Borrowed(MIGRATION_7),
                 false,
             ),
         ];

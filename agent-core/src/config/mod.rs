@@ -221,6 +221,12 @@ impl<T: AgentOutput> AgentConfig<T> {
         Self::compile(builder.settings, Some(&self.inner))
     }
 
+    /// Whether runs of this config are durable: a checkpoint store is set
+    /// (`.checkpoints(..)` on the builder; see `docs/durable.md`).
+    pub fn has_checkpoints(&self) -> bool {
+        self.inner.settings.stores.checkpoints.is_some()
+    }
+
     /// The agent's name.
     pub fn name(&self) -> &str {
         &self.inner.settings.name
