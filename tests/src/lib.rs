@@ -1,7 +1,8 @@
 //! Cross-crate tests live in `tests/tests/`; this library only compiles the Rust blocks of
 //! the README and of every page of the guide (`docs/*.md`) as doc tests, so neither can
-//! drift from the API (blocks marked `ignore` are skipped; `docs_guide.rs` checks that every
-//! page is here and in the guide's index).
+//! drift from the API (`no_run` blocks are compiled only; `docs_guide.rs` checks that every
+//! page is here and in the guide's index, and that no Rust block is `ignore` but the one it
+//! names with its reason).
 
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]

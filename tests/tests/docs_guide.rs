@@ -78,3 +78,64 @@ fn the_readme_is_a_front_page() {
     assert!(readme.contains("cargo run --release --example triage"));
     assert!(readme.contains("```sh\ncargo test --workspace\n```"));
 }
+
+/// The opening fences of the code blocks of `text`: the word after the backticks.
+fn fences(text: &str) -> Vec<String> {
+    let mut open = false;
+    let mut fences = Vec::new();
+    for line in text.lines() {
+        if let Some(info) = line.strip_prefix("```") {
+            if !open {
+                fences.push(info.trim().to_owned());
+            }
+            open = !open;
+        }
+    }
+    fences
+}
+
+/// The one Rust block of the guide that is not compiled, and why: it needs the
+/// `opentelemetry-otlp` exporter crate, which the workspace does not depend on (the OTLP
+/// setup is documented, not built).
+const NOT_COMPILED: [(&str, usize); 1] = [("observability.md", 1)];
+
+#[test]
+fn every_rust_block_of_the_readme_and_the_guide_is_compiled() {
+    let mut files = vec![("README.md".to_owned(), root().join("README.md"))];
+    files.extend(
+        pages()
+            .into_iter()
+            .map(|p| (p.clone(), root().join("docs").join(p))),
+    );
+    files.push((
+        "README.md (guide)".to_owned(),
+        root().join("docs/README.md"),
+    ));
+    let mut compiled = 0;
+    let mut problems = Vec::new();
+    for (name, path) in &files {
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut ignored = 0;
+        for fence in fences(&text) {
+            match fence.as_str() {
+                // rustdoc compiles a block without a language as Rust: say what it is.
+                "" => problems.push(format!("{name}: a block without a language")),
+                "rust" | "rust,no_run" => compiled += 1,
+                f if f.starts_with("rust") && f.contains("ignore") => ignored += 1,
+                f if f.starts_with("rust") => problems.push(format!("{name}: ```{f}")),
+                _ => {}
+            }
+        }
+        let allowed = NOT_COMPILED
+            .iter()
+            .find(|(page, _)| page == name)
+            .map_or(0, |(_, n)| *n);
+        if ignored != allowed {
+            problems.push(format!(
+                "{name}: {ignored} ignored Rust blocks, {allowed} allowed"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+    assert!(compiled >= 24, "{compiled} compiled Rust blocks");
+}
