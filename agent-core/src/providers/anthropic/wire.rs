@@ -12,6 +12,9 @@ use crate::message::ToolCall;
 use crate::providers::encoded::{WireCache, raw, request_body};
 use crate::providers::history::{self, Turn};
 use crate::schema;
+use media::{MediaSource, ResultContent};
+
+pub(crate) use media::{FILES_BETA, capabilities, names_a_file};
 
 #[derive(Serialize)]
 struct Body<'a> {
@@ -56,10 +59,20 @@ enum Block<'a> {
     },
     ToolResult {
         tool_use_id: &'a str,
-        #[serde(skip_serializing_if = "str::is_empty")]
-        content: &'a str,
+        #[serde(skip_serializing_if = "ResultContent::is_empty")]
+        content: ResultContent<'a>,
         #[serde(skip_serializing_if = "is_false")]
         is_error: bool,
+    },
+    /// An image (see [`media`]).
+    Image {
+        source: MediaSource<'a>,
+    },
+    /// A PDF or plain-text document, titled with the part's name.
+    Document {
+        source: MediaSource<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        title: Option<&'a str>,
     },
     /// A block of a paused turn, sent back exactly as it came.
     #[serde(untagged)]
@@ -257,7 +270,7 @@ pub(crate) fn encode_body(
         model: &request.model,
         max_tokens: request.max_tokens,
         system,
-        messages: messages(&request.messages, thinking.is_some()),
+        messages: messages(&request.messages, thinking.is_some())?,
         tools: tools.as_deref(),
         // With extended thinking, only `auto` and `none` are accepted ("Tool use with
         // extended thinking" in the page above): a forced choice goes as `auto`.
@@ -311,27 +324,43 @@ fn unsigned_tool_loop(history: &[crate::message::Message]) -> bool {
 }
 
 /// The conversation as Anthropic messages: user-side turns (text and tool results) that
-/// follow each other are merged into one `user` message, tool results first.
-fn messages(history: &[crate::message::Message], thinking: bool) -> Vec<WireMessage<'_>> {
+/// follow each other are merged into one `user` message, tool results first; a user
+/// turn's parts follow its text (a turn of parts alone sends no `(empty)` text).
+///
+/// # Errors
+/// A part this wire cannot encode (see [`media::block`]).
+fn messages(
+    history: &[crate::message::Message],
+    thinking: bool,
+) -> Result<Vec<WireMessage<'_>>, LlmError> {
     let mut out: Vec<WireMessage<'_>> = Vec::new();
     for turn in history::turns(history) {
         match turn {
-            Turn::User { text, .. } => user_blocks(&mut out).push(Block::Text { text }),
+            Turn::User { text, parts } => {
+                let blocks = user_blocks(&mut out);
+                if parts.is_empty() || text != history::EMPTY_TURN {
+                    blocks.push(Block::Text { text });
+                }
+                for part in parts {
+                    blocks.push(media::block(part)?);
+                }
+            }
             Turn::Results(answers) => {
+                let mut results = Vec::with_capacity(answers.len());
+                for a in answers {
+                    results.push(Block::ToolResult {
+                        tool_use_id: a.call_id,
+                        content: media::result_content(a.content, a.parts)?,
+                        is_error: a.is_error,
+                    });
+                }
                 let blocks = user_blocks(&mut out);
                 // Results go before any text already in this user message.
                 let at = blocks
                     .iter()
                     .position(|b| !matches!(b, Block::ToolResult { .. }))
                     .unwrap_or(blocks.len());
-                blocks.splice(
-                    at..at,
-                    answers.into_iter().map(|a| Block::ToolResult {
-                        tool_use_id: a.call_id,
-                        content: a.content,
-                        is_error: a.is_error,
-                    }),
-                );
+                blocks.splice(at..at, results);
             }
             // A paused turn goes back as it came (C41); the turn that continues it is
             // the same assistant turn, so it joins this message.
@@ -391,7 +420,7 @@ fn messages(history: &[crate::message::Message], thinking: bool) -> Vec<WireMess
             }
         }
     }
-    out
+    Ok(out)
 }
 
 /// The blocks of the trailing `user` message, starting one if the last is not a user's.
@@ -406,5 +435,6 @@ fn user_blocks<'m, 'a>(out: &'m mut Vec<WireMessage<'a>>) -> &'m mut Vec<Block<'
     &mut out[last].content
 }
 
+mod media;
 #[cfg(test)]
 mod tests;
