@@ -206,7 +206,7 @@ fn anthropic_native_output(model: &str) -> bool {
 
 /// A Claude model's (major, minor) version from its name (see
 /// [`anthropic_native_output`]); `None` for a name without one.
-fn claude_version(model: &str) -> Option<(u64, u64)> {
+pub(crate) fn claude_version(model: &str) -> Option<(u64, u64)> {
     let numbers: Vec<u64> = model
         .split('-')
         .skip(1)
