@@ -14,6 +14,8 @@ use crate::providers::history::{self, Turn};
 use crate::schema;
 use crate::tool::ToolDefinition;
 
+pub(crate) use media::capabilities;
+
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Body<'a> {
@@ -53,6 +55,16 @@ enum Part<'a> {
     Response {
         #[serde(rename = "functionResponse")]
         function_response: WireFunctionResponse<'a>,
+    },
+    /// Bytes (see [`media`]).
+    Inline {
+        #[serde(rename = "inlineData")]
+        inline_data: media::Blob<'a>,
+    },
+    /// A Files API URI or an external URL.
+    File {
+        #[serde(rename = "fileData")]
+        file_data: media::FileData<'a>,
     },
 }
 
@@ -283,7 +295,7 @@ pub(crate) fn encode(request: &LlmRequest, cache: &WireCache) -> Result<Vec<u8>,
             .map(|text| SystemInstruction {
                 parts: [Part::Text { text }],
             }),
-        contents: contents(&request.messages),
+        contents: contents(&request.messages)?,
         tools: tools.as_deref(),
         tool_config,
         generation_config: GenerationConfig {
@@ -298,13 +310,25 @@ pub(crate) fn encode(request: &LlmRequest, cache: &WireCache) -> Result<Vec<u8>,
 }
 
 /// The conversation as Gemini contents: user-side turns (text and function responses)
-/// that follow each other are merged into one `user` content, responses first.
-fn contents(messages: &[Message]) -> Vec<Content<'_>> {
+/// that follow each other are merged into one `user` content, responses first; a user
+/// turn's parts follow its text (a turn of parts alone sends no `(empty)` text).
+///
+/// # Errors
+/// A part this wire cannot encode (see [`media::part`]).
+fn contents(messages: &[Message]) -> Result<Vec<Content<'_>>, LlmError> {
     let mut out: Vec<Content<'_>> = Vec::new();
     let mut last_calls: &[ToolCall] = &[];
     for turn in history::turns(messages) {
         match turn {
-            Turn::User { text, .. } => user_parts(&mut out).push(Part::Text { text }),
+            Turn::User { text, parts } => {
+                let wire = user_parts(&mut out);
+                if parts.is_empty() || text != history::EMPTY_TURN {
+                    wire.push(Part::Text { text });
+                }
+                for part in parts {
+                    wire.push(media::part(part)?);
+                }
+            }
             Turn::Results(answers) => {
                 // The answers are the preceding model turn's calls, in its call order.
                 let responses: Vec<Part<'_>> = answers
@@ -366,7 +390,7 @@ fn contents(messages: &[Message]) -> Vec<Content<'_>> {
             }
         }
     }
-    out
+    Ok(out)
 }
 
 /// The parts of the trailing `user` content, starting one if the last is the model's.
@@ -381,5 +405,6 @@ fn user_parts<'m, 'a>(out: &'m mut Vec<Content<'a>>) -> &'m mut Vec<Part<'a>> {
     &mut out[last].parts
 }
 
+mod media;
 #[cfg(test)]
 mod tests;
