@@ -114,7 +114,10 @@ impl ContentCapabilities {
         };
         let kind = part.kind();
         if types.is_empty() {
-            return Err(format!("the model takes no {kind}s"));
+            return Err(match kind {
+                Kind::Audio => "the model takes no audio".to_owned(),
+                _ => format!("the model takes no {kind}s"),
+            });
         }
         let media_type = media
             .media_type

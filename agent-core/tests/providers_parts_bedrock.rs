@@ -1,0 +1,1 @@
+//! Content parts on the Bedrock Converse wire (filled below).

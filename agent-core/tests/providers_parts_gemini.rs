@@ -1,0 +1,1 @@
+//! Content parts on the Gemini wire (filled below).
