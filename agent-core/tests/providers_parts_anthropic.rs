@@ -42,7 +42,13 @@ fn client(server: &MockServer) -> AnthropicClient {
 
 async fn server() -> MockServer {
     let server = MockServer::start().await;
-    mount_post(&server, "/v1/messages", json_fixture(200, "anthropic/text.json"), None).await;
+    mount_post(
+        &server,
+        "/v1/messages",
+        json_fixture(200, "anthropic/text.json"),
+        None,
+    )
+    .await;
     server
 }
 
@@ -77,8 +83,8 @@ async fn a_user_messages_parts_go_as_image_and_document_blocks_from_every_source
         Part::from_file_id("file_011CNha8iCJcU1wXNR6q4V8w", "application/pdf").unwrap(),
         Part::text("That is all."),
     ];
-    let request = LlmRequest::new(MODEL)
-        .with_message(Message::user_with("The unit arrived cracked.", parts));
+    let request =
+        LlmRequest::new(MODEL).with_message(Message::user_with("The unit arrived cracked.", parts));
     let (body, sent) = plain_and_streamed(&request).await;
     assert_eq!(
         body["messages"],
@@ -95,7 +101,10 @@ async fn a_user_messages_parts_go_as_image_and_document_blocks_from_every_source
     );
     // A file id needs the Files API beta header, on both requests.
     for request in &sent {
-        assert_eq!(header(request, "anthropic-beta"), Some("files-api-2025-04-14"));
+        assert_eq!(
+            header(request, "anthropic-beta"),
+            Some("files-api-2025-04-14")
+        );
     }
 }
 
@@ -150,11 +159,17 @@ async fn a_text_only_request_is_byte_identical_to_before_parts() {
         .with_message(Message::user("Where is A-1001?"))
         .with_message(Message::assistant(
             "",
-            vec![ToolCall::new("toolu_1", "lookup_order", json!({"id": "A-1001"}))],
+            vec![ToolCall::new(
+                "toolu_1",
+                "lookup_order",
+                json!({"id": "A-1001"}),
+            )],
         ))
-        .with_message(Message::tool_results(vec![
-            ToolResult::ok("toolu_1", "lookup_order", "shipped"),
-        ]));
+        .with_message(Message::tool_results(vec![ToolResult::ok(
+            "toolu_1",
+            "lookup_order",
+            "shipped",
+        )]));
     client(&server).complete(&request).await.unwrap();
     let sent = requests(&server).await;
     assert_eq!(
@@ -184,7 +199,10 @@ async fn parts_a_claude_model_cannot_take_are_refused_before_any_request() {
         Input::text("invoice").part(pdf()),
     )
     .await;
-    assert_eq!((kind, reason.as_str()), (Kind::Document, "the model takes no documents"));
+    assert_eq!(
+        (kind, reason.as_str()),
+        (Kind::Document, "the model takes no documents")
+    );
     // No Claude takes audio.
     let wav = Part::from_bytes_as(
         b"RIFF\x24\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00".to_vec(),
@@ -192,7 +210,10 @@ async fn parts_a_claude_model_cannot_take_are_refused_before_any_request() {
     )
     .unwrap();
     let (kind, reason) = refused(MODEL, Input::text("listen").part(wav)).await;
-    assert_eq!((kind, reason.as_str()), (Kind::Audio, "the model takes no audio"));
+    assert_eq!(
+        (kind, reason.as_str()),
+        (Kind::Audio, "the model takes no audio")
+    );
     // An image over 5 MB of base64.
     let mut big = PNG.to_vec();
     big.resize(3_750_001, 0);
@@ -212,7 +233,9 @@ async fn parts_a_claude_model_cannot_take_are_refused_before_any_request() {
     }
     let (_, reason) = refused(MODEL, input).await;
     assert!(
-        reason.starts_with("the conversation holds 101 images, more than the 100 a request may carry"),
+        reason.starts_with(
+            "the conversation holds 101 images, more than the 100 a request may carry"
+        ),
         "{reason}"
     );
     // A text-only Claude.
@@ -231,7 +254,11 @@ fn capabilities_follow_the_claude_version() {
     assert_eq!(sonnet.document_types, ["application/pdf", "text/plain"]);
     assert!(sonnet.urls && sonnet.file_ids && sonnet.parts_in_tool_results);
     assert_eq!(
-        (sonnet.max_image_bytes, sonnet.max_images, sonnet.max_total_bytes),
+        (
+            sonnet.max_image_bytes,
+            sonnet.max_images,
+            sonnet.max_total_bytes
+        ),
         (Some(3_750_000), Some(100), Some(24_000_000))
     );
     let haiku3 = client.content_capabilities("claude-3-haiku-20240307");

@@ -23,7 +23,8 @@ const STREAM_PATH: &str = "/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/co
 const PNG_B64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
 const PDF: &[u8] = b"%PDF-1.4\n1 0 obj << /Type /Page >>\n";
 const PDF_B64: &str = "JVBERi0xLjQKMSAwIG9iaiA8PCAvVHlwZSAvUGFnZSA+Pgo=";
-const SOURCE: &str = "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Message.html";
+const SOURCE: &str =
+    "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Message.html";
 
 fn png() -> Part {
     Part::from_base64(PNG_B64, "image/png").unwrap()
@@ -69,7 +70,10 @@ async fn plain_and_streamed(request: &LlmRequest) -> Value {
     assert_eq!(sent.len(), 2);
     assert_eq!(sent[0].url.path(), PATH);
     assert_eq!(sent[1].url.path(), STREAM_PATH);
-    assert_eq!(sent[1].body, sent[0].body, "the streamed request encodes the same");
+    assert_eq!(
+        sent[1].body, sent[0].body,
+        "the streamed request encodes the same"
+    );
     serde_json::from_slice(&sent[0].body).unwrap()
 }
 
@@ -82,8 +86,8 @@ async fn a_user_messages_parts_go_as_image_and_document_blocks_of_bytes() {
         Part::from_bytes_as(b"Order A-1001 shipped on 2 May.".to_vec(), "text/plain").unwrap(),
         Part::text("That is all."),
     ];
-    let request = LlmRequest::new(MODEL)
-        .with_message(Message::user_with("The unit arrived cracked.", parts));
+    let request =
+        LlmRequest::new(MODEL).with_message(Message::user_with("The unit arrived cracked.", parts));
     let body = plain_and_streamed(&request).await;
     assert_eq!(
         body["messages"],
@@ -138,11 +142,17 @@ async fn a_text_only_request_is_byte_identical_to_before_parts() {
         .with_message(Message::user("Where is A-1001?"))
         .with_message(Message::assistant(
             "",
-            vec![ToolCall::new("tooluse_1", "lookup_order", json!({"id": "A-1001"}))],
+            vec![ToolCall::new(
+                "tooluse_1",
+                "lookup_order",
+                json!({"id": "A-1001"}),
+            )],
         ))
-        .with_message(Message::tool_results(vec![
-            ToolResult::ok("tooluse_1", "lookup_order", "shipped"),
-            ]));
+        .with_message(Message::tool_results(vec![ToolResult::ok(
+            "tooluse_1",
+            "lookup_order",
+            "shipped",
+        )]));
     client(&server).complete(&request).await.unwrap();
     let sent = requests(&server).await;
     assert_eq!(
@@ -178,7 +188,10 @@ async fn parts_converse_cannot_take_are_refused_before_any_request() {
     // A file id: the same.
     let file = Part::from_file_id("file-abc", "application/pdf").unwrap();
     let (_, reason) = refused(ROUTE, Input::text("read").part(file)).await;
-    assert_eq!(reason, "the model takes no provider file id: pass the bytes");
+    assert_eq!(
+        reason,
+        "the model takes no provider file id: pass the bytes"
+    );
     // An image over 3.75 MB.
     let mut big = vec![0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a];
     big.resize(3_750_001, 0);
@@ -186,7 +199,9 @@ async fn parts_converse_cannot_take_are_refused_before_any_request() {
     let (_, reason) = refused(ROUTE, Input::text("look").part(big)).await;
     assert_eq!(
         reason,
-        format!("3750001 bytes is more than the 3750000 bytes an image may have (source: {SOURCE})")
+        format!(
+            "3750001 bytes is more than the 3750000 bytes an image may have (source: {SOURCE})"
+        )
     );
     // A document over 4.5 MB.
     let mut big = PDF.to_vec();
@@ -194,7 +209,10 @@ async fn parts_converse_cannot_take_are_refused_before_any_request() {
     let big = Part::from_bytes_as(big, "application/pdf").unwrap();
     let (kind, reason) = refused(ROUTE, Input::text("read").part(big)).await;
     assert_eq!(kind, Kind::Document);
-    assert!(reason.contains("more than the 4500000 bytes a document may have"), "{reason}");
+    assert!(
+        reason.contains("more than the 4500000 bytes a document may have"),
+        "{reason}"
+    );
     // Six documents: five a request.
     let mut input = Input::text("read");
     for i in 0..6 {
@@ -203,7 +221,9 @@ async fn parts_converse_cannot_take_are_refused_before_any_request() {
     let (_, reason) = refused(ROUTE, input).await;
     assert_eq!(
         reason,
-        format!("the conversation holds 6 documents, more than the 5 a request may carry (source: {SOURCE})")
+        format!(
+            "the conversation holds 6 documents, more than the 5 a request may carry (source: {SOURCE})"
+        )
     );
     // Twenty-one images: twenty a request.
     let mut input = Input::text("look");
@@ -211,18 +231,27 @@ async fn parts_converse_cannot_take_are_refused_before_any_request() {
         input = input.part(png());
     }
     let (_, reason) = refused(ROUTE, input).await;
-    assert!(reason.starts_with("the conversation holds 21 images, more than the 20"), "{reason}");
+    assert!(
+        reason.starts_with("the conversation holds 21 images, more than the 20"),
+        "{reason}"
+    );
     // A GIF is an image Converse takes; a BMP is not.
     let bmp = Part::from_bytes_as(b"BM\x1e\x00\x00\x00".to_vec(), "image/bmp").unwrap();
     let (_, reason) = refused(ROUTE, Input::text("look").part(bmp)).await;
-    assert!(reason.starts_with("the model takes images of the types"), "{reason}");
+    assert!(
+        reason.starts_with("the model takes images of the types"),
+        "{reason}"
+    );
     // A model with no vision on Converse.
     let (kind, reason) = refused(
         "bedrock/meta.llama3-1-70b-instruct-v1:0",
         Input::text("look").part(png()),
     )
     .await;
-    assert_eq!((kind, reason.as_str()), (Kind::Image, "the model takes no images"));
+    assert_eq!(
+        (kind, reason.as_str()),
+        (Kind::Image, "the model takes no images")
+    );
 }
 
 #[tokio::test]
@@ -231,8 +260,20 @@ async fn a_tools_parts_reach_a_model_that_takes_none_in_results_after_the_result
     // user turn after the results, which shares the results' `user` message.
     let server = MockServer::start().await;
     let path = "/model/amazon.nova-pro-v1%3A0/converse";
-    mount_post(&server, path, json_fixture(200, "bedrock/tool_use.json"), Some(1)).await;
-    mount_post(&server, path, json_fixture(200, "bedrock/submit.json"), None).await;
+    mount_post(
+        &server,
+        path,
+        json_fixture(200, "bedrock/tool_use.json"),
+        Some(1),
+    )
+    .await;
+    mount_post(
+        &server,
+        path,
+        json_fixture(200, "bedrock/submit.json"),
+        None,
+    )
+    .await;
     let config = triage_with("bedrock/amazon.nova-pro-v1:0", &server.uri(), |o| {
         o.with_aws_region("us-east-1")
     })
@@ -246,7 +287,10 @@ async fn a_tools_parts_reach_a_model_that_takes_none_in_results_after_the_result
     assert_eq!(results["role"], "user");
     let content = results["content"].as_array().unwrap();
     assert_eq!(content.len(), 3, "{content:?}");
-    assert_eq!(content[0]["toolResult"]["content"], json!([{"text": "a photo of the parcel"}]));
+    assert_eq!(
+        content[0]["toolResult"]["content"],
+        json!([{"text": "a photo of the parcel"}])
+    );
     let note = content[1]["text"].as_str().unwrap();
     assert!(note.contains("lookup_order"), "{note}");
     assert_eq!(

@@ -58,8 +58,8 @@ async fn a_user_contents_parts_go_as_inline_and_file_data() {
         Part::from_url("https://example.test/manual.pdf", "application/pdf").unwrap(),
         Part::text("That is all."),
     ];
-    let request = LlmRequest::new(MODEL)
-        .with_message(Message::user_with("The unit arrived cracked.", parts));
+    let request =
+        LlmRequest::new(MODEL).with_message(Message::user_with("The unit arrived cracked.", parts));
     let server = server().await;
     let client = client(&server);
     client.complete(&request).await.unwrap();
@@ -68,7 +68,10 @@ async fn a_user_contents_parts_go_as_inline_and_file_data() {
     let sent = requests(&server).await;
     assert_eq!(sent.len(), 2);
     assert_eq!(sent[1].url.path(), STREAM_PATH);
-    assert_eq!(sent[1].body, sent[0].body, "the streamed request encodes the same");
+    assert_eq!(
+        sent[1].body, sent[0].body,
+        "the streamed request encodes the same"
+    );
     let body: Value = serde_json::from_slice(&sent[0].body).unwrap();
     assert_eq!(
         body["contents"],
@@ -93,7 +96,11 @@ async fn a_text_only_request_is_byte_identical_to_before_parts() {
         .with_message(Message::user("Where is A-1001?"))
         .with_message(Message::assistant(
             "",
-            vec![ToolCall::new("fc_1", "lookup_order", json!({"id": "A-1001"}))],
+            vec![ToolCall::new(
+                "fc_1",
+                "lookup_order",
+                json!({"id": "A-1001"}),
+            )],
         ))
         .with_message(Message::tool_results(vec![ToolResult::ok(
             "fc_1",
@@ -112,7 +119,13 @@ async fn a_text_only_request_is_byte_identical_to_before_parts() {
 async fn a_tools_parts_follow_the_function_responses_in_the_same_user_content() {
     let server = MockServer::start().await;
     let path = "/v1beta/models/gemini-3-pro-preview:generateContent";
-    mount_post(&server, path, json_fixture(200, "gemini/function_call.json"), Some(1)).await;
+    mount_post(
+        &server,
+        path,
+        json_fixture(200, "gemini/function_call.json"),
+        Some(1),
+    )
+    .await;
     mount_post(&server, path, json_fixture(200, "gemini/submit.json"), None).await;
     let config = triage("gemini-3-pro-preview", &server.uri())
         .tool(Photo)
@@ -157,20 +170,22 @@ async fn parts_a_gemini_model_cannot_take_are_refused_before_any_request() {
     assert!(reason.contains("pass the bytes"), "{reason}");
     // Gemini 1.0 takes text alone.
     let (kind, reason) = refused("gemini-1.0-pro", Input::text("look").part(png())).await;
-    assert_eq!((kind, reason.as_str()), (Kind::Image, "the model takes no images"));
+    assert_eq!(
+        (kind, reason.as_str()),
+        (Kind::Image, "the model takes no images")
+    );
     // GIF is not a Gemini image type.
     let gif = Part::from_bytes_as(b"GIF89a\x01\x00\x01\x00".to_vec(), "image/gif").unwrap();
     let (_, reason) = refused(MODEL, Input::text("look").part(gif)).await;
-    assert!(reason.starts_with("the model takes images of the types image/png"), "{reason}");
+    assert!(
+        reason.starts_with("the model takes images of the types image/png"),
+        "{reason}"
+    );
     // More than 100 MB of base64 inline in one request.
     let mut big = PDF.to_vec();
     big.resize(40_000_000, b' ');
     let big = Part::from_bytes_as(big, "application/pdf").unwrap();
-    let (_, reason) = refused(
-        MODEL,
-        Input::text("read").part(big.clone()).part(big),
-    )
-    .await;
+    let (_, reason) = refused(MODEL, Input::text("read").part(big.clone()).part(big)).await;
     assert_eq!(
         reason,
         "the conversation's parts hold 80000000 bytes together, more than the 75000000 bytes \

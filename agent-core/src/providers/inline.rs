@@ -1,6 +1,8 @@
-//! What the Anthropic, Bedrock and Gemini wires share to send a part's bytes inside a
-//! JSON body: the bytes as base64 (written straight into the body, never held as a
-//! second copy), and a media type without its parameters.
+//! What the Anthropic, Bedrock and Gemini wires share to send parts: the bytes as
+//! base64 inside a JSON body (written straight into the body, never held as a second
+//! copy), a media type without its parameters, the error of a part a wire cannot
+//! encode, and a Claude model's version (Anthropic's API and Bedrock judge its parts
+//! by it).
 
 use base64::display::Base64Display;
 use base64::engine::general_purpose::STANDARD;
@@ -31,6 +33,23 @@ pub(crate) fn unsendable(provider: &str, part: &Part, why: &str) -> LlmError {
         "the {provider} request cannot carry the part ({}): {why}",
         part.describe()
     ))
+}
+
+/// A Claude model's (major, minor) version from its name, on Anthropic's API or
+/// Bedrock (`claude-sonnet-4-5-20250929` is 4.5, `claude-3-5-sonnet-20241022` 3.5,
+/// `claude-3-haiku-20240307` 3.0: a number of 100 or more after the major version is
+/// a date, i.e. minor 0); `None` for a name without one (`claude-v2:1`).
+pub(crate) fn claude_version(model: &str) -> Option<(u64, u64)> {
+    let numbers: Vec<u64> = model
+        .split('-')
+        .skip(1)
+        .filter_map(|part| part.parse::<u64>().ok())
+        .collect();
+    match numbers.as_slice() {
+        [major, minor, ..] if *minor < 100 => Some((*major, *minor)),
+        [major, ..] => Some((*major, 0)),
+        [] => None,
+    }
 }
 
 #[cfg(test)]

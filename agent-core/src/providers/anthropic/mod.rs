@@ -189,7 +189,7 @@ impl LlmClient for AnthropicClient {
     /// user messages and tool results; limits as the Vision and PDF pages give them
     /// (see `docs/providers.md`, "Content parts").
     fn content_capabilities(&self, model: &str) -> crate::llm::ContentCapabilities {
-        wire::capabilities(claude_version(model))
+        wire::capabilities(crate::providers::inline::claude_version(model))
     }
 }
 
@@ -201,20 +201,5 @@ fn clamp_temperature(t: f32) -> f32 {
 /// names like `claude-sonnet-4-5-20250929`, `claude-opus-4-6`, `claude-haiku-4-5`
 /// (a number of 100 or more after the major version is a date, i.e. minor 0).
 fn anthropic_native_output(model: &str) -> bool {
-    claude_version(model).is_some_and(|version| version >= (4, 5))
-}
-
-/// A Claude model's (major, minor) version from its name (see
-/// [`anthropic_native_output`]); `None` for a name without one.
-pub(crate) fn claude_version(model: &str) -> Option<(u64, u64)> {
-    let numbers: Vec<u64> = model
-        .split('-')
-        .skip(1)
-        .filter_map(|part| part.parse::<u64>().ok())
-        .collect();
-    match numbers.as_slice() {
-        [major, minor, ..] if *minor < 100 => Some((*major, *minor)),
-        [major, ..] => Some((*major, 0)),
-        [] => None,
-    }
+    crate::providers::inline::claude_version(model).is_some_and(|version| version >= (4, 5))
 }

@@ -7,12 +7,13 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::clamp_temperature;
+use crate::content::Part;
 use crate::llm::{LlmError, LlmRequest, ToolChoice};
 use crate::message::ToolCall;
 use crate::providers::encoded::{WireCache, raw, request_body};
 use crate::providers::history::{self, Turn};
 use crate::schema;
-use media::{MediaSource, ResultContent};
+use media::MediaBlock;
 
 pub(crate) use media::{FILES_BETA, capabilities, names_a_file};
 
@@ -64,16 +65,9 @@ enum Block<'a> {
         #[serde(skip_serializing_if = "is_false")]
         is_error: bool,
     },
-    /// An image (see [`media`]).
-    Image {
-        source: MediaSource<'a>,
-    },
-    /// A PDF or plain-text document, titled with the part's name.
-    Document {
-        source: MediaSource<'a>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        title: Option<&'a str>,
-    },
+    /// An image or a document (see [`media`]).
+    #[serde(untagged)]
+    Media(MediaBlock<'a>),
     /// A block of a paused turn, sent back exactly as it came.
     #[serde(untagged)]
     Raw(&'a Value),
@@ -342,7 +336,7 @@ fn messages(
                     blocks.push(Block::Text { text });
                 }
                 for part in parts {
-                    blocks.push(media::block(part)?);
+                    blocks.push(part_block(part)?);
                 }
             }
             Turn::Results(answers) => {
@@ -350,7 +344,7 @@ fn messages(
                 for a in answers {
                     results.push(Block::ToolResult {
                         tool_use_id: a.call_id,
-                        content: media::result_content(a.content, a.parts)?,
+                        content: result_content(a.content, a.parts)?,
                         is_error: a.is_error,
                     });
                 }
@@ -421,6 +415,58 @@ fn messages(
         }
     }
     Ok(out)
+}
+
+/// The block of a part: a text block, or an image or document block.
+///
+/// # Errors
+/// As [`media::block`].
+fn part_block(part: &Part) -> Result<Block<'_>, LlmError> {
+    match part.as_text() {
+        Some(text) => Ok(Block::Text { text }),
+        None => media::block(part).map(Block::Media),
+    }
+}
+
+/// A tool result's `content`: a string (no parts: as before parts existed), or blocks
+/// (its text, then its parts).
+enum ResultContent<'a> {
+    Text(&'a str),
+    Blocks(Vec<Block<'a>>),
+}
+
+impl ResultContent<'_> {
+    fn is_empty(&self) -> bool {
+        matches!(self, ResultContent::Text(text) if text.is_empty())
+    }
+}
+
+impl Serialize for ResultContent<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ResultContent::Text(text) => serializer.serialize_str(text),
+            ResultContent::Blocks(blocks) => blocks.serialize(serializer),
+        }
+    }
+}
+
+/// A tool result's content: its text alone when it has no parts, else its text (when
+/// any) then its parts.
+///
+/// # Errors
+/// As [`media::block`].
+fn result_content<'a>(content: &'a str, parts: &'a [Part]) -> Result<ResultContent<'a>, LlmError> {
+    if parts.is_empty() {
+        return Ok(ResultContent::Text(content));
+    }
+    let mut blocks = Vec::with_capacity(parts.len() + 1);
+    if !content.is_empty() {
+        blocks.push(Block::Text { text: content });
+    }
+    for part in parts {
+        blocks.push(part_block(part)?);
+    }
+    Ok(ResultContent::Blocks(blocks))
 }
 
 /// The blocks of the trailing `user` message, starting one if the last is not a user's.

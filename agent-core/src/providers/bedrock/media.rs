@@ -163,7 +163,13 @@ pub(super) fn block<'a>(part: &'a Part, names: &mut Names) -> Result<Media<'a>, 
             "image/jpeg" => "jpeg",
             "image/gif" => "gif",
             "image/webp" => "webp",
-            _ => return Err(unsendable("bedrock", part, "Converse takes PNG, JPEG, GIF and WebP images")),
+            _ => {
+                return Err(unsendable(
+                    "bedrock",
+                    part,
+                    "Converse takes PNG, JPEG, GIF and WebP images",
+                ));
+            }
         };
         return Ok(Media::Image(Image { format, source }));
     }
@@ -182,7 +188,8 @@ pub(super) fn block<'a>(part: &'a Part, names: &mut Names) -> Result<Media<'a>, 
 }
 
 /// The page the limits come from.
-const SOURCE: &str = "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Message.html";
+const SOURCE: &str =
+    "https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Message.html";
 
 /// What a Converse model takes, by its id (after an inference-profile region prefix):
 /// images for Anthropic Claude 3 and later, Amazon Nova Lite, Pro and Premier, Meta
@@ -202,10 +209,13 @@ pub(crate) fn capabilities(model: &str) -> ContentCapabilities {
     };
     let claude = family("anthropic.")
         .filter(|rest| rest.starts_with("claude"))
-        .and_then(crate::providers::anthropic::claude_version)
+        .and_then(crate::providers::inline::claude_version)
         .is_some_and(|version| version >= (3, 0));
-    let nova = family("amazon.nova-")
-        .is_some_and(|rest| ["lite", "pro", "premier"].iter().any(|m| rest.starts_with(m)));
+    let nova = family("amazon.nova-").is_some_and(|rest| {
+        ["lite", "pro", "premier"]
+            .iter()
+            .any(|m| rest.starts_with(m))
+    });
     let vision_only = family("meta.llama3-2-")
         .is_some_and(|rest| rest.starts_with("11b") || rest.starts_with("90b"))
         || family("meta.llama4").is_some()
@@ -233,7 +243,10 @@ mod tests {
     #[test]
     fn document_names_are_made_safe_and_unique() {
         assert_eq!(safe_name("receipt_020.pdf"), "receipt 020");
-        assert_eq!(safe_name("Q3 report (final) [v2].docx"), "Q3 report (final) [v2]");
+        assert_eq!(
+            safe_name("Q3 report (final) [v2].docx"),
+            "Q3 report (final) [v2]"
+        );
         assert_eq!(safe_name("../../etc/passwd"), "etc passwd");
         assert_eq!(safe_name("  a   b  "), "a b");
         assert_eq!(safe_name("Rechnung März.pdf"), "Rechnung M rz");
@@ -256,7 +269,10 @@ mod tests {
         assert_eq!(claude.max_images, Some(20));
         let haiku3 = capabilities("anthropic.claude-3-haiku-20240307-v1:0");
         assert!(haiku3.takes_parts());
-        assert_eq!(capabilities("anthropic.claude-v2:1"), ContentCapabilities::TEXT_ONLY);
+        assert_eq!(
+            capabilities("anthropic.claude-v2:1"),
+            ContentCapabilities::TEXT_ONLY
+        );
         let nova = capabilities("amazon.nova-pro-v1:0");
         assert!(!nova.parts_in_tool_results);
         assert!(!nova.document_types.is_empty());

@@ -8,6 +8,7 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
+use super::media::{self, Document, Image, Media, Names};
 use crate::llm::{LlmError, LlmRequest, LlmResponse, StopReason, TokenUsage, ToolChoice};
 use crate::message::{Message, ToolCall};
 use crate::providers::ApiKey;
@@ -17,7 +18,6 @@ use crate::providers::history::{self, Turn};
 use crate::providers::http::Reply;
 use crate::providers::normalize::fill_ids;
 use crate::schema;
-use super::media::{self, Document, Image, Media, Names};
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

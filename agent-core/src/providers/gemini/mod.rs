@@ -273,7 +273,11 @@ fn version(model: &str) -> Option<(u32, u32)> {
     let after_major = rest.trim_start_matches(|c: char| c.is_ascii_digit());
     let minor = after_major
         .strip_prefix('.')
-        .map(|m| m.chars().take_while(char::is_ascii_digit).collect::<String>())
+        .map(|m| {
+            m.chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+        })
         .and_then(|m| m.parse().ok())
         .unwrap_or(0);
     Some((major, minor))

@@ -56,16 +56,8 @@ enum Part<'a> {
         #[serde(rename = "functionResponse")]
         function_response: WireFunctionResponse<'a>,
     },
-    /// Bytes (see [`media`]).
-    Inline {
-        #[serde(rename = "inlineData")]
-        inline_data: media::Blob<'a>,
-    },
-    /// A Files API URI or an external URL.
-    File {
-        #[serde(rename = "fileData")]
-        file_data: media::FileData<'a>,
-    },
+    /// Bytes, a Files API URI or an external URL (see [`media`]).
+    Media(media::Media<'a>),
 }
 
 #[derive(Serialize)]
@@ -326,7 +318,10 @@ fn contents(messages: &[Message]) -> Result<Vec<Content<'_>>, LlmError> {
                     wire.push(Part::Text { text });
                 }
                 for part in parts {
-                    wire.push(media::part(part)?);
+                    wire.push(match part.as_text() {
+                        Some(text) => Part::Text { text },
+                        None => Part::Media(media::part(part)?),
+                    });
                 }
             }
             Turn::Results(answers) => {

@@ -5,9 +5,8 @@
 //! support", <https://docs.anthropic.com/en/docs/build-with-claude/pdf-support>; "Files
 //! API", <https://docs.anthropic.com/en/docs/build-with-claude/files>).
 
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
-use super::Block;
 use crate::content::{Part, Source};
 use crate::llm::{COMMON_IMAGES, ContentCapabilities, LlmError, LlmRequest};
 use crate::providers::inline::{Base64, base_type, unsendable};
@@ -17,7 +16,10 @@ use crate::providers::inline::{Base64, base_type, unsendable};
 #[serde(tag = "type", rename_all = "snake_case")]
 pub(super) enum MediaSource<'a> {
     /// The bytes, as base64.
-    Base64 { media_type: &'a str, data: Base64<'a> },
+    Base64 {
+        media_type: &'a str,
+        data: Base64<'a>,
+    },
     /// A plain-text document's text.
     Text {
         media_type: &'static str,
@@ -29,36 +31,29 @@ pub(super) enum MediaSource<'a> {
     File { file_id: &'a str },
 }
 
-/// A tool result's `content`: a string (no parts: as before parts existed), or blocks
-/// (its text, then its parts).
-pub(super) enum ResultContent<'a> {
-    Text(&'a str),
-    Blocks(Vec<Block<'a>>),
+/// An `image` or a `document` block.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum MediaBlock<'a> {
+    /// An image.
+    Image { source: MediaSource<'a> },
+    /// A PDF or plain-text document, titled with the part's name.
+    Document {
+        source: MediaSource<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        title: Option<&'a str>,
+    },
 }
 
-impl ResultContent<'_> {
-    pub(super) fn is_empty(&self) -> bool {
-        matches!(self, ResultContent::Text(text) if text.is_empty())
-    }
-}
-
-impl Serialize for ResultContent<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            ResultContent::Text(text) => serializer.serialize_str(text),
-            ResultContent::Blocks(blocks) => blocks.serialize(serializer),
-        }
-    }
-}
-
-/// The block of one part.
+/// The block of an image or a document (a text part is not one: the caller sends it
+/// as a text block).
 ///
 /// # Errors
 /// A permanent [`LlmError`] for audio, a document type other than PDF or plain text, a
 /// plain-text document that is not UTF-8 or comes as a URL.
-pub(super) fn block(part: &Part) -> Result<Block<'_>, LlmError> {
+pub(super) fn block(part: &Part) -> Result<MediaBlock<'_>, LlmError> {
     let media = match part {
-        Part::Text { text } => return Ok(Block::Text { text }),
+        Part::Text { .. } => return Err(unsendable("anthropic", part, "text is sent as text")),
         Part::Image(media) => media,
         Part::Document(media) => media,
         Part::Audio(_) => return Err(unsendable("anthropic", part, "Claude takes no audio")),
@@ -94,33 +89,12 @@ pub(super) fn block(part: &Part) -> Result<Block<'_>, LlmError> {
                 "Claude takes PDF and plain-text documents",
             ));
         }
-        return Ok(Block::Document {
+        return Ok(MediaBlock::Document {
             source,
             title: media.name.as_deref(),
         });
     }
-    Ok(Block::Image { source })
-}
-
-/// The blocks of a tool result: its text (when any), then its parts.
-///
-/// # Errors
-/// As [`block`].
-pub(super) fn result_content<'a>(
-    content: &'a str,
-    parts: &'a [Part],
-) -> Result<ResultContent<'a>, LlmError> {
-    if parts.is_empty() {
-        return Ok(ResultContent::Text(content));
-    }
-    let mut blocks = Vec::with_capacity(parts.len() + 1);
-    if !content.is_empty() {
-        blocks.push(Block::Text { text: content });
-    }
-    for part in parts {
-        blocks.push(block(part)?);
-    }
-    Ok(ResultContent::Blocks(blocks))
+    Ok(MediaBlock::Image { source })
 }
 
 /// The `anthropic-beta` value that lets a request name Files API ids.

@@ -8,7 +8,6 @@
 
 use serde::Serialize;
 
-use super::Part as WirePart;
 use crate::content::{Part, Source};
 use crate::llm::{ContentCapabilities, LlmError};
 use crate::providers::inline::{Base64, base_type, unsendable};
@@ -29,32 +28,37 @@ pub(super) struct FileData<'a> {
     file_uri: &'a str,
 }
 
-/// The Gemini part of one of ours.
+/// `{"inlineData": ...}` or `{"fileData": ...}`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) enum Media<'a> {
+    InlineData(Blob<'a>),
+    FileData(FileData<'a>),
+}
+
+/// The Gemini part of an image, a document or audio (a text part is not one: the
+/// caller sends it as text).
 ///
 /// # Errors
 /// A permanent [`LlmError`] for a URL or file URI that is empty.
-pub(super) fn part(part: &Part) -> Result<WirePart<'_>, LlmError> {
+pub(super) fn part(part: &Part) -> Result<Media<'_>, LlmError> {
     let media = match part {
-        Part::Text { text } => return Ok(WirePart::Text { text }),
+        Part::Text { .. } => return Err(unsendable("gemini", part, "text is sent as text")),
         Part::Image(media) | Part::Document(media) | Part::Audio(media) => media,
     };
     let mime_type = gemini_type(base_type(&media.media_type));
     Ok(match &media.source {
-        Source::Bytes(bytes) => WirePart::Inline {
-            inline_data: Blob {
-                mime_type,
-                data: Base64(bytes.as_slice()),
-            },
-        },
+        Source::Bytes(bytes) => Media::InlineData(Blob {
+            mime_type,
+            data: Base64(bytes.as_slice()),
+        }),
         Source::Url(uri) | Source::File(uri) if uri.is_empty() => {
             return Err(unsendable("gemini", part, "an empty URI"));
         }
-        Source::Url(uri) | Source::File(uri) => WirePart::File {
-            file_data: FileData {
-                mime_type,
-                file_uri: uri,
-            },
-        },
+        Source::Url(uri) | Source::File(uri) => Media::FileData(FileData {
+            mime_type,
+            file_uri: uri,
+        }),
     })
 }
 
