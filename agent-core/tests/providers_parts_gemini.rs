@@ -1,7 +1,8 @@
 //! Content parts on the Gemini wire, against wiremock: `inlineData` for bytes and
 //! `fileData` for a Files API URI or an external URL, in a user content, plain
 //! (`generateContent`) and streamed (`streamGenerateContent`, the same body); parts a
-//! tool returns reach the model in the user content after the function responses;
+//! tool returns reach Gemini 3 inside its function response, earlier models in the
+//! user content after the function responses;
 //! parts a model cannot take refused before any request; text-only bodies unchanged.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
@@ -115,38 +116,92 @@ async fn a_text_only_request_is_byte_identical_to_before_parts() {
     );
 }
 
-#[tokio::test]
-async fn a_tools_parts_follow_the_function_responses_in_the_same_user_content() {
+/// A run on `model` whose one tool returns a PNG: the body of its second request.
+async fn tool_run(model: &str) -> Value {
     let server = MockServer::start().await;
-    let path = "/v1beta/models/gemini-3-pro-preview:generateContent";
+    let path = format!("/v1beta/models/{model}:generateContent");
     mount_post(
         &server,
-        path,
+        &path,
         json_fixture(200, "gemini/function_call.json"),
         Some(1),
     )
     .await;
-    mount_post(&server, path, json_fixture(200, "gemini/submit.json"), None).await;
-    let config = triage("gemini-3-pro-preview", &server.uri())
-        .tool(Photo)
-        .build()
-        .unwrap();
+    mount_post(
+        &server,
+        &path,
+        json_fixture(200, "gemini/submit.json"),
+        None,
+    )
+    .await;
+    let config = triage(model, &server.uri()).tool(Photo).build().unwrap();
     let result = run_agent(&config, "My parcel A-1001 is a week late.").await;
     assert!(result.outcome.is_ok(), "{:?}", result.outcome);
-    let bodies = bodies(&server).await;
-    let user = &bodies[1]["contents"][2];
+    bodies(&server).await.swap_remove(1)
+}
+
+#[tokio::test]
+async fn gemini_3_takes_a_tools_image_inside_its_function_response() {
+    let body = tool_run("gemini-3-pro-preview").await;
+    assert_eq!(
+        body["contents"][2],
+        json!({"role": "user", "parts": [{"functionResponse": {
+            "id": "fc_8d1c2a7e",
+            "name": "lookup_order",
+            "response": {"output": "a photo of the parcel"},
+            "parts": [{"inlineData": {"mimeType": "image/png", "data": PNG_B64}}]
+        }}]})
+    );
+}
+
+#[tokio::test]
+async fn before_gemini_3_a_tools_parts_follow_the_function_responses_in_the_same_user_content() {
+    let body = tool_run("gemini-2.5-flash").await;
+    let user = &body["contents"][2];
     assert_eq!(user["role"], "user");
     let parts = user["parts"].as_array().unwrap();
     assert_eq!(parts.len(), 3, "{parts:?}");
     assert_eq!(
-        parts[0]["functionResponse"]["response"],
-        json!({"output": "a photo of the parcel"})
+        parts[0]["functionResponse"],
+        json!({"id": "fc_8d1c2a7e", "name": "lookup_order", "response": {"output": "a photo of the parcel"}})
     );
     let note = parts[1]["text"].as_str().unwrap();
     assert!(note.contains("call fc_8d1c2a7e: lookup_order"), "{note}");
     assert_eq!(
         parts[2],
         json!({"inlineData": {"mimeType": "image/png", "data": PNG_B64}})
+    );
+}
+
+#[tokio::test]
+async fn on_gemini_3_a_tool_part_a_function_response_cannot_hold_goes_beside_it() {
+    let server = MockServer::start().await;
+    let path = "/v1beta/models/gemini-3-pro-preview:generateContent";
+    mount_post(&server, path, json_fixture(200, "gemini/text.json"), None).await;
+    let request = LlmRequest::new("gemini-3-pro-preview")
+        .with_message(Message::user("Play the voicemail."))
+        .with_message(Message::assistant(
+            "",
+            vec![ToolCall::new("fc_1", "voicemail", json!({}))],
+        ))
+        .with_message(Message::tool_results(vec![
+            ToolResult::ok("fc_1", "voicemail", "one message")
+                .with_parts(vec![Part::from_bytes(WAV.to_vec()).unwrap(), png()]),
+        ]));
+    client(&server).complete(&request).await.unwrap();
+    let body = &bodies(&server).await[0];
+    assert_eq!(
+        body["contents"][2],
+        json!({"role": "user", "parts": [
+            {"functionResponse": {
+                "id": "fc_1",
+                "name": "voicemail",
+                "response": {"output": "one message"},
+                "parts": [{"inlineData": {"mimeType": "image/png", "data": PNG_B64}}]
+            }},
+            {"text": "The parts call fc_1 (voicemail) returned:"},
+            {"inlineData": {"mimeType": "audio/wav", "data": WAV_B64}}
+        ]})
     );
 }
 
@@ -199,6 +254,11 @@ fn capabilities_follow_the_gemini_version() {
     let client = GeminiClient::new(&options).unwrap();
     let flash = client.content_capabilities("gemini-2.5-flash");
     assert!(flash.urls && flash.file_ids && !flash.parts_in_tool_results);
+    assert!(
+        client
+            .content_capabilities("gemini-3-pro-preview")
+            .parts_in_tool_results
+    );
     assert!(flash.audio_types.contains(&"audio/x-wav"));
     assert!(!client.content_capabilities("gemini-2.0-flash").urls);
     assert!(client.content_capabilities("gemini-1.5-pro").takes_parts());

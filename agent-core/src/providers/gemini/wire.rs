@@ -58,6 +58,10 @@ enum Part<'a> {
     },
     /// Bytes, a Files API URI or an external URL (see [`media`]).
     Media(media::Media<'a>),
+    /// A text this wire writes (the note before a tool's parts sent beside its response).
+    Note {
+        text: String,
+    },
 }
 
 #[derive(Serialize)]
@@ -86,6 +90,10 @@ struct WireFunctionResponse<'a> {
     id: &'a str,
     name: &'a str,
     response: Outcome<'a>,
+    /// A tool's images and documents, on models that take multimodal function responses
+    /// (see [`media::in_responses`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    parts: Vec<media::Media<'a>>,
 }
 
 /// `{"output": text}` or `{"error": text}`: the keys the API reference names for a
@@ -287,7 +295,10 @@ pub(crate) fn encode(request: &LlmRequest, cache: &WireCache) -> Result<Vec<u8>,
             .map(|text| SystemInstruction {
                 parts: [Part::Text { text }],
             }),
-        contents: contents(&request.messages)?,
+        contents: contents(
+            &request.messages,
+            media::multimodal_responses(super::version(&request.model)),
+        )?,
         tools: tools.as_deref(),
         tool_config,
         generation_config: GenerationConfig {
@@ -305,9 +316,13 @@ pub(crate) fn encode(request: &LlmRequest, cache: &WireCache) -> Result<Vec<u8>,
 /// that follow each other are merged into one `user` content, responses first; a user
 /// turn's parts follow its text (a turn of parts alone sends no `(empty)` text).
 ///
+/// A tool's parts go inside its `functionResponse` (`parts`) when `multimodal` (Gemini
+/// 3) and their type is taken there, else right after the responses, each call's
+/// after a note naming it.
+///
 /// # Errors
 /// A part this wire cannot encode (see [`media::part`]).
-fn contents(messages: &[Message]) -> Result<Vec<Content<'_>>, LlmError> {
+fn contents(messages: &[Message], multimodal: bool) -> Result<Vec<Content<'_>>, LlmError> {
     let mut out: Vec<Content<'_>> = Vec::new();
     let mut last_calls: &[ToolCall] = &[];
     for turn in history::turns(messages) {
@@ -326,10 +341,31 @@ fn contents(messages: &[Message]) -> Result<Vec<Content<'_>>, LlmError> {
             }
             Turn::Results(answers) => {
                 // The answers are the preceding model turn's calls, in its call order.
-                let responses: Vec<Part<'_>> = answers
-                    .iter()
-                    .zip(last_calls)
-                    .map(|(answer, call)| Part::Response {
+                let mut responses: Vec<Part<'_>> = Vec::with_capacity(answers.len());
+                let mut beside: Vec<Part<'_>> = Vec::new();
+                for (answer, call) in answers.iter().zip(last_calls) {
+                    let mut nested = Vec::new();
+                    let mut noted = false;
+                    for part in answer.parts {
+                        if multimodal && media::in_responses(part) {
+                            nested.push(media::part(part)?);
+                            continue;
+                        }
+                        if !noted {
+                            beside.push(Part::Note {
+                                text: format!(
+                                    "The parts call {} ({}) returned:",
+                                    answer.call_id, call.name
+                                ),
+                            });
+                            noted = true;
+                        }
+                        beside.push(match part.as_text() {
+                            Some(text) => Part::Text { text },
+                            None => Part::Media(media::part(part)?),
+                        });
+                    }
+                    responses.push(Part::Response {
                         function_response: WireFunctionResponse {
                             id: answer.call_id,
                             name: &call.name,
@@ -337,15 +373,18 @@ fn contents(messages: &[Message]) -> Result<Vec<Content<'_>>, LlmError> {
                                 content: answer.content,
                                 is_error: answer.is_error,
                             },
+                            parts: nested,
                         },
-                    })
-                    .collect();
+                    });
+                }
                 let parts = user_parts(&mut out);
                 let at = parts
                     .iter()
                     .position(|p| !matches!(p, Part::Response { .. }))
                     .unwrap_or(parts.len());
+                let after = at + responses.len();
                 parts.splice(at..at, responses);
+                parts.splice(after..after, beside);
             }
             // Another provider's paused turn: its text, as a model turn.
             Turn::Paused { text, .. } => out.push(Content {

@@ -2,9 +2,8 @@
 //! `fileData` (`mimeType`, `fileUri`) for a Files API URI or an external URL, in user
 //! contents (source: "File input methods",
 //! <https://ai.google.dev/gemini-api/docs/file-input-methods>, and the `Part`
-//! reference, <https://ai.google.dev/api/caching#Part>). Parts tools return go to the
-//! model in the user content after the function responses (the runner moves them there,
-//! see [`capabilities`]).
+//! reference, <https://ai.google.dev/api/caching#Part>); the same inside a Gemini 3
+//! `functionResponse`'s `parts` (see [`capabilities`]).
 
 use serde::Serialize;
 
@@ -60,6 +59,31 @@ pub(super) fn part(part: &Part) -> Result<Media<'_>, LlmError> {
             file_uri: uri,
         }),
     })
+}
+
+/// The types a Gemini 3 function response takes in its `parts` ("Multimodal function
+/// responses", <https://ai.google.dev/gemini-api/docs/function-calling#multimodal>).
+const IN_RESPONSES: &[&str] = &[
+    "image/png",
+    "image/jpeg",
+    "image/webp",
+    "application/pdf",
+    "text/plain",
+];
+
+/// Whether a model (by its version, see [`capabilities`]) takes parts inside a
+/// `functionResponse`: Gemini 3 and later (earlier models answer 400 "Multimodal
+/// function responses are not supported for this model"; an alias without a version
+/// is not assumed to).
+pub(crate) fn multimodal_responses(version: Option<(u32, u32)>) -> bool {
+    version.is_some_and(|(major, _)| major >= 3)
+}
+
+/// Whether `part` may go inside a `functionResponse` (an image or document of a type
+/// [`IN_RESPONSES`] lists); others go beside the responses.
+pub(super) fn in_responses(part: &Part) -> bool {
+    part.media()
+        .is_some_and(|m| IN_RESPONSES.contains(&gemini_type(base_type(&m.media_type))))
 }
 
 /// The name Gemini's lists use for a media type (`audio/x-wav` → `audio/wav`,
@@ -119,9 +143,11 @@ const SOURCE: &str = "https://ai.google.dev/gemini-api/docs/file-input-methods";
 /// later take images (PNG, JPEG, WebP, HEIC, HEIF), documents (PDF; plain text, HTML,
 /// CSV, XML, Markdown read as text) and audio (WAV, MP3, AIFF, AAC, OGG, FLAC), as
 /// bytes or a Files API URI; Gemini 2.5 and later (and aliases) also by an external
-/// URL the API fetches. Earlier models, text alone. Parts in function responses are
-/// not sent (the runner moves them to the user content after the responses, with a
-/// note naming the call). Limits: inline data at most 100 MB of base64 a request
+/// URL the API fetches. Earlier models, text alone. Parts in tool results: Gemini 3
+/// and later take them (inside the `functionResponse` when their type is one
+/// [`IN_RESPONSES`] lists, else beside the responses after a note naming the call);
+/// for earlier models and aliases the runner moves them to the user turn after the
+/// results, with a note naming the call. Limits: inline data at most 100 MB of base64 a request
 /// (75,000,000 bytes of parts before base64), a PDF at most 50 MB.
 pub(crate) fn capabilities(version: Option<(u32, u32)>) -> ContentCapabilities {
     if version.is_some_and(|v| v < (1, 5)) {
@@ -133,7 +159,7 @@ pub(crate) fn capabilities(version: Option<(u32, u32)>) -> ContentCapabilities {
         audio_types: AUDIO,
         urls: version.is_none_or(|v| v >= (2, 5)),
         file_ids: true,
-        parts_in_tool_results: false,
+        parts_in_tool_results: multimodal_responses(version),
         max_document_bytes: Some(50_000_000),
         max_total_bytes: Some(75_000_000),
         source: SOURCE,
