@@ -243,6 +243,26 @@ async fn parts_a_claude_model_cannot_take_are_refused_before_any_request() {
     assert_eq!(kind, Kind::Image);
 }
 
+#[tokio::test]
+async fn a_plain_text_document_by_url_fails_typed_without_a_request() {
+    // Capabilities cannot say "PDF by URL, plain text not": the wire refuses it while
+    // encoding, before anything is sent.
+    let server = server().await;
+    let config = triage(MODEL, &server.uri()).build().unwrap();
+    let url = Part::from_url("https://example.test/notes.txt", "text/plain").unwrap();
+    let result = run_agent(&config, Input::text("read").part(url)).await;
+    assert!(requests(&server).await.is_empty(), "no request was sent");
+    let error = result.outcome.unwrap_err().to_string();
+    assert!(
+        error.contains(
+            "the anthropic request cannot carry the part (document text/plain at \
+             https://example.test/notes.txt): a text/plain document goes as bytes or a file \
+             id, not a URL"
+        ),
+        "{error}"
+    );
+}
+
 /// The first bytes of a PNG.
 const PNG: &[u8] = &[0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a];
 
