@@ -31,6 +31,19 @@ pub struct ContentCapabilities {
     pub max_part_bytes: Option<usize>,
     /// The most parts (images, documents, audio) one request may carry, when limited.
     pub max_parts: Option<usize>,
+    /// The largest image, in bytes (before base64), when images have their own limit.
+    pub max_image_bytes: Option<usize>,
+    /// The largest document, in bytes (before base64), when documents have their own
+    /// limit.
+    pub max_document_bytes: Option<usize>,
+    /// The most images one request may carry, when limited.
+    pub max_images: Option<usize>,
+    /// The most documents one request may carry, when limited.
+    pub max_documents: Option<usize>,
+    /// The most bytes (before base64) the parts of one request may have together, when
+    /// the provider limits the request's size (base64 adds a third: a 32 MB request
+    /// carries about 24 MB of parts).
+    pub max_total_bytes: Option<usize>,
     /// Where these facts come from (a provider's documentation page).
     pub source: &'static str,
 }
@@ -51,6 +64,11 @@ impl ContentCapabilities {
         parts_in_tool_results: false,
         max_part_bytes: None,
         max_parts: None,
+        max_image_bytes: None,
+        max_document_bytes: None,
+        max_images: None,
+        max_documents: None,
+        max_total_bytes: None,
         source: "",
     };
 
@@ -64,6 +82,11 @@ impl ContentCapabilities {
         parts_in_tool_results: true,
         max_part_bytes: None,
         max_parts: None,
+        max_image_bytes: None,
+        max_document_bytes: None,
+        max_images: None,
+        max_documents: None,
+        max_total_bytes: None,
         source: "",
     };
 
@@ -91,7 +114,10 @@ impl ContentCapabilities {
         };
         let kind = part.kind();
         if types.is_empty() {
-            return Err(format!("the model takes no {kind}s"));
+            return Err(match kind {
+                Kind::Audio => "the model takes no audio".to_owned(),
+                _ => format!("the model takes no {kind}s"),
+            });
         }
         let media_type = media
             .media_type
@@ -125,10 +151,60 @@ impl ContentCapabilities {
                         self.cited()
                     ));
                 }
+                let kind_max = match kind {
+                    Kind::Image => self.max_image_bytes,
+                    Kind::Document => self.max_document_bytes,
+                    _ => None,
+                };
+                if let Some(max) = kind_max
+                    && bytes.len() > max
+                {
+                    return Err(format!(
+                        "{} bytes is more than the {max} bytes {} may have{}",
+                        bytes.len(),
+                        if kind == Kind::Image {
+                            "an image"
+                        } else {
+                            "a document"
+                        },
+                        self.cited()
+                    ));
+                }
             }
             _ => {}
         }
         Ok(())
+    }
+
+    /// Why a request's parts together break a count or size limit, if they do:
+    /// `images`, `documents` and `parts` counted, `bytes` their bytes together.
+    pub(crate) fn check_totals(
+        &self,
+        images: usize,
+        documents: usize,
+        parts: usize,
+        bytes: usize,
+    ) -> Option<String> {
+        let over = |count: usize, max: Option<usize>| max.filter(|max| count > *max);
+        let (count, max, what) = if let Some(max) = over(parts, self.max_parts) {
+            (parts, max, "parts")
+        } else if let Some(max) = over(images, self.max_images) {
+            (images, max, "images")
+        } else if let Some(max) = over(documents, self.max_documents) {
+            (documents, max, "documents")
+        } else if let Some(max) = over(bytes, self.max_total_bytes) {
+            return Some(format!(
+                "the conversation's parts hold {bytes} bytes together, more than the {max} \
+                 bytes a request may carry{}",
+                self.cited()
+            ));
+        } else {
+            return None;
+        };
+        Some(format!(
+            "the conversation holds {count} {what}, more than the {max} a request may carry{}",
+            self.cited()
+        ))
     }
 
     /// " (source: PAGE)" when the facts have a source, else nothing.

@@ -37,6 +37,11 @@ pub(crate) trait Wire: Send + Sync {
         Ok(HeaderMap::new())
     }
 
+    /// Headers a request needs from its content, beside the transport's and the
+    /// signed ones (Anthropic's Files API beta header when a part is a file id).
+    /// None by default.
+    fn content_headers(&self, _request: &LlmRequest, _headers: &mut HeaderMap) {}
+
     /// The JSON body of a request (`stream`: asking for server-sent events).
     ///
     /// # Errors
@@ -94,7 +99,8 @@ pub(crate) async fn round_trip<W: Wire>(
 ) -> Result<LlmResponse, LlmError> {
     let url = wire.url(request)?;
     let body = wire.encode(request, false)?;
-    let signed = wire.signed_headers(&url, &body)?;
+    let mut signed = wire.signed_headers(&url, &body)?;
+    wire.content_headers(request, &mut signed);
     let reply = wire.transport().post_with(&url, body, signed).await?;
     wire.decode(&reply)
 }
@@ -113,7 +119,8 @@ pub(crate) async fn streamed_round_trip<W: Streams>(
 ) -> Result<LlmResponse, LlmError> {
     let url = wire.stream_url(request)?;
     let body = wire.encode(request, true)?;
-    let signed = wire.signed_headers(&url, &body)?;
+    let mut signed = wire.signed_headers(&url, &body)?;
+    wire.content_headers(request, &mut signed);
     let transport = wire.transport();
     let accept = HeaderValue::from_static(W::FRAMING.media_type());
     let streaming = transport

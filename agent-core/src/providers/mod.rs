@@ -47,6 +47,7 @@ mod gemini;
 mod glue;
 mod history;
 pub(crate) mod http;
+mod inline;
 mod normalize;
 mod openai;
 

@@ -28,15 +28,15 @@ pub(crate) fn check_given<'m>(
     messages: &'m [Message],
 ) -> Option<Refused<'m>> {
     let mut index = 0;
-    let mut count = 0;
+    let mut totals = Totals::default();
     for message in messages {
         let Message::User { content, parts } = message else {
-            count += message.parts().count();
+            message.parts().for_each(|part| totals.add(part));
             continue;
         };
         let moved = content.starts_with(MOVED_PARTS);
         for part in parts.iter().filter(|p| p.media().is_some()) {
-            count += 1;
+            totals.add(part);
             if !moved && let Err(reason) = caps.check(part) {
                 return Some(Refused {
                     index,
@@ -47,21 +47,37 @@ pub(crate) fn check_given<'m>(
             index += 1;
         }
     }
-    if let Some(max) = caps.max_parts
-        && count > max
-    {
-        let last = messages.iter().flat_map(Message::parts).last()?;
-        return Some(Refused {
-            index: count - 1,
-            part: last,
-            reason: format!(
-                "the conversation holds {count} parts, more than the {max} a request may \
-                 carry{}",
-                caps.cited()
-            ),
-        });
+    let reason = caps.check_totals(totals.images, totals.documents, totals.parts, totals.bytes)?;
+    let last = messages.iter().flat_map(Message::parts).last()?;
+    Some(Refused {
+        index: totals.parts.saturating_sub(1),
+        part: last,
+        reason,
+    })
+}
+
+/// The parts of a conversation counted, and their bytes summed.
+#[derive(Default)]
+struct Totals {
+    parts: usize,
+    images: usize,
+    documents: usize,
+    bytes: usize,
+}
+
+impl Totals {
+    fn add(&mut self, part: &Part) {
+        if part.media().is_none() {
+            return;
+        }
+        self.parts += 1;
+        match part.kind() {
+            crate::content::Kind::Image => self.images += 1,
+            crate::content::Kind::Document => self.documents += 1,
+            _ => {}
+        }
+        self.bytes += part.byte_len();
     }
-    None
 }
 
 /// Makes the parts tools returned fit `caps`, in place: a part the model cannot take at

@@ -109,6 +109,14 @@ impl Wire for AnthropicClient {
         wire::encode_body(request, &self.cache, stream)
     }
 
+    /// `anthropic-beta: files-api-2025-04-14` when a part is a Files API id (source:
+    /// <https://docs.anthropic.com/en/docs/build-with-claude/files>); nothing else.
+    fn content_headers(&self, request: &LlmRequest, headers: &mut HeaderMap) {
+        if wire::names_a_file(request) {
+            headers.insert("anthropic-beta", HeaderValue::from_static(wire::FILES_BETA));
+        }
+    }
+
     fn decode(&self, reply: &Reply) -> Result<LlmResponse, LlmError> {
         response::decode(reply, self.transport.key())
     }
@@ -175,6 +183,14 @@ impl LlmClient for AnthropicClient {
     ) -> Result<(), &'static str> {
         wire::check_reasoning(model, reasoning, max_tokens)
     }
+
+    /// Claude 3 and later take images, Claude 3.5 and later PDF and plain-text
+    /// documents too, as bytes, a URL (plain text: not by URL) or a Files API id, in
+    /// user messages and tool results; limits as the Vision and PDF pages give them
+    /// (see `docs/providers.md`, "Content parts").
+    fn content_capabilities(&self, model: &str) -> crate::llm::ContentCapabilities {
+        wire::capabilities(crate::providers::inline::claude_version(model))
+    }
 }
 
 fn clamp_temperature(t: f32) -> f32 {
@@ -185,15 +201,5 @@ fn clamp_temperature(t: f32) -> f32 {
 /// names like `claude-sonnet-4-5-20250929`, `claude-opus-4-6`, `claude-haiku-4-5`
 /// (a number of 100 or more after the major version is a date, i.e. minor 0).
 fn anthropic_native_output(model: &str) -> bool {
-    let numbers: Vec<u64> = model
-        .split('-')
-        .skip(1)
-        .filter_map(|part| part.parse::<u64>().ok())
-        .collect();
-    let (major, minor) = match numbers.as_slice() {
-        [major, minor, ..] if *minor < 100 => (*major, *minor),
-        [major, ..] => (*major, 0),
-        [] => return false,
-    };
-    (major, minor) >= (4, 5)
+    crate::providers::inline::claude_version(model).is_some_and(|version| version >= (4, 5))
 }

@@ -7,11 +7,15 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::clamp_temperature;
+use crate::content::Part;
 use crate::llm::{LlmError, LlmRequest, ToolChoice};
 use crate::message::ToolCall;
 use crate::providers::encoded::{WireCache, raw, request_body};
 use crate::providers::history::{self, Turn};
 use crate::schema;
+use media::MediaBlock;
+
+pub(crate) use media::{FILES_BETA, capabilities, names_a_file};
 
 #[derive(Serialize)]
 struct Body<'a> {
@@ -56,11 +60,14 @@ enum Block<'a> {
     },
     ToolResult {
         tool_use_id: &'a str,
-        #[serde(skip_serializing_if = "str::is_empty")]
-        content: &'a str,
+        #[serde(skip_serializing_if = "ResultContent::is_empty")]
+        content: ResultContent<'a>,
         #[serde(skip_serializing_if = "is_false")]
         is_error: bool,
     },
+    /// An image or a document (see [`media`]).
+    #[serde(untagged)]
+    Media(MediaBlock<'a>),
     /// A block of a paused turn, sent back exactly as it came.
     #[serde(untagged)]
     Raw(&'a Value),
@@ -257,7 +264,7 @@ pub(crate) fn encode_body(
         model: &request.model,
         max_tokens: request.max_tokens,
         system,
-        messages: messages(&request.messages, thinking.is_some()),
+        messages: messages(&request.messages, thinking.is_some())?,
         tools: tools.as_deref(),
         // With extended thinking, only `auto` and `none` are accepted ("Tool use with
         // extended thinking" in the page above): a forced choice goes as `auto`.
@@ -311,27 +318,43 @@ fn unsigned_tool_loop(history: &[crate::message::Message]) -> bool {
 }
 
 /// The conversation as Anthropic messages: user-side turns (text and tool results) that
-/// follow each other are merged into one `user` message, tool results first.
-fn messages(history: &[crate::message::Message], thinking: bool) -> Vec<WireMessage<'_>> {
+/// follow each other are merged into one `user` message, tool results first; a user
+/// turn's parts follow its text (a turn of parts alone sends no `(empty)` text).
+///
+/// # Errors
+/// A part this wire cannot encode (see [`media::block`]).
+fn messages(
+    history: &[crate::message::Message],
+    thinking: bool,
+) -> Result<Vec<WireMessage<'_>>, LlmError> {
     let mut out: Vec<WireMessage<'_>> = Vec::new();
     for turn in history::turns(history) {
         match turn {
-            Turn::User { text, .. } => user_blocks(&mut out).push(Block::Text { text }),
+            Turn::User { text, parts } => {
+                let blocks = user_blocks(&mut out);
+                if parts.is_empty() || text != history::EMPTY_TURN {
+                    blocks.push(Block::Text { text });
+                }
+                for part in parts {
+                    blocks.push(part_block(part)?);
+                }
+            }
             Turn::Results(answers) => {
+                let mut results = Vec::with_capacity(answers.len());
+                for a in answers {
+                    results.push(Block::ToolResult {
+                        tool_use_id: a.call_id,
+                        content: result_content(a.content, a.parts)?,
+                        is_error: a.is_error,
+                    });
+                }
                 let blocks = user_blocks(&mut out);
                 // Results go before any text already in this user message.
                 let at = blocks
                     .iter()
                     .position(|b| !matches!(b, Block::ToolResult { .. }))
                     .unwrap_or(blocks.len());
-                blocks.splice(
-                    at..at,
-                    answers.into_iter().map(|a| Block::ToolResult {
-                        tool_use_id: a.call_id,
-                        content: a.content,
-                        is_error: a.is_error,
-                    }),
-                );
+                blocks.splice(at..at, results);
             }
             // A paused turn goes back as it came (C41); the turn that continues it is
             // the same assistant turn, so it joins this message.
@@ -391,7 +414,59 @@ fn messages(history: &[crate::message::Message], thinking: bool) -> Vec<WireMess
             }
         }
     }
-    out
+    Ok(out)
+}
+
+/// The block of a part: a text block, or an image or document block.
+///
+/// # Errors
+/// As [`media::block`].
+fn part_block(part: &Part) -> Result<Block<'_>, LlmError> {
+    match part.as_text() {
+        Some(text) => Ok(Block::Text { text }),
+        None => media::block(part).map(Block::Media),
+    }
+}
+
+/// A tool result's `content`: a string (no parts: as before parts existed), or blocks
+/// (its text, then its parts).
+enum ResultContent<'a> {
+    Text(&'a str),
+    Blocks(Vec<Block<'a>>),
+}
+
+impl ResultContent<'_> {
+    fn is_empty(&self) -> bool {
+        matches!(self, ResultContent::Text(text) if text.is_empty())
+    }
+}
+
+impl Serialize for ResultContent<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ResultContent::Text(text) => serializer.serialize_str(text),
+            ResultContent::Blocks(blocks) => blocks.serialize(serializer),
+        }
+    }
+}
+
+/// A tool result's content: its text alone when it has no parts, else its text (when
+/// any) then its parts.
+///
+/// # Errors
+/// As [`media::block`].
+fn result_content<'a>(content: &'a str, parts: &'a [Part]) -> Result<ResultContent<'a>, LlmError> {
+    if parts.is_empty() {
+        return Ok(ResultContent::Text(content));
+    }
+    let mut blocks = Vec::with_capacity(parts.len() + 1);
+    if !content.is_empty() {
+        blocks.push(Block::Text { text: content });
+    }
+    for part in parts {
+        blocks.push(part_block(part)?);
+    }
+    Ok(ResultContent::Blocks(blocks))
 }
 
 /// The blocks of the trailing `user` message, starting one if the last is not a user's.
@@ -406,5 +481,6 @@ fn user_blocks<'m, 'a>(out: &'m mut Vec<WireMessage<'a>>) -> &'m mut Vec<Block<'
     &mut out[last].content
 }
 
+mod media;
 #[cfg(test)]
 mod tests;

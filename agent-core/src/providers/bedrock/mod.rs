@@ -6,6 +6,7 @@
 //! <https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ConverseStream.html>);
 //! the rules that matter here are in `docs/providers.md`, "AWS Bedrock".
 
+mod media;
 mod stream;
 mod wire;
 
@@ -331,6 +332,15 @@ impl LlmClient for BedrockClient {
         _max_tokens: u32,
     ) -> Result<(), &'static str> {
         Err("the bedrock/ route sends no reasoning settings yet")
+    }
+
+    /// Images for Claude 3+, Nova Lite/Pro/Premier, Llama 3.2 11B/90B and Llama 4,
+    /// Pixtral; documents for Claude 3+ and Nova Lite/Pro/Premier; parts in tool
+    /// results for Claude; as bytes only (a URL or a file id is refused before any
+    /// request: pass the bytes). Limits from the Converse `Message` reference (see
+    /// `docs/providers.md`, "Content parts").
+    fn content_capabilities(&self, model: &str) -> crate::llm::ContentCapabilities {
+        media::capabilities(model)
     }
 }
 

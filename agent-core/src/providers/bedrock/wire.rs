@@ -8,6 +8,7 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
+use super::media::{self, Document, Image, Media, Names};
 use crate::llm::{LlmError, LlmRequest, LlmResponse, StopReason, TokenUsage, ToolChoice};
 use crate::message::{Message, ToolCall};
 use crate::providers::ApiKey;
@@ -52,8 +53,19 @@ struct WireMessage<'a> {
 #[serde(rename_all = "camelCase")]
 enum Block<'a> {
     Text(&'a str),
+    Image(Image<'a>),
+    Document(Document<'a>),
     ToolUse(ToolUse<'a>),
     ToolResult(ToolResult<'a>),
+}
+
+/// A block of a `toolResult`'s content.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+enum ResultBlock<'a> {
+    Text(&'a str),
+    Image(Image<'a>),
+    Document(Document<'a>),
 }
 
 #[derive(Serialize)]
@@ -68,7 +80,7 @@ struct ToolUse<'a> {
 #[serde(rename_all = "camelCase")]
 struct ToolResult<'a> {
     tool_use_id: &'a str,
-    content: [Text<'a>; 1],
+    content: Vec<ResultBlock<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     status: Option<&'static str>,
 }
@@ -192,7 +204,7 @@ pub(crate) fn encode(request: &LlmRequest) -> Result<Vec<u8>, LlmError> {
         .into_iter()
         .collect();
     let body = Body {
-        messages: messages(&request.messages),
+        messages: messages(&request.messages)?,
         system,
         inference_config: InferenceConfig {
             max_tokens: request.max_tokens,
@@ -207,30 +219,59 @@ pub(crate) fn encode(request: &LlmRequest) -> Result<Vec<u8>, LlmError> {
 /// The conversation as Converse messages: roles alternate (Converse rejects two
 /// messages of the same role in a row), so user text and tool results that follow
 /// each other share one `user` message, tool results first; a paused turn (Anthropic
-/// only) is sent as its text.
-fn messages(history: &[Message]) -> Vec<WireMessage<'_>> {
+/// only) is sent as its text. A user turn's parts follow its text (a turn of parts
+/// alone sends no `(empty)` text); a tool result's follow its text.
+///
+/// # Errors
+/// A part Converse cannot carry (see [`media::block`]).
+fn messages(history: &[Message]) -> Result<Vec<WireMessage<'_>>, LlmError> {
     let mut out: Vec<WireMessage<'_>> = Vec::new();
+    let mut names = Names::default();
     for turn in history::turns(history) {
         match turn {
-            Turn::User { text, .. } => blocks_of(&mut out, "user").push(Block::Text(text)),
+            Turn::User { text, parts } => {
+                let blocks = blocks_of(&mut out, "user");
+                if parts.is_empty() || text != history::EMPTY_TURN {
+                    blocks.push(Block::Text(text));
+                }
+                for part in parts {
+                    blocks.push(match part.as_text() {
+                        Some(text) => Block::Text(text),
+                        None => match media::block(part, &mut names)? {
+                            Media::Image(image) => Block::Image(image),
+                            Media::Document(document) => Block::Document(document),
+                        },
+                    });
+                }
+            }
             Turn::Results(answers) => {
+                let mut results = Vec::with_capacity(answers.len());
+                for a in answers {
+                    let mut content = Vec::with_capacity(1 + a.parts.len());
+                    if a.parts.is_empty() || !a.content.trim().is_empty() {
+                        content.push(ResultBlock::Text(history::non_empty(a.content)));
+                    }
+                    for part in a.parts {
+                        content.push(match part.as_text() {
+                            Some(text) => ResultBlock::Text(text),
+                            None => match media::block(part, &mut names)? {
+                                Media::Image(image) => ResultBlock::Image(image),
+                                Media::Document(document) => ResultBlock::Document(document),
+                            },
+                        });
+                    }
+                    results.push(Block::ToolResult(ToolResult {
+                        tool_use_id: a.call_id,
+                        content,
+                        status: a.is_error.then_some("error"),
+                    }));
+                }
                 let blocks = blocks_of(&mut out, "user");
                 let at = blocks
                     .iter()
                     .position(|b| !matches!(b, Block::ToolResult(_)))
                     .unwrap_or(blocks.len());
-                blocks.splice(
-                    at..at,
-                    answers.into_iter().map(|a| {
-                        Block::ToolResult(ToolResult {
-                            tool_use_id: a.call_id,
-                            content: [Text {
-                                text: history::non_empty(a.content),
-                            }],
-                            status: a.is_error.then_some("error"),
-                        })
-                    }),
-                );
+                blocks.splice(at..at, results);
             }
             Turn::Paused { text, .. } => {
                 blocks_of(&mut out, "assistant").push(Block::Text(history::non_empty(text)));
@@ -253,7 +294,7 @@ fn messages(history: &[Message]) -> Vec<WireMessage<'_>> {
             }
         }
     }
-    out
+    Ok(out)
 }
 
 /// The blocks of the trailing message of `role`, starting one if the last has another

@@ -254,6 +254,33 @@ impl LlmClient for GeminiClient {
     ) -> Result<(), &'static str> {
         wire::check_reasoning(model, reasoning)
     }
+
+    /// Gemini 1.5 and later: images, documents and audio as bytes or a Files API URI
+    /// (an external URL from Gemini 2.5), in user contents; parts tools return go in
+    /// the user content after the responses. Limits as the file input page gives them
+    /// (see `docs/providers.md`, "Content parts").
+    fn content_capabilities(&self, model: &str) -> crate::llm::ContentCapabilities {
+        wire::capabilities(version(model))
+    }
+}
+
+/// The (major, minor) version in a Gemini model name (`gemini-1.5-pro` → (1, 5),
+/// `gemini-3-pro-preview` → (3, 0)); `None` for an alias without one.
+fn version(model: &str) -> Option<(u32, u32)> {
+    let major = major_version(model)?;
+    let name = model.strip_prefix("models/").unwrap_or(model);
+    let rest = name.strip_prefix("gemini-")?;
+    let after_major = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+    let minor = after_major
+        .strip_prefix('.')
+        .map(|m| {
+            m.chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+        })
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
+    Some((major, minor))
 }
 
 fn clamp_temperature(t: f32) -> f32 {

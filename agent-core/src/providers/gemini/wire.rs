@@ -14,6 +14,8 @@ use crate::providers::history::{self, Turn};
 use crate::schema;
 use crate::tool::ToolDefinition;
 
+pub(crate) use media::capabilities;
+
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Body<'a> {
@@ -54,6 +56,12 @@ enum Part<'a> {
         #[serde(rename = "functionResponse")]
         function_response: WireFunctionResponse<'a>,
     },
+    /// Bytes, a Files API URI or an external URL (see [`media`]).
+    Media(media::Media<'a>),
+    /// A text this wire writes (the note before a tool's parts sent beside its response).
+    Note {
+        text: String,
+    },
 }
 
 #[derive(Serialize)]
@@ -82,6 +90,10 @@ struct WireFunctionResponse<'a> {
     id: &'a str,
     name: &'a str,
     response: Outcome<'a>,
+    /// A tool's images and documents, on models that take multimodal function responses
+    /// (see [`media::in_responses`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    parts: Vec<media::Media<'a>>,
 }
 
 /// `{"output": text}` or `{"error": text}`: the keys the API reference names for a
@@ -283,7 +295,10 @@ pub(crate) fn encode(request: &LlmRequest, cache: &WireCache) -> Result<Vec<u8>,
             .map(|text| SystemInstruction {
                 parts: [Part::Text { text }],
             }),
-        contents: contents(&request.messages),
+        contents: contents(
+            &request.messages,
+            media::multimodal_responses(super::version(&request.model)),
+        )?,
         tools: tools.as_deref(),
         tool_config,
         generation_config: GenerationConfig {
@@ -298,19 +313,59 @@ pub(crate) fn encode(request: &LlmRequest, cache: &WireCache) -> Result<Vec<u8>,
 }
 
 /// The conversation as Gemini contents: user-side turns (text and function responses)
-/// that follow each other are merged into one `user` content, responses first.
-fn contents(messages: &[Message]) -> Vec<Content<'_>> {
+/// that follow each other are merged into one `user` content, responses first; a user
+/// turn's parts follow its text (a turn of parts alone sends no `(empty)` text).
+///
+/// A tool's parts go inside its `functionResponse` (`parts`) when `multimodal` (Gemini
+/// 3) and their type is taken there, else right after the responses, each call's
+/// after a note naming it.
+///
+/// # Errors
+/// A part this wire cannot encode (see [`media::part`]).
+fn contents(messages: &[Message], multimodal: bool) -> Result<Vec<Content<'_>>, LlmError> {
     let mut out: Vec<Content<'_>> = Vec::new();
     let mut last_calls: &[ToolCall] = &[];
     for turn in history::turns(messages) {
         match turn {
-            Turn::User { text, .. } => user_parts(&mut out).push(Part::Text { text }),
+            Turn::User { text, parts } => {
+                let wire = user_parts(&mut out);
+                if parts.is_empty() || text != history::EMPTY_TURN {
+                    wire.push(Part::Text { text });
+                }
+                for part in parts {
+                    wire.push(match part.as_text() {
+                        Some(text) => Part::Text { text },
+                        None => Part::Media(media::part(part)?),
+                    });
+                }
+            }
             Turn::Results(answers) => {
                 // The answers are the preceding model turn's calls, in its call order.
-                let responses: Vec<Part<'_>> = answers
-                    .iter()
-                    .zip(last_calls)
-                    .map(|(answer, call)| Part::Response {
+                let mut responses: Vec<Part<'_>> = Vec::with_capacity(answers.len());
+                let mut beside: Vec<Part<'_>> = Vec::new();
+                for (answer, call) in answers.iter().zip(last_calls) {
+                    let mut nested = Vec::new();
+                    let mut noted = false;
+                    for part in answer.parts {
+                        if multimodal && media::in_responses(part) {
+                            nested.push(media::part(part)?);
+                            continue;
+                        }
+                        if !noted {
+                            beside.push(Part::Note {
+                                text: format!(
+                                    "The parts call {} ({}) returned:",
+                                    answer.call_id, call.name
+                                ),
+                            });
+                            noted = true;
+                        }
+                        beside.push(match part.as_text() {
+                            Some(text) => Part::Text { text },
+                            None => Part::Media(media::part(part)?),
+                        });
+                    }
+                    responses.push(Part::Response {
                         function_response: WireFunctionResponse {
                             id: answer.call_id,
                             name: &call.name,
@@ -318,15 +373,18 @@ fn contents(messages: &[Message]) -> Vec<Content<'_>> {
                                 content: answer.content,
                                 is_error: answer.is_error,
                             },
+                            parts: nested,
                         },
-                    })
-                    .collect();
+                    });
+                }
                 let parts = user_parts(&mut out);
                 let at = parts
                     .iter()
                     .position(|p| !matches!(p, Part::Response { .. }))
                     .unwrap_or(parts.len());
+                let after = at + responses.len();
                 parts.splice(at..at, responses);
+                parts.splice(after..after, beside);
             }
             // Another provider's paused turn: its text, as a model turn.
             Turn::Paused { text, .. } => out.push(Content {
@@ -366,7 +424,7 @@ fn contents(messages: &[Message]) -> Vec<Content<'_>> {
             }
         }
     }
-    out
+    Ok(out)
 }
 
 /// The parts of the trailing `user` content, starting one if the last is the model's.
@@ -381,5 +439,6 @@ fn user_parts<'m, 'a>(out: &'m mut Vec<Content<'a>>) -> &'m mut Vec<Part<'a>> {
     &mut out[last].parts
 }
 
+mod media;
 #[cfg(test)]
 mod tests;
