@@ -116,6 +116,7 @@ pub(crate) fn chat(model: &str) -> ContentCapabilities {
             max_part_bytes: Some(MAX_IMAGE_BYTES),
             max_parts: Some(500),
             source: OPENAI_IMAGES_SOURCE,
+            ..ContentCapabilities::TEXT_ONLY
         },
         Family::Audio => audio(),
         Family::Text => ContentCapabilities::TEXT_ONLY,
@@ -134,6 +135,7 @@ fn audio() -> ContentCapabilities {
         max_part_bytes: None,
         max_parts: None,
         source: OPENAI_AUDIO_SOURCE,
+        ..ContentCapabilities::TEXT_ONLY
     }
 }
 
@@ -152,6 +154,7 @@ pub(crate) fn responses(model: &str) -> ContentCapabilities {
             max_part_bytes: Some(MAX_IMAGE_BYTES),
             max_parts: Some(500),
             source: OPENAI_IMAGES_SOURCE,
+            ..ContentCapabilities::TEXT_ONLY
         },
         Family::Audio | Family::Text => ContentCapabilities::TEXT_ONLY,
     }
@@ -172,6 +175,7 @@ pub(crate) fn azure_chat(deployment: &str) -> ContentCapabilities {
             max_part_bytes: Some(MAX_IMAGE_BYTES),
             max_parts: Some(50),
             source: AZURE_SOURCE,
+            ..ContentCapabilities::TEXT_ONLY
         },
         Family::Audio => ContentCapabilities {
             source: AZURE_SOURCE,
@@ -196,6 +200,7 @@ pub(crate) fn azure_responses(deployment: &str) -> ContentCapabilities {
             max_part_bytes: Some(MAX_IMAGE_BYTES),
             max_parts: Some(50),
             source: AZURE_SOURCE,
+            ..ContentCapabilities::TEXT_ONLY
         },
         Family::Audio | Family::Text => ContentCapabilities::TEXT_ONLY,
     }
