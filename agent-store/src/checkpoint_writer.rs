@@ -32,6 +32,7 @@ use sqlx::{QueryBuilder, Row};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::backend::Backend;
+use crate::blobs::{BlobRow, insert_blobs};
 use crate::db::{Shared, write_tx};
 use crate::errors::db_error;
 use crate::writer::chunks;
@@ -47,6 +48,8 @@ pub(crate) struct CheckpointRow {
     pub(crate) state: String,
     pub(crate) writer: String,
     pub(crate) taken_at: i64,
+    /// The blobs `header` and `state` refer to.
+    pub(crate) blobs: Vec<BlobRow>,
 }
 
 /// A `tool_ledger` row to store; `writer` set: fenced (stored only if the run's
@@ -59,6 +62,8 @@ pub(crate) struct LedgerRow {
     pub(crate) updated_at_ms: i64,
     pub(crate) body: String,
     pub(crate) writer: Option<String>,
+    /// The blobs `body` refers to.
+    pub(crate) blobs: Vec<BlobRow>,
 }
 
 /// One write of a batch: a checkpoint, ledger entries, or both (one boundary of a run:
@@ -274,6 +279,15 @@ async fn write(shared: &Shared, items: &[Item]) -> Result<Vec<SaveOutcome>, Stor
     };
     let rounds = rounds(&rows);
     write_tx!(shared, DB, tx => {
+        // Blobs first (a refused save leaves its blobs stored, unreferenced: harmless).
+        insert_blobs!(
+            tx,
+            DB,
+            items.iter().flat_map(|item| {
+                let save = item.save.iter().flat_map(|r| r.blobs.iter());
+                save.chain(item.tools.iter().flat_map(|r| r.blobs.iter()))
+            })
+        );
         for round in &rounds {
             let saves: Vec<(usize, &CheckpointRow)> = round
                 .iter()
@@ -363,6 +377,7 @@ mod tests {
             updated_at_ms: 0,
             body: String::new(),
             writer: writer.map(str::to_owned),
+            blobs: Vec::new(),
         }
     }
 
@@ -381,6 +396,7 @@ mod tests {
             state: String::new(),
             writer: String::new(),
             taken_at: 0,
+            blobs: Vec::new(),
         }
     }
 

@@ -24,9 +24,10 @@ use agent_core::store::{
 };
 use sqlx::Row;
 
+use crate::blobs::{externalize, insert_blobs};
 use crate::checkpoint_writer::{CheckpointRow, Item, LedgerRow};
 use crate::columns::{check_key, column, db_ms};
-use crate::db::{on_read_pool, on_write_pool};
+use crate::db::{on_read_pool, write_tx};
 use crate::errors::db_error;
 use crate::store::Store;
 
@@ -36,16 +37,20 @@ fn checkpoint_row(
     taken_at: u64,
 ) -> Result<CheckpointRow, StoreError> {
     check_key("run id", &checkpoint.run_id)?;
+    let mut blobs = Vec::new();
+    let header = externalize(column(&checkpoint.header), &mut blobs);
+    let state = externalize(column(&checkpoint.state), &mut blobs);
     Ok(CheckpointRow {
         run_id: checkpoint.run_id.clone(),
         seq: i64::try_from(checkpoint.seq).unwrap_or(i64::MAX),
         finished: checkpoint.finished,
         fingerprint: column(&checkpoint.fingerprint),
         updated_at_ms: db_ms(checkpoint.updated_at_ms),
-        header: column(&checkpoint.header),
-        state: column(&checkpoint.state),
+        header,
+        state,
         writer: column(&checkpoint.writer),
         taken_at: i64::try_from(taken_at).unwrap_or(i64::MAX),
+        blobs,
     })
 }
 
@@ -55,6 +60,8 @@ fn ledger_row(entry: &LedgerEntry, writer: Option<String>) -> Result<LedgerRow, 
     check_key("call id", &entry.call_id)?;
     let body = serde_json::to_string(entry)
         .map_err(|e| StoreError::invalid(format!("cannot encode a ledger entry: {e}")))?;
+    let mut blobs = Vec::new();
+    let body = externalize(body, &mut blobs);
     Ok(LedgerRow {
         run_id: entry.run_id.clone(),
         call_id: column(&entry.call_id),
@@ -63,6 +70,7 @@ fn ledger_row(entry: &LedgerEntry, writer: Option<String>) -> Result<LedgerRow, 
         updated_at_ms: db_ms(now_ms()),
         body,
         writer,
+        blobs,
     })
 }
 
@@ -97,13 +105,35 @@ where
     Ok(record)
 }
 
+impl Store {
+    /// The checkpoints with the bytes of the blobs their headers and states refer to
+    /// put back.
+    async fn inline_checkpoints(
+        &self,
+        mut records: Vec<CheckpointRecord>,
+    ) -> Result<Vec<CheckpointRecord>, StoreError> {
+        let mut texts: Vec<String> = Vec::with_capacity(records.len() * 2);
+        for r in &mut records {
+            texts.push(std::mem::take(&mut r.header));
+            texts.push(std::mem::take(&mut r.state));
+        }
+        self.inline_blobs("checkpoint", &mut texts).await?;
+        let mut texts = texts.into_iter();
+        for r in &mut records {
+            r.header = texts.next().unwrap_or_default();
+            r.state = texts.next().unwrap_or_default();
+        }
+        Ok(records)
+    }
+}
+
 impl CheckpointStore for Store {
     fn save<'a>(&'a self, checkpoint: &'a CheckpointRecord) -> StoreFuture<'a, ()> {
         Box::pin(async move {
-            check_key("run id", &checkpoint.run_id)?;
+            let row = checkpoint_row(checkpoint, 0)?;
             self.shared.ready().await?;
-            let seq = i64::try_from(checkpoint.seq).unwrap_or(i64::MAX);
-            on_write_pool!(&self.shared.pools, pool, DB => {
+            write_tx!(&self.shared, DB, tx => {
+                insert_blobs!(tx, DB, row.blobs.iter());
                 sqlx::query(
                     "INSERT INTO checkpoints \
                      (run_id, seq, finished, fingerprint, updated_at_ms, header, state, writer) \
@@ -113,19 +143,18 @@ impl CheckpointStore for Store {
                      updated_at_ms = excluded.updated_at_ms, header = excluded.header, \
                      state = excluded.state, writer = excluded.writer",
                 )
-                .bind(checkpoint.run_id.as_str())
-                .bind(seq)
-                .bind(checkpoint.finished)
-                .bind(column(&checkpoint.fingerprint))
-                .bind(db_ms(checkpoint.updated_at_ms))
-                .bind(column(&checkpoint.header))
-                .bind(column(&checkpoint.state))
-                .bind(column(&checkpoint.writer))
-                .execute(pool)
+                .bind(row.run_id.as_str())
+                .bind(row.seq)
+                .bind(row.finished)
+                .bind(row.fingerprint.as_str())
+                .bind(row.updated_at_ms)
+                .bind(row.header.as_str())
+                .bind(row.state.as_str())
+                .bind(row.writer.as_str())
+                .execute(&mut *tx)
                 .await
                 .map_err(db_error)?;
-            });
-            self.shared.check_file()
+            })
         })
     }
 
@@ -182,7 +211,7 @@ impl CheckpointStore for Store {
         Box::pin(async move {
             check_key("run id", run_id)?;
             self.shared.ready().await?;
-            let row = on_read_pool!(&self.shared.pools, pool, DB => {
+            let row: Option<CheckpointRecord> = on_read_pool!(&self.shared.pools, pool, DB => {
                 sqlx::query(
                     "SELECT run_id, seq, finished, fingerprint, updated_at_ms, header, state, \
                      writer FROM checkpoints WHERE run_id = $1",
@@ -195,7 +224,10 @@ impl CheckpointStore for Store {
                 .transpose()
                 .map_err(db_error)?
             });
-            Ok(row)
+            match row {
+                Some(record) => self.inline_checkpoints(vec![record]).await.map(|mut v| v.pop()),
+                None => Ok(None),
+            }
         })
     }
 
@@ -203,7 +235,7 @@ impl CheckpointStore for Store {
         Box::pin(async move {
             self.shared.ready().await?;
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-            let rows = on_read_pool!(&self.shared.pools, pool, DB => {
+            let rows: Vec<CheckpointRecord> = on_read_pool!(&self.shared.pools, pool, DB => {
                 sqlx::query(
                     "SELECT run_id, seq, finished, fingerprint, updated_at_ms, header, state, \
                      writer FROM checkpoints WHERE finished = $1 \
@@ -219,7 +251,7 @@ impl CheckpointStore for Store {
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(db_error)?
             });
-            Ok(rows)
+            self.inline_checkpoints(rows).await
         })
     }
 
@@ -235,13 +267,14 @@ impl CheckpointStore for Store {
         Box::pin(async move {
             check_key("run id", run_id)?;
             self.shared.ready().await?;
-            let bodies: Vec<String> = on_read_pool!(&self.shared.pools, pool, DB => {
+            let mut bodies: Vec<String> = on_read_pool!(&self.shared.pools, pool, DB => {
                 sqlx::query_scalar("SELECT body FROM tool_ledger WHERE run_id = $1")
                     .bind(run_id)
                     .fetch_all(pool)
                     .await
                     .map_err(db_error)?
             });
+            self.inline_blobs("ledger entry", &mut bodies).await?;
             bodies
                 .iter()
                 .map(|b| {

@@ -101,6 +101,7 @@
 //! That path is not tested here: the development and CI servers have no pgvector.
 
 mod backend;
+mod blobs;
 mod checkpoint_writer;
 mod checkpoints;
 mod columns;
@@ -120,6 +121,7 @@ mod writer;
 pub use agent_core::store::StoreError;
 
 pub use backend::Backend;
+pub use blobs::Blob;
 pub use dashboard::{
     DAY_MS, DayCount, LatencyCount, Overview, PageCursor, RunFilter, RunScope, RunsPage, TurnCount,
 };

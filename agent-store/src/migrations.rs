@@ -120,6 +120,18 @@ ALTER TABLE threads ADD COLUMN summary TEXT;
 ALTER TABLE threads ADD COLUMN summary_upto BIGINT NOT NULL DEFAULT 0;
 ";
 
+/// Blobs: the bytes of content parts (images, documents, audio), once per store, by
+/// their SHA-256; stored JSON refers to them (see `src/blobs`). `size` in bytes.
+/// (Version 7 is another change's; versions need not be contiguous.)
+const MIGRATION_8: &str = "
+CREATE TABLE IF NOT EXISTS blobs (
+    sha256 TEXT PRIMARY KEY,
+    media_type TEXT NOT NULL,
+    size BIGINT NOT NULL,
+    bytes {blob} NOT NULL
+);
+";
+
 impl<'s> MigrationSource<'s> for Migrations {
     fn resolve(
         self,
@@ -173,6 +185,13 @@ impl<'s> MigrationSource<'s> for Migrations {
                 Cow::Borrowed("thread summaries (compaction)"),
                 MigrationType::Simple,
                 Cow::Borrowed(MIGRATION_6),
+                false,
+            ),
+            Migration::new(
+                8,
+                Cow::Borrowed("blobs: the bytes of content parts, once, by SHA-256"),
+                MigrationType::Simple,
+                Cow::Owned(MIGRATION_8.replace("{blob}", blob)),
                 false,
             ),
         ];
