@@ -24,7 +24,7 @@ use agent_core::store::{
 };
 use sqlx::Row;
 
-use crate::blobs::{externalize, insert_blobs};
+use crate::blobs::{Recent, externalize, insert_blobs};
 use crate::checkpoint_writer::{CheckpointRow, Item, LedgerRow};
 use crate::columns::{check_key, column, db_ms};
 use crate::db::{on_read_pool, write_tx};
@@ -35,11 +35,12 @@ use crate::store::Store;
 fn checkpoint_row(
     checkpoint: &CheckpointRecord,
     taken_at: u64,
+    recent: &Recent,
 ) -> Result<CheckpointRow, StoreError> {
     check_key("run id", &checkpoint.run_id)?;
     let mut blobs = Vec::new();
-    let header = externalize(column(&checkpoint.header), &mut blobs);
-    let state = externalize(column(&checkpoint.state), &mut blobs);
+    let header = externalize(column(&checkpoint.header), &mut blobs, recent);
+    let state = externalize(column(&checkpoint.state), &mut blobs, recent);
     Ok(CheckpointRow {
         run_id: checkpoint.run_id.clone(),
         seq: i64::try_from(checkpoint.seq).unwrap_or(i64::MAX),
@@ -55,13 +56,17 @@ fn checkpoint_row(
 }
 
 /// A ledger entry as the checkpoint writer stores it; `writer` set: fenced.
-fn ledger_row(entry: &LedgerEntry, writer: Option<String>) -> Result<LedgerRow, StoreError> {
+fn ledger_row(
+    entry: &LedgerEntry,
+    writer: Option<String>,
+    recent: &Recent,
+) -> Result<LedgerRow, StoreError> {
     check_key("run id", &entry.run_id)?;
     check_key("call id", &entry.call_id)?;
     let body = serde_json::to_string(entry)
         .map_err(|e| StoreError::invalid(format!("cannot encode a ledger entry: {e}")))?;
     let mut blobs = Vec::new();
-    let body = externalize(body, &mut blobs);
+    let body = externalize(body, &mut blobs, recent);
     Ok(LedgerRow {
         run_id: entry.run_id.clone(),
         call_id: column(&entry.call_id),
@@ -130,7 +135,7 @@ impl Store {
 impl CheckpointStore for Store {
     fn save<'a>(&'a self, checkpoint: &'a CheckpointRecord) -> StoreFuture<'a, ()> {
         Box::pin(async move {
-            let row = checkpoint_row(checkpoint, 0)?;
+            let row = checkpoint_row(checkpoint, 0, &self.shared.recent)?;
             self.shared.ready().await?;
             write_tx!(&self.shared, DB, tx => {
                 insert_blobs!(tx, DB, row.blobs.iter());
@@ -164,7 +169,7 @@ impl CheckpointStore for Store {
         taken_at: u64,
     ) -> StoreFuture<'a, SaveOutcome> {
         Box::pin(async move {
-            let row = checkpoint_row(checkpoint, taken_at)?;
+            let row = checkpoint_row(checkpoint, taken_at, &self.shared.recent)?;
             self.shared.migrated().await?;
             self.checkpoints.write(Item::save(row)).await
         })
@@ -176,7 +181,7 @@ impl CheckpointStore for Store {
         writer: &'a str,
     ) -> StoreFuture<'a, SaveOutcome> {
         Box::pin(async move {
-            let row = ledger_row(entry, Some(column(writer)))?;
+            let row = ledger_row(entry, Some(column(writer)), &self.shared.recent)?;
             self.shared.migrated().await?;
             self.checkpoints.write(Item::tool(row)).await
         })
@@ -192,14 +197,16 @@ impl CheckpointStore for Store {
     ) -> StoreFuture<'a, SaveOutcome> {
         Box::pin(async move {
             let save = match checkpoint {
-                Some((record, taken_at)) => Some(checkpoint_row(record, taken_at)?),
+                Some((record, taken_at)) => {
+                    Some(checkpoint_row(record, taken_at, &self.shared.recent)?)
+                }
                 None => None,
             };
             let tools = entries
                 .iter()
                 .map(|entry| {
                     let fenced = entry.status == LedgerStatus::Started;
-                    ledger_row(entry, fenced.then(|| column(writer)))
+                    ledger_row(entry, fenced.then(|| column(writer)), &self.shared.recent)
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             self.shared.migrated().await?;
@@ -225,7 +232,10 @@ impl CheckpointStore for Store {
                 .map_err(db_error)?
             });
             match row {
-                Some(record) => self.inline_checkpoints(vec![record]).await.map(|mut v| v.pop()),
+                Some(record) => self
+                    .inline_checkpoints(vec![record])
+                    .await
+                    .map(|mut v| v.pop()),
                 None => Ok(None),
             }
         })
@@ -257,7 +267,7 @@ impl CheckpointStore for Store {
 
     fn record_tool<'a>(&'a self, entry: &'a LedgerEntry) -> StoreFuture<'a, ()> {
         Box::pin(async move {
-            let row = ledger_row(entry, None)?;
+            let row = ledger_row(entry, None, &self.shared.recent)?;
             self.shared.migrated().await?;
             self.checkpoints.write(Item::tool(row)).await.map(drop)
         })

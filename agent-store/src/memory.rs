@@ -152,7 +152,10 @@ impl Memory for Store {
             let bodies = entry
                 .messages
                 .iter()
-                .map(|m| serde_json::to_string(m).map(|b| externalize(b, &mut blobs)))
+                .map(|m| {
+                    serde_json::to_string(m)
+                        .map(|b| externalize(b, &mut blobs, &self.shared.recent))
+                })
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| StoreError::invalid(format!("cannot encode a message: {e}")))?;
             let n = i64::try_from(bodies.len()).unwrap_or(i64::MAX);

@@ -8,7 +8,7 @@ use agent_core::store::{
 };
 use sqlx::{QueryBuilder, Row};
 
-use crate::blobs::externalize;
+use crate::blobs::{Recent, externalize};
 use crate::columns::{check_key, column, db_ms};
 use crate::db::{on_read_pool, write_tx};
 use crate::errors::db_error;
@@ -24,10 +24,10 @@ fn decode<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> Result<T, S
         .map_err(|e| StoreError::backend(format!("a stored {what} does not decode: {e}")))
 }
 
-fn run_row(run: &RunRecord) -> Result<RunRow, StoreError> {
+fn run_row(run: &RunRecord, recent: &Recent) -> Result<RunRow, StoreError> {
     check_key("trace id", &run.trace_id)?;
     let mut blobs = Vec::new();
-    let record = externalize(encode(run)?, &mut blobs);
+    let record = externalize(encode(run)?, &mut blobs, recent);
     Ok(RunRow {
         trace_id: run.trace_id.clone(),
         agent: column(&run.agent),
@@ -46,10 +46,10 @@ fn run_row(run: &RunRecord) -> Result<RunRow, StoreError> {
     })
 }
 
-fn trace_row(trace: &TraceRecord) -> Result<RunRow, StoreError> {
+fn trace_row(trace: &TraceRecord, recent: &Recent) -> Result<RunRow, StoreError> {
     check_key("trace id", &trace.trace_id)?;
     let mut blobs = Vec::new();
-    let body = externalize(encode(trace)?, &mut blobs);
+    let body = externalize(encode(trace)?, &mut blobs, recent);
     Ok(RunRow {
         trace_id: trace.trace_id.clone(),
         agent: column(&trace.agent),
@@ -123,7 +123,7 @@ impl Store {
 
 impl FeedbackStore for Store {
     fn record<'a>(&'a self, run: &'a RunRecord) -> StoreFuture<'a, ()> {
-        Box::pin(async move { self.writer.write(run_row(run)?).await })
+        Box::pin(async move { self.writer.write(run_row(run, &self.shared.recent)?).await })
     }
 
     fn attach_feedback<'a>(
@@ -218,7 +218,11 @@ impl FeedbackStore for Store {
 
 impl TraceStore for Store {
     fn record_trace<'a>(&'a self, trace: &'a TraceRecord) -> StoreFuture<'a, ()> {
-        Box::pin(async move { self.writer.write(trace_row(trace)?).await })
+        Box::pin(async move {
+            self.writer
+                .write(trace_row(trace, &self.shared.recent)?)
+                .await
+        })
     }
 
     fn trace<'a>(&'a self, trace_id: &'a str) -> StoreFuture<'a, Option<TraceRecord>> {

@@ -6,6 +6,8 @@
 
 use crate::common;
 
+use std::sync::Arc;
+
 use agent_core::content::{Bytes, Input, Part};
 use agent_core::llm::Message;
 use agent_core::store::{CheckpointRecord, CheckpointStore, Memory, ThreadEntry, TraceStore};
@@ -51,7 +53,11 @@ async fn execute(place: &Place, sql: &str, text: &str) {
         Place::Sqlite { file, .. } => {
             let url = format!("sqlite://{}", file.display());
             let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
-            sqlx::query(sql).bind(text).execute(&mut conn).await.unwrap();
+            sqlx::query(sql)
+                .bind(text)
+                .execute(&mut conn)
+                .await
+                .unwrap();
             conn.close().await.unwrap();
         }
         Place::Postgres { url, schema } => {
@@ -60,7 +66,11 @@ async fn execute(place: &Place, sql: &str, text: &str) {
                 .execute(&mut conn)
                 .await
                 .unwrap();
-            sqlx::query(sql).bind(text).execute(&mut conn).await.unwrap();
+            sqlx::query(sql)
+                .bind(text)
+                .execute(&mut conn)
+                .await
+                .unwrap();
             conn.close().await.unwrap();
         }
     }
@@ -74,12 +84,14 @@ const SHARED: usize = 16 * 1024;
 /// the bytes.
 async fn ten_thousand_runs_store_each_image_once(place: &Place) {
     let store = place.open().await;
-    let config: AgentConfig<String> = AgentConfig::builder("vision")
-        .model("test")
-        .trace_store(store.clone())
-        .feedback_store(store.clone())
-        .build()
-        .unwrap();
+    let config: Arc<AgentConfig<String>> = Arc::new(
+        AgentConfig::builder("vision")
+            .model("test")
+            .trace_store(store.clone())
+            .feedback_store(store.clone())
+            .build()
+            .unwrap(),
+    );
     let shared = image(0, SHARED);
     let others: Vec<Vec<u8>> = (1..=3u8).map(|s| image(s, 1000 + usize::from(s))).collect();
     let shared_part = Part::from_bytes(shared.clone()).unwrap();
@@ -89,14 +101,17 @@ async fn ten_thousand_runs_store_each_image_once(place: &Place) {
         .collect();
     let results: Vec<_> = futures::stream::iter(0..RUNS)
         .map(|i| {
-            let mut input = Input::text(format!("ticket {i}: see the photo")).part(shared_part.clone());
+            let mut input =
+                Input::text(format!("ticket {i}: see the photo")).part(shared_part.clone());
             if i % 1000 == 0 {
                 input = input.part(other_parts[(i / 1000) % 3].clone());
             }
-            let config = &config;
-            async move { run_agent_with(config, input, RunOptions::new()).await }
+            let config = Arc::clone(&config);
+            // Spawned: the runs use both worker threads.
+            tokio::spawn(async move { run_agent_with(&config, input, RunOptions::new()).await })
         })
         .buffer_unordered(64)
+        .map(Result::unwrap)
         .collect()
         .await;
     assert_eq!(results.len(), RUNS);
@@ -115,7 +130,11 @@ async fn ten_thousand_runs_store_each_image_once(place: &Place) {
     // Measured in the tables themselves: four rows, their bytes once.
     assert_eq!(scalar(place, "SELECT COUNT(*) FROM blobs").await, 4);
     assert_eq!(
-        scalar(place, "SELECT CAST(SUM(LENGTH(bytes)) AS BIGINT) FROM blobs").await,
+        scalar(
+            place,
+            "SELECT CAST(SUM(LENGTH(bytes)) AS BIGINT) FROM blobs"
+        )
+        .await,
         distinct as i64
     );
     // No run's JSON holds bytes; together they are far smaller than one copy of the
@@ -187,7 +206,10 @@ async fn threads_and_checkpoints_share_blobs(place: &Place) {
     checkpoint.header = serde_json::to_string(&serde_json::json!({"input": [photo]})).unwrap();
     checkpoint.state = serde_json::to_string(&serde_json::json!({"messages": [message]})).unwrap();
     store.save(&checkpoint).await.unwrap();
-    let back = CheckpointStore::load(&other, "durable-1").await.unwrap().unwrap();
+    let back = CheckpointStore::load(&other, "durable-1")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(back.header, checkpoint.header);
     assert_eq!(back.state, checkpoint.state);
     let unfinished = store.unfinished(10).await.unwrap();
@@ -222,7 +244,10 @@ async fn threads_and_checkpoints_share_blobs(place: &Place) {
 async fn inline_records_still_load(place: &Place) {
     let store = place.open().await;
     store
-        .append("old", &ThreadEntry::new("run-old", vec![Message::user("x")], 1))
+        .append(
+            "old",
+            &ThreadEntry::new("run-old", vec![Message::user("x")], 1),
+        )
         .await
         .unwrap();
     let photo = Part::from_bytes(image(9, 500)).unwrap();
@@ -259,7 +284,10 @@ async fn inline_records_still_load(place: &Place) {
     );
     assert!(store.blob(&hash).await.unwrap().is_none());
     let invalid = store.blob("../../etc/passwd").await.unwrap_err();
-    assert!(matches!(invalid, agent_core::store::StoreError::Invalid { .. }));
+    assert!(matches!(
+        invalid,
+        agent_core::store::StoreError::Invalid { .. }
+    ));
     store.close().await.unwrap();
 }
 

@@ -26,7 +26,7 @@ use crate::db::on_read_pool;
 use crate::errors::db_error;
 use crate::store::Store;
 
-pub(crate) use refs::{BlobRow, externalize};
+pub(crate) use refs::{BlobRow, Recent, externalize};
 
 /// The blobs of `rows`, each hash once, sorted by hash (every transaction inserts them
 /// in the same order, so two never wait for each other's blobs in opposite orders).

@@ -11,9 +11,12 @@
 //! [`Bytes`] serializes to) is swapped, so a load gives back exactly the text that was
 //! stored. Text without the pattern (a text-only run) is not copied.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Mutex, PoisonError};
 
 use agent_core::content::{Bytes, Part};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 
 /// What precedes a part's inline bytes in compact JSON.
 const INLINE: &str = "\"source\":{\"bytes\":\"";
@@ -42,10 +45,49 @@ impl std::fmt::Debug for BlobRow {
     }
 }
 
+/// The blobs a store met last, by their base64 text: the same image comes in every
+/// checkpoint of a run and often in many runs, and is decoded and hashed once while it
+/// stays here (a text compare instead). At most [`RECENT_ENTRIES`] blobs and
+/// [`RECENT_TEXT`] bytes of base64; the oldest goes first.
+#[derive(Default)]
+pub(crate) struct Recent {
+    entries: Mutex<VecDeque<(String, BlobRow)>>,
+}
+
+/// How many blobs [`Recent`] keeps.
+const RECENT_ENTRIES: usize = 32;
+/// How much base64 text [`Recent`] keeps, in bytes (a blob larger than a quarter of it
+/// is not kept).
+const RECENT_TEXT: usize = 32 << 20;
+
+impl Recent {
+    fn get(&self, base64: &str) -> Option<BlobRow> {
+        let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        entries
+            .iter()
+            .find(|(text, _)| text.len() == base64.len() && text == base64)
+            .map(|(_, row)| row.clone())
+    }
+
+    fn put(&self, base64: &str, row: &BlobRow) {
+        if base64.len() > RECENT_TEXT / 4 {
+            return;
+        }
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut total: usize = entries.iter().map(|(t, _)| t.len()).sum::<usize>() + base64.len();
+        while entries.len() >= RECENT_ENTRIES || total > RECENT_TEXT {
+            match entries.pop_front() {
+                Some((text, _)) => total -= text.len(),
+                None => break,
+            }
+        }
+        entries.push_back((base64.to_owned(), row.clone()));
+    }
+}
+
 /// `json` with every part's inline bytes replaced by a reference; each blob is pushed
-/// onto `blobs` (duplicates included; the writer drops them). Returns `json` itself
-/// when it holds no inline bytes.
-pub(crate) fn externalize(json: String, blobs: &mut Vec<BlobRow>) -> String {
+/// onto `blobs` once. Returns `json` itself when it holds no inline bytes.
+pub(crate) fn externalize(json: String, blobs: &mut Vec<BlobRow>, recent: &Recent) -> String {
     if !json.contains(INLINE) {
         return json;
     }
@@ -61,22 +103,34 @@ pub(crate) fn externalize(json: String, blobs: &mut Vec<BlobRow>) -> String {
         // The object must close right after the string: `{"bytes":"..."}`.
         let after = start + len + 1;
         let closes = rest[after..].starts_with('}');
-        match closes.then(|| canonical_bytes(base64)).flatten() {
-            Some(bytes) => {
-                let media_type = media_type_near(&json, done + at, done + after + 1)
-                    .map_or_else(|| sniffed(&bytes), str::to_owned);
-                let sha256 = bytes.sha256();
+        let found = if closes {
+            recent.get(base64).or_else(|| {
+                canonical_bytes(base64).map(|bytes| {
+                    let media_type = media_type_near(&json, done + at, done + after + 1)
+                        .map_or_else(|| sniffed(&bytes), str::to_owned);
+                    let row = BlobRow {
+                        sha256: bytes.sha256(),
+                        media_type,
+                        bytes,
+                    };
+                    recent.put(base64, &row);
+                    row
+                })
+            })
+        } else {
+            None
+        };
+        match found {
+            Some(row) => {
                 out.push_str(&rest[..at]);
                 out.push_str(REF);
-                out.push_str(&sha256);
+                out.push_str(&row.sha256);
                 out.push_str("\",\"size\":");
-                out.push_str(&bytes.len().to_string());
+                out.push_str(&row.bytes.len().to_string());
                 out.push_str("}}");
-                blobs.push(BlobRow {
-                    sha256,
-                    media_type,
-                    bytes,
-                });
+                if !blobs.iter().any(|b| b.sha256 == row.sha256) {
+                    blobs.push(row);
+                }
                 rest = &rest[after + 1..];
                 done += after + 1;
             }
@@ -92,20 +146,14 @@ pub(crate) fn externalize(json: String, blobs: &mut Vec<BlobRow>) -> String {
 }
 
 /// The bytes of `base64` when it is exactly what [`Bytes`] serializes to (standard
-/// base64 with padding); `None` otherwise (the text stays inline).
+/// base64 with padding); `None` otherwise (the text stays inline). The standard engine
+/// decodes only canonical text (padding required, no stray trailing bits), so decoding
+/// is the check: re-encoding what it decodes gives `base64` back.
 fn canonical_bytes(base64: &str) -> Option<Bytes> {
-    if base64.is_empty() || base64.len() % 4 != 0 {
+    if base64.is_empty() {
         return None;
     }
-    let ok = base64
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'=');
-    if !ok {
-        return None;
-    }
-    let quoted = format!("\"{base64}\"");
-    let bytes: Bytes = serde_json::from_str(&quoted).ok()?;
-    (bytes.to_base64() == base64).then_some(bytes)
+    STANDARD.decode(base64).ok().map(Bytes::from)
 }
 
 /// The media type beside a source in `json`: `,"media_type":"..."` right after it (the
@@ -154,7 +202,10 @@ pub(crate) fn referenced(json: &str) -> Vec<String> {
 /// After [`REF`]: `<64 hex>","size":<digits>}}` as (hash, size, length of it all).
 fn parse_ref(text: &str) -> Option<(&str, u64, usize)> {
     let hash = text.get(..64)?;
-    if !hash.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+    if !hash
+        .bytes()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
         return None;
     }
     let tail = text[64..].strip_prefix("\",\"size\":")?;
@@ -216,7 +267,7 @@ mod tests {
     fn bytes_become_a_reference_and_come_back_exactly() {
         let json = part_json(PNG);
         let mut blobs = Vec::new();
-        let stored = externalize(json.clone(), &mut blobs);
+        let stored = externalize(json.clone(), &mut blobs, &Recent::default());
         let hash = Bytes::from(PNG).sha256();
         assert_eq!(
             stored,
@@ -239,7 +290,10 @@ mod tests {
     fn text_only_json_is_returned_as_is() {
         let json = "{\"text\":\"\\\"source\\\":{\\\"bytes\\\":\\\"AAAA\\\"}\"}".to_owned();
         let mut blobs = Vec::new();
-        assert_eq!(externalize(json.clone(), &mut blobs), json);
+        assert_eq!(
+            externalize(json.clone(), &mut blobs, &Recent::default()),
+            json
+        );
         assert!(blobs.is_empty());
         assert_eq!(internalize(json.clone(), &HashMap::new()).unwrap(), json);
     }
@@ -249,7 +303,10 @@ mod tests {
         // Unpadded base64 loads (Bytes accepts it) but would not come back the same.
         let json = "{\"source\":{\"bytes\":\"AAE\"},\"media_type\":\"image/png\"}".to_owned();
         let mut blobs = Vec::new();
-        assert_eq!(externalize(json.clone(), &mut blobs), json);
+        assert_eq!(
+            externalize(json.clone(), &mut blobs, &Recent::default()),
+            json
+        );
         assert!(blobs.is_empty());
     }
 
@@ -261,12 +318,15 @@ mod tests {
             bytes.to_base64()
         );
         let mut blobs = Vec::new();
-        let stored = externalize(json, &mut blobs);
+        let stored = externalize(json, &mut blobs, &Recent::default());
         assert_eq!(blobs[0].media_type, "application/pdf");
         let error = internalize(stored, &HashMap::new()).unwrap_err();
         assert_eq!(
             error,
-            format!("blob sha256:{} is referenced but not stored", bytes.sha256())
+            format!(
+                "blob sha256:{} is referenced but not stored",
+                bytes.sha256()
+            )
         );
     }
 }
