@@ -166,7 +166,8 @@ mod tests {
 
     #[test]
     fn bytes_in_json_become_a_size() {
-        let value = serde_json::json!({"a": [{"source": {"bytes": "AAAA"}, "media_type": "image/png"}]});
+        let value =
+            serde_json::json!({"a": [{"source": {"bytes": "AAAA"}, "media_type": "image/png"}]});
         assert_eq!(
             without_bytes(&value),
             serde_json::json!({"a": [{"source": "<bytes: about 3 (base64 not shown)>", "media_type": "image/png"}]})
