@@ -444,6 +444,14 @@ async fn images_are_thumbnails_served_from_the_store_by_hash() {
     let app = start(store, Config::new("unused")).await;
     let c = client();
     let png = Bytes::from(PNG_8X8).sha256();
+    let (_, overview) = get(&c, &format!("{}/?agent=vision", app.base), None).await;
+    assert!(
+        overview.contains(&format!(
+            "audio) of the whole store: 2 blobs, {} bytes,",
+            PNG_8X8.len() + PDF.len()
+        )),
+        "{overview}"
+    );
     let pdf = Bytes::from(PDF).sha256();
 
     let (status, page) = get(&c, &format!("{}/runs/{}", app.base, run.trace_id), None).await;

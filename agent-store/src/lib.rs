@@ -121,7 +121,7 @@ mod writer;
 pub use agent_core::store::StoreError;
 
 pub use backend::Backend;
-pub use blobs::Blob;
+pub use blobs::{Blob, BlobUsage};
 pub use dashboard::{
     DAY_MS, DayCount, LatencyCount, Overview, PageCursor, RunFilter, RunScope, RunsPage, TurnCount,
 };

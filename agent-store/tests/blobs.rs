@@ -127,6 +127,8 @@ async fn ten_thousand_runs_store_each_image_once(place: &Place) {
     assert_eq!(stats.blobs, 4);
     let distinct: usize = SHARED + others.iter().map(Vec::len).sum::<usize>();
     assert_eq!(stats.blob_bytes, distinct as u64);
+    let usage = store.blob_usage().await.unwrap();
+    assert_eq!((usage.blobs, usage.bytes), (4, distinct as u64));
     // Measured in the tables themselves: four rows, their bytes once.
     assert_eq!(scalar(place, "SELECT COUNT(*) FROM blobs").await, 4);
     assert_eq!(
@@ -177,6 +179,11 @@ async fn ten_thousand_runs_store_each_image_once(place: &Place) {
         .unwrap()
         .unwrap();
     assert_eq!(blob.media_type, "image/png");
+    let shown = format!("{blob:?}");
+    assert!(
+        shown.contains(&format!("<{SHARED} bytes, sha256:")) && !shown.contains("iVBORw0KGgo"),
+        "{shown}"
+    );
     assert_eq!(blob.bytes.as_slice(), shared.as_slice());
     store.close().await.unwrap();
 }

@@ -80,6 +80,16 @@ pub struct Blob {
     pub bytes: Bytes,
 }
 
+/// How much the blobs of a store hold ([`Store::blob_usage`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BlobUsage {
+    /// Stored blobs (distinct bytes).
+    pub blobs: u64,
+    /// Their bytes together.
+    pub bytes: u64,
+}
+
 /// Whether `sha256` is 64 lowercase hex digits.
 fn is_hash(sha256: &str) -> bool {
     sha256.len() == 64
@@ -117,6 +127,28 @@ impl Store {
             media_type,
             bytes: Bytes::from(bytes),
         }))
+    }
+
+    /// How many blobs the store holds and their bytes together: one query on the
+    /// `blobs` table (small: one row per distinct part), for pages and reports.
+    ///
+    /// # Errors
+    /// As [`stats`](Self::stats).
+    pub async fn blob_usage(&self) -> Result<BlobUsage, StoreError> {
+        self.shared.ready().await?;
+        let (blobs, bytes): (i64, i64) = on_read_pool!(&self.shared.pools, pool, DB => {
+            let row = sqlx::query(
+                "SELECT COUNT(*), CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM blobs",
+            )
+            .fetch_one(pool)
+            .await
+            .map_err(db_error)?;
+            (row.try_get(0).map_err(db_error)?, row.try_get(1).map_err(db_error)?)
+        });
+        Ok(BlobUsage {
+            blobs: u64::try_from(blobs).unwrap_or(0),
+            bytes: u64::try_from(bytes).unwrap_or(0),
+        })
     }
 
     /// Puts the bytes of the blobs that `texts` reference back into them (one query
