@@ -298,7 +298,46 @@ async fn inline_records_still_load(place: &Place) {
     store.close().await.unwrap();
 }
 
+/// A durable run with an image: its checkpoints (the fenced, group-committed saves)
+/// refer to the image's blob, and resuming the finished run gives back its transcript
+/// with the image's bytes.
+async fn durable_runs_checkpoint_references(place: &Place) {
+    let store = place.open().await;
+    let config: AgentConfig<String> = AgentConfig::builder("vision")
+        .model("test")
+        .checkpoints(store.clone())
+        .build()
+        .unwrap();
+    let photo = Part::from_bytes(image(3, 2000)).unwrap();
+    let input = Input::text("what is on the photo?").part(photo.clone());
+    let first = run_agent_with(&config, input, RunOptions::new().run_id("img-1")).await;
+    assert!(first.is_ok(), "{:?}", first.category());
+    assert_eq!(
+        scalar(
+            place,
+            "SELECT COUNT(*) FROM checkpoints WHERE run_id = 'img-1' \
+             AND header NOT LIKE '%\"bytes\":\"%' AND state NOT LIKE '%\"bytes\":\"%' \
+             AND (header LIKE '%\"blob\":{%' OR state LIKE '%\"blob\":{%')"
+        )
+        .await,
+        1
+    );
+    let again = agent_core::resume_agent(&config, "img-1").await.unwrap();
+    assert_eq!(again.transcript, first.transcript);
+    assert!(
+        again
+            .transcript
+            .iter()
+            .any(|m| matches!(m, Message::User { parts, .. } if parts.contains(&photo))),
+        "{:?}",
+        again.transcript
+    );
+    assert_eq!(store.stats().await.unwrap().blobs, 1);
+    store.close().await.unwrap();
+}
+
 both_backends!(
+    durable_runs_checkpoint_references,
     ten_thousand_runs_store_each_image_once,
     threads_and_checkpoints_share_blobs,
     inline_records_still_load,
