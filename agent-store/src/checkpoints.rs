@@ -24,7 +24,7 @@ use agent_core::store::{
 };
 use sqlx::Row;
 
-use crate::blobs::{Recent, externalize, insert_blobs};
+use crate::blob_refs::{Recent, externalize, insert_blobs};
 use crate::checkpoint_writer::{CheckpointRow, Item, LedgerRow};
 use crate::columns::{check_key, column, db_ms};
 use crate::db::{on_read_pool, write_tx};

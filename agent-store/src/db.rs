@@ -17,7 +17,7 @@ use sqlx::{ConnectOptions, Row};
 use tokio::sync::OnceCell;
 
 use crate::backend::Backend;
-use crate::blobs::Recent;
+use crate::blob_refs::Recent;
 use crate::errors::{db_error, is_duplicate_schema, migrate_error, redact};
 use crate::migrations::Migrations;
 use crate::options::StoreOptions;

@@ -18,7 +18,7 @@ use agent_core::store::{Memory, StoreFuture, ThreadEntry, ThreadState};
 use agent_core::{llm::Message, store::StoreError};
 use sqlx::{QueryBuilder, Row};
 
-use crate::blobs::{externalize, insert_blobs};
+use crate::blob_refs::{externalize, insert_blobs};
 use crate::columns::{check_key, db_ms};
 use crate::db::{on_read_pool, write_tx};
 use crate::errors::db_error;

@@ -8,7 +8,7 @@ use agent_core::store::{
 };
 use sqlx::{QueryBuilder, Row};
 
-use crate::blobs::{Recent, externalize};
+use crate::blob_refs::{Recent, externalize};
 use crate::columns::{check_key, column, db_ms};
 use crate::db::{on_read_pool, write_tx};
 use crate::errors::db_error;

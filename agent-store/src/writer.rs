@@ -15,7 +15,7 @@ use sqlx::QueryBuilder;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::backend::Backend;
-use crate::blobs::{BlobRow, insert_blobs};
+use crate::blob_refs::{BlobRow, insert_blobs};
 use crate::db::{Shared, write_tx};
 use crate::errors::db_error;
 

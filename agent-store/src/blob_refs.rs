@@ -1,4 +1,4 @@
-//! The JSON side of blobs: a part's inline bytes (`"source":{"bytes":"<base64>"}`)
+//! The JSON side of blobs (the store side is `blobs.rs`): a part's inline bytes (`"source":{"bytes":"<base64>"}`)
 //! swapped for a reference (`"source":{"blob":{"sha256":"<hex>","size":<bytes>}}`) when
 //! stored, and back when loaded.
 //!
@@ -251,6 +251,47 @@ pub(crate) fn internalize(json: String, blobs: &HashMap<String, Bytes>) -> Resul
     out.push_str(rest);
     Ok(out)
 }
+
+/// The blobs of `rows`, each hash once, sorted by hash (every transaction inserts them
+/// in the same order, so two never wait for each other's blobs in opposite orders).
+pub(crate) fn distinct<'a>(rows: impl IntoIterator<Item = &'a BlobRow>) -> Vec<&'a BlobRow> {
+    let mut out: Vec<&BlobRow> = rows.into_iter().collect();
+    out.sort_by(|a, b| a.sha256.cmp(&b.sha256));
+    out.dedup_by(|a, b| a.sha256 == b.sha256);
+    out
+}
+
+/// The size of a blob as a database integer.
+pub(crate) fn db_size(row: &BlobRow) -> i64 {
+    i64::try_from(row.bytes.len()).unwrap_or(i64::MAX)
+}
+
+/// Inserts the distinct blobs of `$blobs` (an iterator of `&BlobRow`) in the
+/// transaction `$tx` of database `$DB`, skipping those already stored.
+macro_rules! insert_blobs {
+    ($tx:ident, $DB:ident, $blobs:expr) => {{
+        let blobs = $crate::blob_refs::distinct($blobs);
+        // Blobs may be large: a few per statement.
+        for chunk in blobs.chunks(8) {
+            let mut q = ::sqlx::QueryBuilder::<$DB>::new(
+                "INSERT INTO blobs (sha256, media_type, size, bytes) ",
+            );
+            q.push_values(chunk, |mut b, r| {
+                b.push_bind(r.sha256.as_str())
+                    .push_bind(r.media_type.as_str())
+                    .push_bind($crate::blob_refs::db_size(r))
+                    .push_bind(r.bytes.as_slice());
+            });
+            q.push(" ON CONFLICT (sha256) DO NOTHING");
+            q.build()
+                .execute(&mut *$tx)
+                .await
+                .map_err($crate::errors::db_error)?;
+        }
+    }};
+}
+
+pub(crate) use insert_blobs;
 
 #[cfg(test)]
 mod tests {

@@ -3,7 +3,7 @@
 //!
 //! Every JSON the store writes that can carry parts (run records, traces, checkpoint
 //! headers and states, ledger entries, thread messages) goes through
-//! [`refs::externalize`] first: a part's inline base64 becomes a reference
+//! `blob_refs::externalize` first: a part's inline base64 becomes a reference
 //! (`{"blob":{"sha256":..,"size":..}}`, the media type staying beside it in the part)
 //! and its bytes a blob row, inserted in the same transaction as the row that refers to
 //! it (`ON CONFLICT DO NOTHING`: a blob already stored is not written again). Loading
@@ -13,8 +13,6 @@
 //! Blobs are never deleted by the store: one that no row references any more (its run
 //! deleted, or a fenced save refused after its blobs were inserted) stays until the
 //! database is cleaned by hand.
-
-pub(crate) mod refs;
 
 use std::collections::HashMap;
 
@@ -26,47 +24,7 @@ use crate::db::on_read_pool;
 use crate::errors::db_error;
 use crate::store::Store;
 
-pub(crate) use refs::{BlobRow, Recent, externalize};
-
-/// The blobs of `rows`, each hash once, sorted by hash (every transaction inserts them
-/// in the same order, so two never wait for each other's blobs in opposite orders).
-pub(crate) fn distinct<'a>(rows: impl IntoIterator<Item = &'a BlobRow>) -> Vec<&'a BlobRow> {
-    let mut out: Vec<&BlobRow> = rows.into_iter().collect();
-    out.sort_by(|a, b| a.sha256.cmp(&b.sha256));
-    out.dedup_by(|a, b| a.sha256 == b.sha256);
-    out
-}
-
-/// The size of a blob as a database integer.
-pub(crate) fn db_size(row: &BlobRow) -> i64 {
-    i64::try_from(row.bytes.len()).unwrap_or(i64::MAX)
-}
-
-/// Inserts the distinct blobs of `$blobs` (an iterator of `&BlobRow`) in the
-/// transaction `$tx` of database `$DB`, skipping those already stored.
-macro_rules! insert_blobs {
-    ($tx:ident, $DB:ident, $blobs:expr) => {{
-        let blobs = $crate::blobs::distinct($blobs);
-        for chunk in $crate::writer::chunks(&blobs) {
-            let mut q = ::sqlx::QueryBuilder::<$DB>::new(
-                "INSERT INTO blobs (sha256, media_type, size, bytes) ",
-            );
-            q.push_values(chunk, |mut b, r| {
-                b.push_bind(r.sha256.as_str())
-                    .push_bind(r.media_type.as_str())
-                    .push_bind($crate::blobs::db_size(r))
-                    .push_bind(r.bytes.as_slice());
-            });
-            q.push(" ON CONFLICT (sha256) DO NOTHING");
-            q.build()
-                .execute(&mut *$tx)
-                .await
-                .map_err($crate::errors::db_error)?;
-        }
-    }};
-}
-
-pub(crate) use insert_blobs;
+use crate::blob_refs as refs;
 
 /// One stored blob: the bytes of a part, by hash.
 #[derive(Clone, Debug, PartialEq, Eq)]
