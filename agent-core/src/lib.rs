@@ -151,9 +151,13 @@ pub mod durable {
     //! Assembled here from the runner (the resume), the pause's types and the store's
     //! checkpoint types, which live in different layers of the crate.
 
-    pub use crate::pause::{Decision, DecisionProblem, Decisions, PauseReason, PendingCall};
+    pub use crate::pause::{
+        ChildPause, ChildResume, Decision, DecisionProblem, Decisions, PauseReason, PendingCall,
+        Via,
+    };
     pub use crate::runner::{
-        PausedRun, paused_runs, record_decisions, resume_agent, resume_agent_with,
+        LEASE, PausedRun, UnfinishedRun, paused_runs, record_decisions, resume_agent,
+        resume_agent_with, unfinished_runs,
     };
     pub use crate::store::{
         CheckpointRecord, CheckpointStore, ConfigDifference, InMemoryCheckpoints, LedgerEntry,

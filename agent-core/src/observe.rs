@@ -58,11 +58,13 @@ pub enum RunEvent<'a> {
         /// The agent that has the conversation now.
         to: &'a str,
     },
-    /// The conversation was compacted before an LLM call (see `agent_core::Compaction`).
+    /// The conversation was compacted before an LLM call (see `agent_core::Compaction`),
+    /// or the newest tool results were cut so that the request fits the model's context
+    /// window (strategy `cut_tool_results`; with or without a compaction policy).
     Compacted {
         /// The run's trace id.
         trace_id: &'a str,
-        /// What was done: `clear_tool_results` or `summarize`.
+        /// What was done: `clear_tool_results`, `summarize` or `cut_tool_results`.
         strategy: &'a str,
         /// The history's tokens before (tokens; reported or estimated, see
         /// `Compaction`).

@@ -54,6 +54,7 @@ pub struct RunOptions {
     pub(crate) thread: Option<String>,
     pub(crate) run_id: Option<String>,
     pub(crate) decisions: Decisions,
+    pub(crate) lease: Option<Duration>,
     /// The tool call of a parent run that starts this run (an agent used as a tool):
     /// the runner's link, opaque at this layer.
     pub(crate) parent: Option<crate::tool::Opaque>,
@@ -148,6 +149,17 @@ impl RunOptions {
         self
     }
 
+    /// How long this process holds the run after its last write or lease renewal, when
+    /// the config has a checkpoint store (default
+    /// [`LEASE`](crate::durable::LEASE), 60 s; at least 100 ms). The run renews it every
+    /// third of it while it runs; a sweeper takes over a run only once its lease
+    /// lapsed. See `docs/durable.md`, "Leases and the sweeper".
+    #[must_use]
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = Some(lease.max(Duration::from_millis(100)));
+        self
+    }
+
     /// Decisions for the pending calls of a paused run (see
     /// [`resume_agent_with`](crate::durable::resume_agent_with)); ignored by a fresh run. Added
     /// to those set before (same call id: replaced).
@@ -185,6 +197,7 @@ impl fmt::Debug for RunOptions {
             .field("thread", &self.thread)
             .field("run_id", &self.run_id)
             .field("decisions", &self.decisions.len())
+            .field("lease", &self.lease)
             .finish()
     }
 }

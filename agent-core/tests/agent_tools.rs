@@ -525,8 +525,11 @@ async fn a_childs_records_point_at_its_parent() {
 }
 
 #[tokio::test]
-async fn a_child_that_pauses_for_approval_is_a_tool_error_and_the_parent_goes_on() {
-    // The child's model calls `noop`, which needs a person's approval: the child pauses.
+async fn a_child_that_pauses_under_a_parent_without_a_store_is_a_tool_error_and_the_parent_goes_on()
+{
+    // The child's model calls `noop`, which needs a person's approval: the child pauses;
+    // the parent has no checkpoint store, so it cannot wait (with one it pauses: see
+    // child_approvals.rs, C64).
     let child_model = ScriptedModel::from_steps([turn(call("k1", "noop", json!({})), 20, 5)]);
     let child: AgentConfig<Refund> = AgentConfig::builder("refunds")
         .llm(child_model.clone())
@@ -560,7 +563,9 @@ async fn a_child_that_pauses_for_approval_is_a_tool_error_and_the_parent_goes_on
     };
     assert!(*is_error);
     assert!(
-        text.contains("the refunds agent did not answer (paused)"),
+        text.starts_with("refunds could not finish: the refunds agent's run ")
+            && text
+                .ends_with("waits for decisions, and this run cannot wait (no checkpoint store)"),
         "{text}"
     );
     let [child_usage] = &result.usage.children[..] else {

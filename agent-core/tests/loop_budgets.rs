@@ -531,9 +531,105 @@ async fn a_huge_tool_result_is_cut_before_it_reaches_the_model() {
         .unwrap();
     assert!(run_agent(&config, "ticket").await.is_ok());
     let res = &last_results(&model.requests()[1])[0];
-    assert!(res.content.len() < 1_100, "{}", res.content.len());
+    assert!(res.content.len() < 1_250, "{}", res.content.len());
+    assert!(res.content.contains(
+        "[cut: the result had 5000000 bytes (about 1250000 tokens); the first 1000 are shown."
+    ));
+}
+
+/// A tool whose result is `lines` lines of 50 bytes.
+struct Rows {
+    lines: usize,
+}
+
+impl Tool for Rows {
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition::new("rows", "Returns rows.", json!({"type": "object"}))
+    }
+    fn call<'a>(&'a self, _a: Value, _c: ToolContext) -> ToolFuture<'a> {
+        let text: String = (0..self.lines)
+            .map(|i| format!("{i:08} {}\n", "r".repeat(40)))
+            .collect();
+        Box::pin(async move { Ok(text) })
+    }
+}
+
+#[tokio::test]
+async fn issue49_a_result_that_would_overflow_the_context_window_is_cut_to_fit_and_the_run_answers()
+{
+    // 60,000 bytes of rows (about 15,000 tokens) for a model with 8,000 tokens of
+    // window and 1,000 of output: without the cut the request passes the window and
+    // the provider ends the run `context_window_exceeded`.
+    let model = ScriptedModel::new()
+        .tool_call("rows", json!({}))
+        .submit(valid());
+    let config = builder(&model, &[])
+        .tool(Rows { lines: 1_200 })
+        .max_tokens(1_000)
+        .context_window(agent_core::pricing::ContextWindow::new(8_000, 1_000))
+        .build()
+        .unwrap();
+    let result = run_agent(&config, "ticket").await;
+    assert!(result.outcome.is_ok(), "{:?}", result.outcome);
+    let second = &model.requests()[1];
+    let res = &last_results(second)[0];
+    // Cut at a line break, with its full size, under the room of 7,000 tokens.
+    assert!(res.content.len() < 28_000, "{}", res.content.len());
+    assert!(res.content.len() > 20_000, "{}", res.content.len());
+    let (rows, note) = res.content.split_once("\n[cut: ").unwrap();
+    assert!(rows.lines().all(|l| l.len() == 49), "a half row was kept");
     assert!(
+        note.starts_with("the result had 60000 bytes (about 15000 tokens); the first "),
+        "{note}"
+    );
+}
+
+#[tokio::test]
+async fn issue49_a_tools_own_result_cap_binds_below_the_configs() {
+    struct Capped;
+    impl Tool for Capped {
+        fn definition(&self) -> ToolDefinition {
+            ToolDefinition::new("rows", "Returns rows.", json!({"type": "object"}))
+        }
+        fn call<'a>(&'a self, a: Value, c: ToolContext) -> ToolFuture<'a> {
+            Rows { lines: 100 }.call(a, c)
+        }
+        fn max_result_tokens(&self) -> Option<u32> {
+            Some(100)
+        }
+    }
+    let model = ScriptedModel::new()
+        .tool_call("rows", json!({}))
+        .submit(valid());
+    let config = builder(&model, &[]).tool(Capped).build().unwrap();
+    assert!(run_agent(&config, "ticket").await.is_ok());
+    let res = &last_results(&model.requests()[1])[0];
+    // 100 tokens = 400 bytes: 8 whole rows of 50 bytes (the cut is at a line break).
+    let (rows, _) = res.content.split_once("\n[cut: ").unwrap();
+    assert_eq!(rows.lines().count(), 8, "{rows}");
+    assert!(rows.lines().all(|l| l.len() == 49), "{rows}");
+    assert!(
+        res.content.contains("the result had 5000 bytes"),
+        "{}",
         res.content
-            .ends_with("[truncated: the result had 5000000 bytes; the first 1000 are shown]")
+    );
+    // A cap of 0 tokens is a ConfigError at build.
+    struct Zero;
+    impl Tool for Zero {
+        fn definition(&self) -> ToolDefinition {
+            ToolDefinition::new("zero", "Nothing.", json!({"type": "object"}))
+        }
+        fn call<'a>(&'a self, _a: Value, _c: ToolContext) -> ToolFuture<'a> {
+            Box::pin(async { Ok(String::new()) })
+        }
+        fn max_result_tokens(&self) -> Option<u32> {
+            Some(0)
+        }
+    }
+    let err = builder(&model, &[]).tool(Zero).build().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "max_result_tokens = 0 (tool zero) is invalid: a result of no tokens tells the model \
+         nothing; use at least 1"
     );
 }

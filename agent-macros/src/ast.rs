@@ -194,6 +194,8 @@ pub(crate) struct ToolFn {
     pub(crate) irreversible: bool,
     /// `#[tool(requires_approval)]`.
     pub(crate) requires_approval: bool,
+    /// `#[tool(max_result_tokens = N)]`.
+    pub(crate) max_result_tokens: Option<u32>,
 }
 
 impl ToolFn {
@@ -214,6 +216,10 @@ impl ToolFn {
         let returns = parse_return(&item.sig.output, &mut errors);
         let irreversible = args.irreversible;
         let requires_approval = args.requires_approval;
+        let max_result_tokens = args
+            .max_result_tokens
+            .as_ref()
+            .and_then(|lit| lit.base10_parse::<u32>().ok());
         let name = match &args.name {
             Some(lit) => {
                 let name = lit.value();
@@ -247,6 +253,7 @@ impl ToolFn {
             returns,
             irreversible,
             requires_approval,
+            max_result_tokens,
         })
     }
 }

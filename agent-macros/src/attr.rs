@@ -108,6 +108,8 @@ pub(crate) struct ToolArgs {
     pub(crate) irreversible: bool,
     /// `requires_approval`: every call waits for a person's approval.
     pub(crate) requires_approval: bool,
+    /// `max_result_tokens = N`: the longest result the model is shown, in tokens.
+    pub(crate) max_result_tokens: Option<syn::LitInt>,
 }
 
 impl ToolArgs {
@@ -121,6 +123,7 @@ impl ToolArgs {
                 "params",
                 "irreversible",
                 "requires_approval",
+                "max_result_tokens",
             ],
         );
         let parser = syn::meta::parser(|meta| {
@@ -142,6 +145,32 @@ impl ToolArgs {
                         ));
                     }
                     args.requires_approval = true;
+                }
+                "max_result_tokens" => {
+                    let lit: syn::LitInt = meta.value()?.parse().map_err(|e| {
+                        syn::Error::new(
+                            e.span(),
+                            "`max_result_tokens` takes a whole number of tokens: \
+                             `#[tool(max_result_tokens = 2000)]`",
+                        )
+                    })?;
+                    match lit.base10_parse::<u32>() {
+                        Ok(0) => {
+                            return Err(syn::Error::new(
+                                lit.span(),
+                                "`max_result_tokens` must be at least 1: a result of no \
+                                 tokens tells the model nothing",
+                            ));
+                        }
+                        Ok(_) => args.max_result_tokens = Some(lit),
+                        Err(_) => {
+                            return Err(syn::Error::new(
+                                lit.span(),
+                                "`max_result_tokens` takes a whole number of tokens from 1 to \
+                                 4294967295, without a suffix",
+                            ));
+                        }
+                    }
                 }
                 _ => meta.parse_nested_meta(|param| {
                     let ident = param.path.require_ident()?.clone();

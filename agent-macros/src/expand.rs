@@ -216,6 +216,10 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenSt
     );
     let irreversible = tool.irreversible;
     let requires_approval = tool.requires_approval;
+    let max_result_tokens = match tool.max_result_tokens {
+        Some(n) => quote! { ::std::option::Option::Some(#n) },
+        None => quote! { ::std::option::Option::None },
+    };
     Ok(quote! {
         #item
 
@@ -273,6 +277,10 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> syn::Result<TokenSt
 
                 fn requires_approval(&self) -> bool {
                     #requires_approval
+                }
+
+                fn max_result_tokens(&self) -> ::std::option::Option<u32> {
+                    #max_result_tokens
                 }
             }
         };

@@ -4,9 +4,10 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use agent_core::content::Part;
 use agent_core::{
     Tool, ToolContext, ToolError,
-    tool::{ToolDefinition, ToolFuture},
+    tool::{ContentFuture, ToolContent, ToolDefinition, ToolFuture},
 };
 use rmcp::ServiceError;
 use rmcp::model::{
@@ -82,7 +83,23 @@ impl Tool for McpTool {
         self.definition.clone()
     }
 
+    /// The result's text, with a line `[image image/png, 1234 bytes]` (and so on) for
+    /// each part, for a caller that takes text alone; the runner calls
+    /// [`call_content`](Tool::call_content).
     fn call<'a>(&'a self, arguments: Value, context: ToolContext) -> ToolFuture<'a> {
+        Box::pin(async move {
+            let content = self.call_mcp(arguments, context.deadline()).await?;
+            let mut text = content.text;
+            for part in &content.parts {
+                text.push_str(&format!("\n[{}]", part.describe()));
+            }
+            Ok(text)
+        })
+    }
+
+    /// The result's text and its image, audio and embedded resource content as parts
+    /// (see [`map_result`]).
+    fn call_content<'a>(&'a self, arguments: Value, context: ToolContext) -> ContentFuture<'a> {
         Box::pin(self.call_mcp(arguments, context.deadline()))
     }
 
@@ -101,7 +118,7 @@ impl McpTool {
         &self,
         arguments: Value,
         deadline: Option<tokio::time::Instant>,
-    ) -> Result<String, ToolError> {
+    ) -> Result<ToolContent, ToolError> {
         let connection = &self.connection;
         let label = &connection.label;
         let mut params = CallToolRequestParams::new(self.mcp_name.clone());
@@ -206,39 +223,99 @@ fn service_error(label: &str, error: &ServiceError) -> String {
     }
 }
 
-/// A `tools/call` result as the tool's result: `structuredContent` as compact JSON if
-/// present, else the content blocks joined by newlines (text as is; other blocks as a
-/// one-line placeholder naming their kind). `isError: true` becomes a [`ToolError`] with
-/// the same text.
-pub(crate) fn map_result(result: CallToolResult) -> Result<String, ToolError> {
+/// A `tools/call` result as the tool's result. Text: `structuredContent` as compact
+/// JSON if present, else the text blocks (and the text of embedded text resources)
+/// joined by newlines. Parts, in order: each `image` and `audio` block (base64 with its
+/// MIME type), and each embedded blob resource (base64, its `mimeType`, else the type
+/// sniffed from the bytes; named after the last segment of its URI), checked as
+/// [`Part::from_base64`] checks (empty, undecodable, or not the type it claims: a note
+/// in the text instead, naming the block and why). A resource link stays a line of
+/// text naming its URI (it is not content; nothing is fetched). `isError: true`
+/// becomes a [`ToolError`] with the text, its parts named in it.
+pub(crate) fn map_result(result: CallToolResult) -> Result<ToolContent, ToolError> {
     let is_error = result.is_error.unwrap_or(false);
-    let text = result
-        .content
-        .iter()
-        .map(block_text)
-        .collect::<Vec<_>>()
-        .join("\n");
+    let mut lines: Vec<String> = Vec::new();
+    let mut parts: Vec<Part> = Vec::new();
+    for block in &result.content {
+        match block_part(block) {
+            Some(Ok(part)) => parts.push(part),
+            Some(Err(note)) => lines.push(note),
+            None => lines.push(block_text(block)),
+        }
+    }
+    let text = lines.join("\n");
     if is_error {
-        return Err(ToolError::new(if text.trim().is_empty() {
+        let mut message = text;
+        for part in &parts {
+            if !message.is_empty() {
+                message.push('\n');
+            }
+            message.push_str(&format!("[{}]", part.describe()));
+        }
+        return Err(ToolError::new(if message.trim().is_empty() {
             "the MCP tool reported an error without a message".to_owned()
         } else {
-            text
+            message
         }));
     }
-    match result.structured_content {
-        Some(value) => Ok(value.to_string()),
-        None => Ok(text),
-    }
+    let text = match result.structured_content {
+        Some(value) => value.to_string(),
+        None => text,
+    };
+    Ok(parts
+        .into_iter()
+        .fold(ToolContent::text(text), ToolContent::part))
+}
+
+/// The part of an image, audio or embedded blob block (`None` for any other block);
+/// `Err` with a note naming the block and why when its data is not a usable part.
+fn block_part(block: &ContentBlock) -> Option<Result<Part, String>> {
+    let (kind, data, mime_type, uri) = match block {
+        ContentBlock::Image(image) => ("image", &image.data, Some(&image.mime_type), None),
+        ContentBlock::Audio(audio) => ("audio", &audio.data, Some(&audio.mime_type), None),
+        ContentBlock::Resource(embedded) => match &embedded.resource {
+            ResourceContents::BlobResourceContents {
+                uri,
+                mime_type,
+                blob,
+                ..
+            } => ("resource", blob, mime_type.as_ref(), Some(uri)),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let named = |reason: String| match uri {
+        Some(uri) => format!("[{kind} {uri}: {reason}]"),
+        None => format!(
+            "[{kind} {}: {reason}]",
+            mime_type.map_or("", String::as_str)
+        ),
+    };
+    let part = match mime_type {
+        Some(mime_type) => Part::from_base64(data, mime_type.as_str()),
+        None => agent_core::content::Bytes::from_base64(data).and_then(Part::from_bytes),
+    };
+    Some(
+        part.map(|part| match uri.map(String::as_str).and_then(file_name) {
+            Some(name) => part.named(name),
+            None => part,
+        })
+        .map_err(|e| named(format!("not passed on: {e}"))),
+    )
+}
+
+/// The last segment of a resource URI, when it looks like a file name.
+fn file_name(uri: &str) -> Option<String> {
+    let path = uri.split(['?', '#']).next().unwrap_or_default();
+    let last = path.rsplit('/').next().unwrap_or_default();
+    (!last.is_empty() && !last.contains(':')).then(|| last.to_owned())
 }
 
 fn block_text(block: &ContentBlock) -> String {
     match block {
         ContentBlock::Text(text) => text.text.clone(),
-        ContentBlock::Image(image) => format!("[image: {}]", image.mime_type),
-        ContentBlock::Audio(audio) => format!("[audio: {}]", audio.mime_type),
         ContentBlock::Resource(embedded) => match &embedded.resource {
             ResourceContents::TextResourceContents { text, .. } => text.clone(),
-            ResourceContents::BlobResourceContents { uri, .. } => format!("[resource: {uri}]"),
             _ => "[resource]".to_owned(),
         },
         ContentBlock::ResourceLink(link) => format!("[resource link: {}]", link.uri),
@@ -264,15 +341,47 @@ mod tests {
             {"type": "image", "data": "AAAA", "mimeType": "image/png"},
             {"type": "text", "text": "line two"}
         ]}));
+        let content = map_result(text).unwrap();
+        assert_eq!(content.text, "line one\nline two");
         assert_eq!(
-            map_result(text).unwrap(),
-            "line one\n[image: image/png]\nline two"
+            content.parts,
+            [Part::from_bytes_as(vec![0_u8; 3], "image/png").unwrap()]
         );
         let structured = parse(json!({
             "content": [{"type": "text", "text": "{\"sum\": 5}"}],
             "structuredContent": {"sum": 5}
         }));
-        assert_eq!(map_result(structured).unwrap(), r#"{"sum":5}"#);
+        assert_eq!(map_result(structured).unwrap().text, r#"{"sum":5}"#);
+    }
+
+    #[test]
+    fn audio_and_blob_resources_become_parts_and_bad_data_a_note() {
+        // "%PDF-1.4" in base64, with no MIME type: sniffed.
+        let result = parse(json!({"content": [
+            {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
+            {"type": "resource", "resource": {"uri": "file:///bills/b-7.pdf",
+                "blob": "JVBERi0xLjQ="}},
+            {"type": "resource", "resource": {"uri": "mem://notes", "text": "a note"}},
+            {"type": "image", "data": "not base64!", "mimeType": "image/png"},
+            {"type": "image", "data": "", "mimeType": "image/png"}
+        ]}));
+        let content = map_result(result).unwrap();
+        assert_eq!(
+            content.text,
+            "a note\n[image image/png: not passed on: the content is not valid base64: \
+             Invalid symbol 32, offset 3.]\n\
+             [image image/png: not passed on: the content is empty (0 bytes)]"
+        );
+        let pdf = Part::from_bytes_as(b"%PDF-1.4".to_vec(), "application/pdf")
+            .unwrap()
+            .named("b-7.pdf");
+        assert_eq!(
+            content.parts,
+            [
+                Part::from_bytes_as(vec![0_u8; 3], "audio/wav").unwrap(),
+                pdf
+            ]
+        );
     }
 
     #[test]

@@ -34,15 +34,15 @@ use tokio_util::sync::CancellationToken;
 const TOKEN: &str = "s3cr3t-mcp-token";
 
 /// A running test server; dropping it does not stop it, [`Running::kill`] does.
-struct Running {
-    url: String,
+pub(crate) struct Running {
+    pub(crate) url: String,
     cancel: CancellationToken,
     task: JoinHandle<()>,
 }
 
 impl Running {
     /// Stops accepting connections and ends every session.
-    fn kill(&self) {
+    pub(crate) fn kill(&self) {
         self.cancel.cancel();
         self.task.abort();
     }
@@ -57,7 +57,7 @@ async fn require_token(request: Request, next: Next) -> Result<Response, StatusC
     Ok(next.run(request).await)
 }
 
-async fn start() -> Running {
+pub(crate) async fn start() -> Running {
     let cancel = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()
         .with_sse_keep_alive(None)
@@ -88,7 +88,7 @@ async fn start() -> Running {
     Running { url, cancel, task }
 }
 
-async fn connect(server: &Running) -> McpTools {
+pub(crate) async fn connect(server: &Running) -> McpTools {
     McpServer::http(&server.url)
         .bearer_token(TOKEN)
         .prefix("web")
@@ -116,7 +116,8 @@ async fn http_run_with_a_bearer_token_calls_mcp_tools_and_ends_with_a_validated_
             "web_weather_lookup",
             "web_tags_set",
             "web_sleep",
-            "web_slow"
+            "web_slow",
+            "web_screenshot"
         ]
     );
     let model = ScriptedModel::new();

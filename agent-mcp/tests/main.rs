@@ -19,3 +19,4 @@ mod common;
 // `dead_code` nor `unreachable_pub` applied to them); in public modules they still are.
 pub mod field_reports;
 pub mod http;
+pub mod parts;

@@ -122,7 +122,7 @@ fn config(model: &ScriptedModel, tools: &McpTools) -> AgentConfig<Answer> {
 
 async fn stdio_tools_are_listed_across_pages_with_legal_names() {
     let tools = connect("t").await;
-    // Six tools on three pages of two.
+    // Seven tools on four pages of two.
     assert_eq!(
         tools.names().collect::<Vec<_>>(),
         [
@@ -131,6 +131,7 @@ async fn stdio_tools_are_listed_across_pages_with_legal_names() {
             "t_tags_set",
             "t_sleep",
             "t_slow",
+            "t_screenshot",
             "t_crash"
         ]
     );

@@ -47,6 +47,8 @@ pub(crate) struct CheckpointRow {
     pub(crate) header: String,
     pub(crate) state: String,
     pub(crate) writer: String,
+    /// Until when the writer holds the run (ms since the Unix epoch; 0: no one).
+    pub(crate) lease_until_ms: i64,
     pub(crate) taken_at: i64,
     /// The blobs `header` and `state` refer to.
     pub(crate) blobs: Vec<BlobRow>,
@@ -231,15 +233,17 @@ fn rounds(rows: &[(usize, Write<'_>, Option<usize>)]) -> Vec<Vec<usize>> {
 /// `seq` is the row's `taken_at`. `RETURNING` names the rows stored.
 const SAVE_HEAD: &str = "WITH v AS (SELECT column1 AS run_id, column2 AS seq, \
      column3 AS finished, column4 AS fingerprint, column5 AS updated_at_ms, \
-     column6 AS header, column7 AS state, column8 AS writer, column9 AS taken_at FROM (";
+     column6 AS header, column7 AS state, column8 AS writer, column9 AS taken_at, column10 AS lease_until_ms FROM (";
 const SAVE_TAIL: &str = ") AS t) INSERT INTO checkpoints \
-     (run_id, seq, finished, fingerprint, updated_at_ms, header, state, writer) \
-     SELECT run_id, seq, finished, fingerprint, updated_at_ms, header, state, writer \
-     FROM v WHERE true \
+     (run_id, seq, finished, fingerprint, updated_at_ms, header, state, writer, \
+     lease_until_ms) \
+     SELECT run_id, seq, finished, fingerprint, updated_at_ms, header, state, writer, \
+     lease_until_ms FROM v WHERE true \
      ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, \
      finished = excluded.finished, fingerprint = excluded.fingerprint, \
      updated_at_ms = excluded.updated_at_ms, header = excluded.header, \
-     state = excluded.state, writer = excluded.writer \
+     state = excluded.state, writer = excluded.writer, \
+     lease_until_ms = excluded.lease_until_ms \
      WHERE checkpoints.writer = excluded.writer \
      OR checkpoints.seq = (SELECT v.taken_at FROM v WHERE v.run_id = excluded.run_id) \
      RETURNING run_id";
@@ -307,7 +311,8 @@ async fn write(shared: &Shared, items: &[Item]) -> Result<Vec<SaveOutcome>, Stor
                         .push_bind(r.header.as_str())
                         .push_bind(r.state.as_str())
                         .push_bind(r.writer.as_str())
-                        .push_bind(r.taken_at);
+                        .push_bind(r.taken_at)
+                        .push_bind(r.lease_until_ms);
                 });
                 q.push(SAVE_TAIL);
                 let stored = q.build().fetch_all(&mut *tx).await.map_err(db_error)?;
@@ -395,6 +400,7 @@ mod tests {
             header: String::new(),
             state: String::new(),
             writer: String::new(),
+            lease_until_ms: 0,
             taken_at: 0,
             blobs: Vec::new(),
         }

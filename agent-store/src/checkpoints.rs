@@ -27,7 +27,7 @@ use sqlx::Row;
 use crate::blob_refs::{Recent, externalize, insert_blobs};
 use crate::checkpoint_writer::{CheckpointRow, Item, LedgerRow};
 use crate::columns::{check_key, column, db_ms};
-use crate::db::{on_read_pool, write_tx};
+use crate::db::{on_read_pool, on_write_pool, write_tx};
 use crate::errors::db_error;
 use crate::store::Store;
 
@@ -50,6 +50,7 @@ fn checkpoint_row(
         header,
         state,
         writer: column(&checkpoint.writer),
+        lease_until_ms: db_ms(checkpoint.lease_until_ms),
         taken_at: i64::try_from(taken_at).unwrap_or(i64::MAX),
         blobs,
     })
@@ -90,7 +91,7 @@ fn to_u64(value: i64) -> u64 {
 }
 
 /// A `checkpoints` row selected as `run_id, seq, finished, fingerprint, updated_at_ms,
-/// header, state, writer`.
+/// header, state, writer, lease_until_ms`.
 fn record_of_row<R: Row>(row: &R) -> Result<CheckpointRecord, sqlx::Error>
 where
     usize: sqlx::ColumnIndex<R>,
@@ -107,6 +108,7 @@ where
     record.header = row.try_get(5)?;
     record.state = row.try_get(6)?;
     record.writer = row.try_get(7)?;
+    record.lease_until_ms = to_u64(row.try_get(8)?);
     Ok(record)
 }
 
@@ -141,12 +143,14 @@ impl CheckpointStore for Store {
                 insert_blobs!(tx, DB, row.blobs.iter());
                 sqlx::query(
                     "INSERT INTO checkpoints \
-                     (run_id, seq, finished, fingerprint, updated_at_ms, header, state, writer) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+                     (run_id, seq, finished, fingerprint, updated_at_ms, header, state, writer, \
+                     lease_until_ms) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
                      ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, \
                      finished = excluded.finished, fingerprint = excluded.fingerprint, \
                      updated_at_ms = excluded.updated_at_ms, header = excluded.header, \
-                     state = excluded.state, writer = excluded.writer",
+                     state = excluded.state, writer = excluded.writer, \
+                     lease_until_ms = excluded.lease_until_ms",
                 )
                 .bind(row.run_id.as_str())
                 .bind(row.seq)
@@ -156,6 +160,7 @@ impl CheckpointStore for Store {
                 .bind(row.header.as_str())
                 .bind(row.state.as_str())
                 .bind(row.writer.as_str())
+                .bind(row.lease_until_ms)
                 .execute(&mut *tx)
                 .await
                 .map_err(db_error)?;
@@ -214,6 +219,41 @@ impl CheckpointStore for Store {
         })
     }
 
+    /// One statement in its own commit on the writing pool (not through the group
+    /// writer: a renewal is rare, one per run every 20 s, and must not wait behind a
+    /// batch).
+    fn renew_lease<'a>(
+        &'a self,
+        run_id: &'a str,
+        writer: &'a str,
+        until_ms: u64,
+    ) -> StoreFuture<'a, SaveOutcome> {
+        Box::pin(async move {
+            check_key("run id", run_id)?;
+            self.shared.ready().await?;
+            let renewed = on_write_pool!(&self.shared.pools, pool, DB => {
+                sqlx::query(
+                    "UPDATE checkpoints SET lease_until_ms = $1 WHERE run_id = $2 \
+                     AND writer = $3 AND finished = $4 AND lease_until_ms > 0",
+                )
+                .bind(db_ms(until_ms))
+                .bind(run_id)
+                .bind(column(writer))
+                .bind(false)
+                .execute(pool)
+                .await
+                .map_err(db_error)?
+                .rows_affected()
+            });
+            self.shared.check_file()?;
+            Ok(if renewed == 1 {
+                SaveOutcome::Saved
+            } else {
+                SaveOutcome::Fenced
+            })
+        })
+    }
+
     fn load<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Option<CheckpointRecord>> {
         Box::pin(async move {
             check_key("run id", run_id)?;
@@ -221,7 +261,7 @@ impl CheckpointStore for Store {
             let row: Option<CheckpointRecord> = on_read_pool!(&self.shared.pools, pool, DB => {
                 sqlx::query(
                     "SELECT run_id, seq, finished, fingerprint, updated_at_ms, header, state, \
-                     writer FROM checkpoints WHERE run_id = $1",
+                     writer, lease_until_ms FROM checkpoints WHERE run_id = $1",
                 )
                 .bind(run_id)
                 .fetch_optional(pool)
@@ -248,7 +288,7 @@ impl CheckpointStore for Store {
             let rows: Vec<CheckpointRecord> = on_read_pool!(&self.shared.pools, pool, DB => {
                 sqlx::query(
                     "SELECT run_id, seq, finished, fingerprint, updated_at_ms, header, state, \
-                     writer FROM checkpoints WHERE finished = $1 \
+                     writer, lease_until_ms FROM checkpoints WHERE finished = $1 \
                      ORDER BY updated_at_ms DESC, run_id LIMIT $2",
                 )
                 .bind(false)

@@ -120,9 +120,16 @@ ALTER TABLE threads ADD COLUMN summary TEXT;
 ALTER TABLE threads ADD COLUMN summary_upto BIGINT NOT NULL DEFAULT 0;
 ";
 
+/// Leases of durable runs: until when the process running a run holds it (ms since the
+/// Unix epoch; 0: no one, a paused or finished run). A sweeper takes over only runs
+/// whose lease lapsed (`docs/durable.md`, "Leases and the sweeper").
+const MIGRATION_7: &str = "
+ALTER TABLE checkpoints ADD COLUMN lease_until_ms BIGINT NOT NULL DEFAULT 0;
+";
+
 /// Blobs: the bytes of content parts (images, documents, audio), once per store, by
-/// their SHA-256; stored JSON refers to them (see `src/blobs`). `size` in bytes.
-/// (Version 7 is another change's; versions need not be contiguous.)
+/// their SHA-256; stored JSON refers to them (see `src/blob_refs.rs`, `src/blobs.rs`).
+/// `size` in bytes.
 const MIGRATION_8: &str = "
 CREATE TABLE IF NOT EXISTS blobs (
     sha256 TEXT PRIMARY KEY,
@@ -185,6 +192,13 @@ impl<'s> MigrationSource<'s> for Migrations {
                 Cow::Borrowed("thread summaries (compaction)"),
                 MigrationType::Simple,
                 Cow::Borrowed(MIGRATION_6),
+                false,
+            ),
+            Migration::new(
+                7,
+                Cow::Borrowed("checkpoint leases: until when a process holds a durable run"),
+                MigrationType::Simple,
+                Cow::Borrowed(MIGRATION_7),
                 false,
             ),
             Migration::new(

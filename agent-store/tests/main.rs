@@ -23,6 +23,7 @@ pub mod errors;
 pub mod failures;
 pub mod faults;
 pub mod kill;
+pub mod leases;
 pub mod memory;
 pub mod records;
 pub mod retrieval;

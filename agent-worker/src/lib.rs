@@ -45,6 +45,7 @@ mod pipeline;
 mod queue;
 mod receipt;
 mod registry;
+mod sweeper;
 mod worker;
 
 pub use batch::{

@@ -209,6 +209,15 @@ impl Queue {
         outcomes.pop().map_or(Ok(()), |o| o.map(drop))
     }
 
+    /// Puts the job of an unfinished run the sweeper found back on the queue, under
+    /// the message id `<run id>:sweep:<lease end>`: workers that find the same lapsed
+    /// lease at once put it back once (JetStream's duplicate window).
+    pub(crate) async fn sweep(&self, job: &Job, lease_until_ms: u64) -> Result<(), QueueError> {
+        let id = format!("{}:sweep:{lease_until_ms}", job.run_id);
+        let mut outcomes = self.publish(&[(job, Some(id))]).await;
+        outcomes.pop().map_or(Ok(()), |o| o.map(drop))
+    }
+
     /// Puts many jobs on the queue (pipelined: up to 256 awaiting their store
     /// acknowledgement at once) and waits until every one is stored.
     ///

@@ -5,12 +5,12 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use agent_core::store::RunRecord;
 use agent_core::{
     AgentConfig, AgentError, AgentOutput, AgentResult, Category, Ending, RunOptions, Value,
-    durable::{ResumeError, resume_agent_with},
+    durable::{CheckpointStore, ResumeError, resume_agent_with},
     handover::CallOutcome,
     run_agent_with,
 };
@@ -46,14 +46,21 @@ type RecordFuture<'a> = Pin<Box<dyn Future<Output = Result<RunRecord, QueueError
 
 /// One registered agent, its output type erased.
 trait Runnable: Send + Sync {
-    fn run<'a>(&'a self, job: &'a Job) -> RecordFuture<'a>;
+    fn run<'a>(&'a self, job: &'a Job, lease: Option<Duration>) -> RecordFuture<'a>;
+
+    /// This agent checkpointing into `store` when its config has no checkpoint store
+    /// of its own; `None` when it has one.
+    fn checkpointed(&self, store: &Arc<dyn CheckpointStore>) -> Option<Arc<dyn Runnable>>;
+
+    /// The config's name ([`AgentConfig::name`]).
+    fn agent_name(&self) -> &str;
 }
 
 impl<T: AgentOutput + Sync> Runnable for AgentConfig<T> {
-    fn run<'a>(&'a self, job: &'a Job) -> RecordFuture<'a> {
+    fn run<'a>(&'a self, job: &'a Job, lease: Option<Duration>) -> RecordFuture<'a> {
         Box::pin(async move {
             let started_at_ms = now_ms();
-            let (result, resumed) = match resume_or_start(self, job).await {
+            let (result, resumed) = match resume_or_start(self, job, lease).await {
                 Ok(ran) => ran,
                 Err(Unresumable::Fenced) => {
                     return Err(QueueError::Fenced {
@@ -85,6 +92,24 @@ impl<T: AgentOutput + Sync> Runnable for AgentConfig<T> {
             Ok(record)
         })
     }
+
+    fn checkpointed(&self, store: &Arc<dyn CheckpointStore>) -> Option<Arc<dyn Runnable>> {
+        if self.has_checkpoints() {
+            return None;
+        }
+        match self.with_(|b| b.checkpoints(Arc::clone(store))) {
+            Ok(config) => Some(Arc::new(config)),
+            Err(error) => {
+                // Not expected: a store adds no constraint a built config could fail.
+                tracing::warn!(agent = self.name(), error = %error, "cannot add the worker's checkpoint store; its runs are not durable");
+                None
+            }
+        }
+    }
+
+    fn agent_name(&self) -> &str {
+        self.name()
+    }
 }
 
 /// Why a delivery could not continue its run.
@@ -107,8 +132,15 @@ enum Unresumable {
 async fn resume_or_start<T: AgentOutput + Sync>(
     config: &AgentConfig<T>,
     job: &Job,
+    lease: Option<Duration>,
 ) -> Result<(AgentResult<T>, Option<bool>), Unresumable> {
-    let options = || RunOptions::new().run_id(job.run_id.clone());
+    let options = || {
+        let options = RunOptions::new().run_id(job.run_id.clone());
+        match lease {
+            Some(lease) => options.lease(lease),
+            None => options,
+        }
+    };
     match resume_agent_with(config, &job.run_id, options()).await {
         Ok(result) => return Ok((result, Some(true))),
         Err(ResumeError::NoCheckpointStore) => {
@@ -264,6 +296,35 @@ impl Registry {
         self.agents.contains_key(agent)
     }
 
+    /// Every agent whose config has no checkpoint store of its own checkpoints into
+    /// `store` from now on (`AgentConfig::with_` adding `.checkpoints(store)`); configs
+    /// with one keep theirs. What a [`Worker`](crate::Worker) does with its own store
+    /// unless [`WorkerOptions::checkpoints`](crate::WorkerOptions::checkpoints) is off
+    /// (C62: a queued job is durable whatever its config says).
+    #[must_use]
+    pub fn with_default_checkpoints(mut self, store: &Arc<dyn CheckpointStore>) -> Self {
+        for runnable in self.agents.values_mut() {
+            if let Some(durable) = runnable.checkpointed(store) {
+                *runnable = durable;
+            }
+        }
+        self
+    }
+
+    /// The name a job uses for the agent whose config is named `agent`
+    /// ([`AgentConfig::name`]): `agent` itself when registered under it, else the first
+    /// name (sorted) whose config has that name. What a sweeper puts on a job for an
+    /// unfinished run, whose checkpoint holds the config's name.
+    pub fn name_of(&self, agent: &str) -> Option<&str> {
+        if let Some((name, _)) = self.agents.get_key_value(agent) {
+            return Some(name);
+        }
+        self.agents
+            .iter()
+            .find(|(_, runnable)| runnable.agent_name() == agent)
+            .map(|(name, _)| name.as_str())
+    }
+
     /// Runs `job` on its agent under the job's run id and returns the record to store
     /// (keyed by the run id; see [`record_of`]). The run's own failure is the record's
     /// ending, not an error.
@@ -288,7 +349,19 @@ impl Registry {
         let agent = self.agents.get(&job.agent).ok_or_else(|| {
             QueueError::invalid(format!("no agent is registered as {:?}", job.agent))
         })?;
-        agent.run(job).await
+        agent.run(job, None).await
+    }
+
+    /// [`run`](Self::run) with the run's lease ([`RunOptions::lease`]).
+    pub(crate) async fn run_with_lease(
+        &self,
+        job: &Job,
+        lease: Duration,
+    ) -> Result<RunRecord, QueueError> {
+        let agent = self.agents.get(&job.agent).ok_or_else(|| {
+            QueueError::invalid(format!("no agent is registered as {:?}", job.agent))
+        })?;
+        agent.run(job, Some(lease)).await
     }
 }
 

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use agent_core::durable::CheckpointStore;
 use agent_core::store::RunRecord;
 use agent_core::{CancellationToken, store::FeedbackStore};
 use async_nats::jetstream::{AckKind, Message};
@@ -26,6 +27,25 @@ pub struct WorkerOptions {
     /// How long one pull waits for jobs before it checks for shutdown again
     /// (default 500 ms).
     pub poll: Duration,
+    /// Whether runs are checkpointed into the worker's own store when their agent's
+    /// config has no checkpoint store (default `true`, C62): a job redelivered after
+    /// its worker died continues its run from the checkpoint instead of running it
+    /// again, so a tool that completed does not run twice. `false` (CLI
+    /// `--no-checkpoints`) runs such agents as configured: a redelivered job starts
+    /// its run again. Configs with their own checkpoint store always use it.
+    pub checkpoints: bool,
+    /// The lease of the runs this worker runs (default
+    /// [`LEASE`](agent_core::durable::LEASE), 60 s): renewed every third of it while a
+    /// run goes on; a run whose lease lapsed is the sweeper's.
+    pub lease: Duration,
+    /// How often the sweeper looks for unfinished runs whose lease lapsed (default
+    /// 30 s; `None` turns it off): each is put back on the queue as a job, or, when no
+    /// agent here has its name, reported (an error log and
+    /// [`WorkerReport::orphans`]). So a run that no job brings back (a process that
+    /// ran it in-process died, a job acked too early, a dead-lettered redelivery)
+    /// continues at most `lease + sweep_every` (90 s by default) after its process
+    /// stopped. Only with checkpoints.
+    pub sweep_every: Option<Duration>,
 }
 
 impl Default for WorkerOptions {
@@ -33,6 +53,9 @@ impl Default for WorkerOptions {
         Self {
             max_in_flight: 16,
             poll: Duration::from_millis(500),
+            checkpoints: true,
+            lease: agent_core::durable::LEASE,
+            sweep_every: Some(Duration::from_secs(30)),
         }
     }
 }
@@ -47,6 +70,29 @@ impl WorkerOptions {
     #[must_use]
     pub fn max_in_flight(mut self, n: usize) -> Self {
         self.max_in_flight = n.max(1);
+        self
+    }
+
+    /// Whether to checkpoint runs into the worker's store when their config has no
+    /// checkpoint store (see [`checkpoints`](Self#structfield.checkpoints)).
+    #[must_use]
+    pub fn checkpoints(mut self, on: bool) -> Self {
+        self.checkpoints = on;
+        self
+    }
+
+    /// The runs' lease (at least 100 ms; see [`lease`](Self#structfield.lease)).
+    #[must_use]
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease.max(Duration::from_millis(100));
+        self
+    }
+
+    /// How often the sweeper looks (at least 100 ms), or `None`: no sweeper (see
+    /// [`sweep_every`](Self#structfield.sweep_every)).
+    #[must_use]
+    pub fn sweep_every(mut self, every: Option<Duration>) -> Self {
+        self.sweep_every = every.map(|e| e.max(Duration::from_millis(100)));
         self
     }
 }
@@ -71,6 +117,11 @@ pub struct WorkerReport {
     /// Jobs of paused runs delivered before every pending call had a decision
     /// ([`QueueError::Waiting`]): acked, nothing run, the `paused` record kept.
     pub waiting: u64,
+    /// Unfinished runs whose lease had lapsed that the sweeper put back on the queue.
+    pub swept: u64,
+    /// Unfinished runs whose lease had lapsed that the sweeper could not put back: no
+    /// agent of this worker has their agent's name (reported once per run and lease).
+    pub orphans: u64,
 }
 
 #[derive(Default)]
@@ -81,13 +132,18 @@ struct Counters {
     retried: AtomicU64,
     fenced: AtomicU64,
     waiting: AtomicU64,
+    swept: Arc<AtomicU64>,
+    orphans: Arc<AtomicU64>,
 }
 
 struct Inner {
     queue: Queue,
     store: Arc<dyn FeedbackStore>,
+    /// The worker's own store as a checkpoint store (unless checkpoints are off).
+    checkpoints: Option<Arc<dyn CheckpointStore>>,
     registry: Registry,
     counters: Counters,
+    lease: Duration,
 }
 
 /// A stateless worker: the agents it can run, the queue it serves and the store its
@@ -128,19 +184,51 @@ impl std::fmt::Debug for Worker {
 }
 
 impl Worker {
-    /// A worker for `queue`, storing results in `store`.
-    pub fn new(
+    /// A worker for `queue`, storing results in `store` and, unless
+    /// [`WorkerOptions::checkpoints`] is off, checkpointing into it the runs of agents
+    /// whose config has no checkpoint store ([`Registry::with_default_checkpoints`]),
+    /// with the sweeper on (`WorkerOptions::sweep_every`).
+    pub fn new<S>(queue: Queue, store: Arc<S>, registry: Registry, options: WorkerOptions) -> Self
+    where
+        S: FeedbackStore + CheckpointStore + 'static,
+    {
+        let checkpoints: Arc<dyn CheckpointStore> = store.clone();
+        let results: Arc<dyn FeedbackStore> = store;
+        let checkpoints = options.checkpoints.then_some(checkpoints);
+        Self::build(queue, results, checkpoints, registry, options)
+    }
+
+    /// A worker whose store keeps results only (not a checkpoint store): runs are
+    /// durable only when their agent's config has a checkpoint store, and there is no
+    /// sweeper. [`Worker::new`] with a store that is both is the durable default.
+    pub fn results_only(
         queue: Queue,
         store: Arc<dyn FeedbackStore>,
         registry: Registry,
         options: WorkerOptions,
     ) -> Self {
+        Self::build(queue, store, None, registry, options)
+    }
+
+    fn build(
+        queue: Queue,
+        store: Arc<dyn FeedbackStore>,
+        checkpoints: Option<Arc<dyn CheckpointStore>>,
+        registry: Registry,
+        options: WorkerOptions,
+    ) -> Self {
+        let registry = match &checkpoints {
+            Some(c) => registry.with_default_checkpoints(c),
+            None => registry,
+        };
         Self {
             inner: Arc::new(Inner {
                 queue,
                 store,
+                checkpoints,
                 registry,
                 counters: Counters::default(),
+                lease: options.lease,
             }),
             options,
         }
@@ -161,6 +249,23 @@ impl Worker {
             .map_or(self.inner.queue.options.ack_wait, |i| i.config.ack_wait);
         let slots = Arc::new(Semaphore::new(self.options.max_in_flight.max(1)));
         let mut tasks = JoinSet::new();
+        let sweeper = match (&self.inner.checkpoints, self.options.sweep_every) {
+            (Some(store), Some(every)) => {
+                let sweep = crate::sweeper::Sweep {
+                    store: Arc::clone(store),
+                    registry: self.inner.registry.clone(),
+                    queue: self.inner.queue.clone(),
+                    swept: Arc::clone(&self.inner.counters.swept),
+                    orphans: Arc::clone(&self.inner.counters.orphans),
+                };
+                Some(tokio::spawn(crate::sweeper::sweep(
+                    sweep,
+                    every,
+                    shutdown.clone(),
+                )))
+            }
+            _ => None,
+        };
         loop {
             let first = tokio::select! {
                 () = shutdown.cancelled() => break,
@@ -214,6 +319,10 @@ impl Worker {
             while tasks.try_join_next().is_some() {}
         }
         while tasks.join_next().await.is_some() {}
+        if let Some(sweeper) = sweeper {
+            // It stops at the shutdown, between two looks.
+            let _ = sweeper.await;
+        }
         Ok(self.report())
     }
 
@@ -227,6 +336,8 @@ impl Worker {
             retried: c.retried.load(Ordering::Relaxed),
             fenced: c.fenced.load(Ordering::Relaxed),
             waiting: c.waiting.load(Ordering::Relaxed),
+            swept: c.swept.load(Ordering::Relaxed),
+            orphans: c.orphans.load(Ordering::Relaxed),
         }
     }
 }
@@ -288,7 +399,7 @@ async fn process(inner: &Inner, message: Message, ack_wait: Duration) {
         return retry(inner, &message, &format!("no agent {:?} here", job.agent)).await;
     }
     let record = {
-        let run = inner.registry.run(&job);
+        let run = inner.registry.run_with_lease(&job, inner.lease);
         tokio::pin!(run);
         let beat = (ack_wait / 3).max(Duration::from_millis(30));
         let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + beat, beat);

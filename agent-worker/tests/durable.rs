@@ -48,6 +48,9 @@ const NS: &str = "AGENT_WORKER_DURABLE_NS";
 const ACK_WAIT: &str = "AGENT_WORKER_DURABLE_ACK_WAIT_MS";
 const EFFECTS: &str = "AGENT_WORKER_DURABLE_EFFECTS";
 const MODE: &str = "AGENT_WORKER_DURABLE_MODE";
+/// `plain`: the agent's config has no checkpoint store (the worker's default
+/// checkpointing applies, C62); `optout`: neither (`WorkerOptions::checkpoints(false)`).
+const PLAIN: &str = "AGENT_WORKER_DURABLE_PLAIN";
 
 fn nats_url() -> String {
     std::env::var("NATS_URL")
@@ -220,6 +223,21 @@ pub struct Answer {
 }
 
 fn registry(store: &Store, effects: &Path, mode: &str) -> Registry {
+    Registry::new().with(config(Some(store), effects, mode))
+}
+
+/// The `effects` agent, checkpointing into `store` when given.
+pub fn config(store: Option<&Store>, effects: &Path, mode: &str) -> AgentConfig<Answer> {
+    config_named("effects", store, effects, mode)
+}
+
+/// [`config`] under another name.
+pub fn config_named(
+    name: &str,
+    store: Option<&Store>,
+    effects: &Path,
+    mode: &str,
+) -> AgentConfig<Answer> {
     let tool = |name, irreversible| Effect {
         name,
         irreversible,
@@ -227,18 +245,23 @@ fn registry(store: &Store, effects: &Path, mode: &str) -> Registry {
         file: effects.to_owned(),
         mode: mode.to_owned(),
     };
-    let config: AgentConfig<Answer> = AgentConfig::builder("effects")
+    let builder = AgentConfig::builder(name)
         .llm(ByTurn {
             mode: mode.to_owned(),
         })
         .escalation(true)
-        .checkpoints(store.clone())
         .tool(tool("append", false))
-        .tool(tool("send_email", true))
-        .tool(tool("refund", false))
-        .build()
-        .unwrap();
-    Registry::new().with(config)
+        .tool(tool("send_email", true));
+    match store {
+        Some(store) => builder
+            .tool(tool("refund", false))
+            .checkpoints(store.clone())
+            .build()
+            .unwrap(),
+        // A tool that needs approval needs a checkpoint store at build time: without
+        // one, no refund.
+        None => builder.build().unwrap(),
+    }
 }
 
 fn queue_options(ns: &str, ack_wait: Duration) -> QueueOptions {
@@ -271,12 +294,19 @@ async fn child_worker() {
         .await
         .unwrap();
     let effects = PathBuf::from(std::env::var(EFFECTS).unwrap());
-    let worker = Worker::new(
-        queue,
-        Arc::new(store.clone()),
-        registry(&store, &effects, &mode()),
-        WorkerOptions::new(),
-    );
+    let plain = std::env::var(PLAIN).unwrap_or_default();
+    let (registry, options) = match plain.as_str() {
+        "plain" => (
+            Registry::new().with(config(None, &effects, &mode())),
+            WorkerOptions::new(),
+        ),
+        "optout" => (
+            Registry::new().with(config(None, &effects, &mode())),
+            WorkerOptions::new().checkpoints(false),
+        ),
+        _ => (registry(&store, &effects, &mode()), WorkerOptions::new()),
+    };
+    let worker = Worker::new(queue, Arc::new(store.clone()), registry, options);
     let shutdown = CancellationToken::new();
     let signals = shutdown.clone();
     tokio::spawn(async move {
@@ -295,6 +325,7 @@ async fn child_worker() {
 }
 
 /// Where the store of one case lives.
+#[derive(Debug)]
 enum Backend {
     Postgres { schema: String },
     Sqlite { dir: PathBuf },
@@ -317,18 +348,22 @@ impl Backend {
 }
 
 /// One case: its namespace, its store, its effects file.
-struct Env {
+#[derive(Debug)]
+pub struct Env {
     ns: String,
     backend: Backend,
-    queue: Queue,
-    store: Store,
-    effects: PathBuf,
+    /// The case's queue.
+    pub queue: Queue,
+    /// The case's store.
+    pub store: Store,
+    /// The file the tools append to.
+    pub effects: PathBuf,
     dir: PathBuf,
     ack_wait: Duration,
 }
 
 impl Env {
-    async fn new(postgres: bool) -> Option<Env> {
+    pub async fn new(postgres: bool) -> Option<Env> {
         let id = format!("{}_{:012x}", std::process::id(), fastrand::u64(..) >> 16);
         let dir = std::env::temp_dir().join(format!("aw_durable_{id}"));
         std::fs::create_dir_all(&dir).unwrap();
@@ -371,7 +406,13 @@ impl Env {
     }
 
     /// A child worker hanging where `mode` says; returns it and its stdout.
-    fn child(&self, mode: &str) -> (Child, BufReader<ChildStdout>) {
+    pub fn child(&self, mode: &str) -> (Child, BufReader<ChildStdout>) {
+        self.child_with(mode, "")
+    }
+
+    /// [`child`](Self::child), its agent's config with no checkpoint store (`plain`)
+    /// or neither that nor the worker's (`optout`).
+    pub fn child_with(&self, mode: &str, plain: &str) -> (Child, BufReader<ChildStdout>) {
         let mut command = Command::new(std::env::current_exe().unwrap());
         command
             .args([
@@ -386,6 +427,7 @@ impl Env {
             .env(ACK_WAIT, self.ack_wait.as_millis().to_string())
             .env(EFFECTS, &self.effects)
             .env(MODE, mode)
+            .env(PLAIN, plain)
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
         if let Some(schema) = self.backend.schema() {
@@ -397,7 +439,7 @@ impl Env {
     }
 
     /// A worker in this process (no hang), until `shutdown`.
-    fn worker(&self) -> Worker {
+    pub fn worker(&self) -> Worker {
         Worker::new(
             self.queue.clone(),
             Arc::new(self.store.clone()),
@@ -407,7 +449,7 @@ impl Env {
     }
 
     /// Waits (up to 30 s) for the run's stored record.
-    async fn record(&self, run_id: &str) -> RunRecord {
+    pub async fn record(&self, run_id: &str) -> RunRecord {
         let start = Instant::now();
         loop {
             if let Some(record) = self.store.run(run_id).await.unwrap() {
@@ -421,7 +463,7 @@ impl Env {
         }
     }
 
-    fn lines(&self) -> Vec<String> {
+    pub fn lines(&self) -> Vec<String> {
         std::fs::read_to_string(&self.effects)
             .unwrap_or_default()
             .lines()
@@ -445,7 +487,7 @@ impl Env {
 }
 
 /// Reads a child's output until a line holds `marker`; panics when it ends first.
-fn wait_for(out: &mut BufReader<ChildStdout>, marker: &str) -> String {
+pub fn wait_for(out: &mut BufReader<ChildStdout>, marker: &str) -> String {
     let mut line = String::new();
     loop {
         line.clear();
@@ -459,7 +501,7 @@ fn wait_for(out: &mut BufReader<ChildStdout>, marker: &str) -> String {
     }
 }
 
-fn signal(child: &Child, name: &str) {
+pub fn signal(child: &Child, name: &str) {
     let pid = child.id().to_string();
     assert!(
         Command::new("kill")
@@ -471,7 +513,7 @@ fn signal(child: &Child, name: &str) {
 }
 
 /// Runs `check` on PostgreSQL, then on SQLite.
-async fn on_both<F, Fut>(check: F)
+pub async fn on_both<F, Fut>(check: F)
 where
     F: Fn(Env) -> Fut,
     Fut: std::future::Future<Output = Env>,
@@ -485,13 +527,17 @@ where
     }
 }
 
-fn meta<'r>(record: &'r RunRecord, key: &str) -> Option<&'r str> {
+pub fn meta<'r>(record: &'r RunRecord, key: &str) -> Option<&'r str> {
     record.metadata.get(key).map(String::as_str)
 }
 
 /// Runs an in-process worker until the record of `run_id` is stored; returns both.
 async fn take_over(env: &Env, run_id: &str) -> (RunRecord, WorkerReport) {
-    let worker = env.worker();
+    take_over_with(env, env.worker(), run_id).await
+}
+
+/// [`take_over`] with `worker`.
+pub async fn take_over_with(env: &Env, worker: Worker, run_id: &str) -> (RunRecord, WorkerReport) {
     let shutdown = CancellationToken::new();
     let running = tokio::spawn({
         let shutdown = shutdown.clone();

@@ -505,7 +505,7 @@ async fn queue_errors_are_as_documented() {
     assert!(matches!(error, QueueError::Nats { .. }), "{error:?}");
     let error = queue.delete().await.unwrap_err();
     assert!(matches!(error, QueueError::Nats { .. }), "{error:?}");
-    let worker = Worker::new(
+    let worker = Worker::results_only(
         queue.clone(),
         Arc::new(Fake(true)),
         demo::registry().unwrap(),

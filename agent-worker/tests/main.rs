@@ -11,6 +11,8 @@
 
 // `pub`: each file was a crate root, whose `pub` items were reachable (so neither
 // `dead_code` nor `unreachable_pub` applied to them); in public modules they still are.
+pub mod default_checkpoints;
 pub mod durable;
 pub mod faults;
 pub mod queue;
+pub mod sweeper;

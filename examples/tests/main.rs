@@ -12,3 +12,4 @@
 // `pub`: each file was a crate root, whose `pub` items were reachable (so neither
 // `dead_code` nor `unreachable_pub` applied to them); in public modules they still are.
 pub mod delegation;
+pub mod one_idea;

@@ -352,6 +352,19 @@ async fn cancel_order(order_id: String) -> Result<String, agent_core::ToolError>
     Ok(format!("cancelled {order_id}"))
 }
 
+/// List the orders of a customer.
+#[tool(max_result_tokens = 2000, irreversible)]
+async fn list_customer_orders(customer: String) -> String {
+    customer
+}
+
+#[test]
+fn max_result_tokens_sets_the_tools_own_result_cap() {
+    assert_eq!(list_customer_orders {}.max_result_tokens(), Some(2000));
+    assert!(list_customer_orders {}.irreversible());
+    assert_eq!(issue_refund {}.max_result_tokens(), None);
+}
+
 #[tokio::test]
 async fn requires_approval_is_a_flag_beside_irreversible_and_a_tool_fn_can_defer() {
     assert!(cancel_order {}.requires_approval());

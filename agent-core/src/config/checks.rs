@@ -120,10 +120,28 @@ pub(super) fn compile_tools<T>(s: &Settings<T>) -> Result<ToolTable, ConfigError
         tools.push(CompiledTool {
             irreversible: entry.tool.irreversible(),
             requires_approval: entry.tool.requires_approval(),
+            max_result_bytes: result_cap(name, entry.tool.max_result_tokens())?,
             tool: Arc::clone(&entry.tool),
             definition: entry.definition.clone(),
             validator,
         });
     }
     Ok((tools, index))
+}
+
+/// A tool's own result cap (`Tool::max_result_tokens`) in bytes (4 per token, the
+/// runner's estimate).
+///
+/// # Errors
+/// [`ConfigError::InvalidSetting`] for a cap of 0 tokens.
+pub(crate) fn result_cap(tool: &str, tokens: Option<u32>) -> Result<Option<usize>, ConfigError> {
+    match tokens {
+        Some(0) => Err(ConfigError::InvalidSetting {
+            setting: "max_result_tokens",
+            value: format!("0 (tool {tool})"),
+            reason: "a result of no tokens tells the model nothing; use at least 1",
+        }),
+        Some(n) => Ok(Some((n as usize).saturating_mul(4))),
+        None => Ok(None),
+    }
 }

@@ -124,6 +124,10 @@ pub(super) fn compile<T>(
             price,
             system_prompt,
             reasoning,
+            input_room: crate::pricing::ContextWindow::of(model).map(|w| {
+                w.tokens
+                    .saturating_sub(u64::from(settings.limits.max_tokens))
+            }),
         });
     }
     Ok(out)

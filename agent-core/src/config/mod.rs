@@ -62,6 +62,8 @@ pub(crate) struct CompiledTool {
     pub(crate) irreversible: bool,
     /// `Tool::requires_approval`, asked once.
     pub(crate) requires_approval: bool,
+    /// `Tool::max_result_tokens` as bytes (tokens times 4), asked once.
+    pub(crate) max_result_bytes: Option<usize>,
 }
 
 /// A config after `build()`: the plan the runner reads, compiled once from the
@@ -131,6 +133,10 @@ pub(crate) struct ModelEntry {
     pub(crate) system_prompt: Option<String>,
     /// The reasoning this model is asked for: the config's, when this model takes it.
     pub(crate) reasoning: Option<crate::llm::Reasoning>,
+    /// The tokens of a request's input this model takes (its context window, from
+    /// `context_window(..)` for the primary or the window table, minus `max_tokens`);
+    /// `None` when the window is unknown.
+    pub(crate) input_room: Option<u64>,
 }
 
 /// The hooks of a config the loop calls (see the builder's setters of the same names).
@@ -213,6 +219,12 @@ impl<T: AgentOutput> AgentConfig<T> {
             self.inner.settings.clone(),
         ));
         Self::compile(builder.settings, Some(&self.inner))
+    }
+
+    /// Whether runs of this config are durable: a checkpoint store is set
+    /// (`.checkpoints(..)` on the builder; see `docs/durable.md`).
+    pub fn has_checkpoints(&self) -> bool {
+        self.inner.settings.stores.checkpoints.is_some()
     }
 
     /// The agent's name.
@@ -416,6 +428,13 @@ impl<T: AgentOutput> AgentConfig<T> {
             price,
             system_prompt,
             reasoning: settings.params.reasoning,
+            input_room: settings
+                .context_window
+                .or_else(|| crate::pricing::ContextWindow::of(price_key))
+                .map(|w| {
+                    w.tokens
+                        .saturating_sub(u64::from(settings.limits.max_tokens))
+                }),
         }];
         models.extend(fallback::compile(&settings, price_key, &output)?);
         let compaction = compaction::plan(&settings, price_key)?;

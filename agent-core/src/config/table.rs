@@ -188,6 +188,13 @@ impl<T> Compiled<T> {
         Some(CompiledTool {
             irreversible: tool.irreversible(),
             requires_approval: tool.requires_approval(),
+            max_result_bytes: match super::checks::result_cap(name, tool.max_result_tokens()) {
+                Ok(cap) => cap,
+                Err(error) => {
+                    rejected(&error.to_string());
+                    return None;
+                }
+            },
             tool: Arc::clone(tool),
             definition,
             validator,

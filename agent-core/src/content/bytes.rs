@@ -89,6 +89,18 @@ impl AsRef<[u8]> for Bytes {
     }
 }
 
+impl Bytes {
+    /// The bytes of standard base64 text, with or without padding (whitespace around it
+    /// ignored): for base64 whose media type is not given, to pass to
+    /// [`Part::from_bytes`](super::Part::from_bytes), which sniffs it.
+    ///
+    /// # Errors
+    /// [`ContentError::Base64`] when the text is not base64.
+    pub fn from_base64(text: &str) -> Result<Self, ContentError> {
+        decode_base64(text)
+    }
+}
+
 /// Decodes standard base64, with or without padding (whitespace around it ignored).
 pub(crate) fn decode_base64(text: &str) -> Result<Bytes, ContentError> {
     let text = text.trim();

@@ -15,7 +15,7 @@ use super::Ending;
 macro_rules! categories {
     ($( $(#[$doc:meta])* $variant:ident = $tag:literal => $ending:ident, )*) => {
         /// The stable tag of a failed run, one per [`AgentError`] variant (see the
-        /// table in the README, "Exits").
+        /// table in docs/running.md).
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         #[non_exhaustive]
         pub enum Category {

@@ -194,6 +194,16 @@ pub struct ProviderOptions {
     /// The largest response body accepted (bytes, default 32 MiB); a larger one is a
     /// permanent error, never an out-of-memory.
     pub max_response_bytes: usize,
+    /// What the models routed with these options take beside text (images, documents,
+    /// audio; see [`ContentCapabilities`](crate::llm::ContentCapabilities)), in place of
+    /// the built-in table; `None` (the default): the table. For a model the table does
+    /// not know (an OpenAI-compatible server's, which takes text alone by default, or
+    /// an Azure deployment not named after its model). Read by the OpenAI-family routes
+    /// (`gpt-`/`o*` names, `openai-responses/`, `azure/`, `azure-responses/`,
+    /// `ollama/`, `dispatch/`) and by [`OpenAiClient`] and [`OpenAiResponsesClient`]
+    /// built by hand; the parts are sent in OpenAI's shape (see `docs/providers.md`,
+    /// "Content parts").
+    pub content_capabilities: Option<crate::llm::ContentCapabilities>,
     /// The connection pool a config shares with its `with_` variants (set when a
     /// config is built; not a setting).
     pub(crate) pool: Option<http::HttpPool>,
@@ -212,6 +222,7 @@ impl Default for ProviderOptions {
             request_timeout: Duration::from_secs(600),
             connect_timeout: Duration::from_secs(5),
             max_response_bytes: 32 * 1024 * 1024,
+            content_capabilities: None,
             pool: None,
         }
     }
@@ -285,6 +296,25 @@ impl ProviderOptions {
     #[must_use]
     pub fn with_max_response_bytes(mut self, bytes: usize) -> Self {
         self.max_response_bytes = bytes;
+        self
+    }
+
+    /// Declares what the models routed with these options take beside text (see
+    /// [`content_capabilities`](Self::content_capabilities)), e.g. images for a vision
+    /// model on an OpenAI-compatible server:
+    ///
+    /// ```
+    /// use agent_core::llm::{COMMON_IMAGES, ContentCapabilities};
+    /// use agent_core::providers::ProviderOptions;
+    ///
+    /// let mut vision = ContentCapabilities::TEXT_ONLY;
+    /// vision.image_types = COMMON_IMAGES;
+    /// let options = ProviderOptions::default().with_content_capabilities(vision);
+    /// assert_eq!(options.content_capabilities, Some(vision));
+    /// ```
+    #[must_use]
+    pub fn with_content_capabilities(mut self, caps: crate::llm::ContentCapabilities) -> Self {
+        self.content_capabilities = Some(caps);
         self
     }
 }

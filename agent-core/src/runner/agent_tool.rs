@@ -172,12 +172,32 @@ impl<U: AgentOutput + Sync> Tool for AgentTool<U> {
                 // The child paused before and this run was resumed: the child goes on
                 // from its checkpoint with the decisions for its calls (C64).
                 Some(resume) => {
-                    let options = options.decisions(resume.decisions.clone());
+                    let with = options.clone().decisions(resume.decisions.clone());
                     let resumed =
-                        super::resume::resume_agent_with(&self.config, &resume.run_id, options)
-                            .await;
+                        super::resume::resume_agent_with(&self.config, &resume.run_id, with).await;
                     match resumed {
                         Ok(result) => result,
+                        // Someone decided for the child directly and it finished: its
+                        // stored result is this call's.
+                        Err(crate::store::ResumeError::NotPaused { .. }) => {
+                            match super::resume::resume_agent_with(
+                                &self.config,
+                                &resume.run_id,
+                                options,
+                            )
+                            .await
+                            {
+                                Ok(result) if result.ending() != crate::Ending::Paused => result,
+                                Ok(_) | Err(_) => {
+                                    return Err(ToolError::new(format!(
+                                        "the {} agent's paused run {} is neither paused nor \
+                                         finished",
+                                        self.config.name(),
+                                        resume.run_id
+                                    )));
+                                }
+                            }
+                        }
                         Err(error) => {
                             return Err(ToolError::new(format!(
                                 "the {} agent's paused run {} could not go on: {error}",

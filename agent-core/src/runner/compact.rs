@@ -35,6 +35,12 @@ pub(crate) const SUMMARY_PREFIX: &str = "Summary of the earlier turns of this ru
 /// Results this short are left as they are (bytes): a marker would not be shorter.
 const KEEP_SHORT: usize = 160;
 
+/// The bytes of a cut result's note (see `tools::truncate`), with a margin.
+const NOTE_BYTES: usize = 280;
+
+/// The fewest bytes of a result a cut to fit the context window keeps.
+pub(crate) const KEEP_AT_LEAST: usize = 400;
+
 /// The longest text of one message the summarizer is shown (bytes; the rest is cut).
 const SHOWN_PER_MESSAGE: usize = 4_000;
 
@@ -97,6 +103,57 @@ impl Compactor {
             }
             _ => request.estimated_input_tokens_with(messages),
         }
+    }
+
+    /// Cuts the newest turn's tool results, longest first, so that the history fits
+    /// `room` (the model's input tokens): one oversized result would otherwise end the
+    /// run `context_window_exceeded` (or be rejected by the provider). Each cut result
+    /// keeps its head and a note of its full size (see `tools::truncate`); at least
+    /// [`KEEP_AT_LEAST`] bytes of each stay. Returns the history's tokens before and
+    /// after when it cut anything.
+    pub(crate) fn fit_tool_results(
+        &mut self,
+        request: &LlmRequest,
+        messages: &mut [Message],
+        room: u64,
+    ) -> Option<(u64, u64)> {
+        // Only a turn of tool results is cut (and only then is the history counted).
+        if !matches!(messages.last(), Some(Message::Tool { .. })) {
+            return None;
+        }
+        let before = self.history_tokens(request, messages);
+        if before <= room {
+            return None;
+        }
+        let Some(Message::Tool { results }) = messages.last_mut() else {
+            return None;
+        };
+        // Bytes to take out, with room for each note (about 240 bytes).
+        let mut over = ((before - room) as usize).saturating_mul(4);
+        let mut order: Vec<usize> = (0..results.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(results[i].content.len()));
+        let mut cut_any = false;
+        for i in order {
+            if over == 0 {
+                break;
+            }
+            let result = &mut results[i];
+            let len = result.content.len();
+            let keep = len
+                .saturating_sub(over.saturating_add(NOTE_BYTES))
+                .max(KEEP_AT_LEAST);
+            if keep >= len {
+                continue;
+            }
+            let text = std::mem::take(&mut result.content);
+            result.content = super::tools::truncate(text, keep);
+            over = over.saturating_sub(len.saturating_sub(result.content.len()));
+            cut_any = true;
+        }
+        if !cut_any {
+            return None;
+        }
+        Some((before, self.history_tokens(request, messages)))
     }
 
     /// Compacts the conversation when the history passes the plan's trigger:

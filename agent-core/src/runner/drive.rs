@@ -147,6 +147,9 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             if self.agent.compaction.is_some() {
                 Box::pin(self.compact_if_needed()).await;
             }
+            if let Some(room) = self.model().input_room {
+                self.fit_to_window(room);
+            }
             // In a block, for the same reason: the call's outcome keeps no room at the
             // turn's await.
             let response = {
@@ -237,6 +240,30 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 before_tokens: before,
                 after_tokens: after,
                 fallback_reason: fallback_reason.as_deref(),
+            });
+        }
+    }
+
+    /// Cuts the newest tool results so that the request fits the model's input room
+    /// (`room` tokens), when they alone would pass it (see
+    /// `Compactor::fit_tool_results`).
+    fn fit_to_window(&mut self, room: u64) {
+        let cut = self
+            .compactor
+            .fit_tool_results(&self.request, &mut self.state.messages, room);
+        if let Some((before, after)) = cut {
+            tracing::info!(
+                before_tokens = before,
+                after_tokens = after,
+                room_tokens = room,
+                "the newest tool results were cut to fit the model's context window"
+            );
+            self.emit.emit(&RunEvent::Compacted {
+                trace_id: &self.inputs.trace_id,
+                strategy: "cut_tool_results",
+                before_tokens: before,
+                after_tokens: after,
+                fallback_reason: None,
             });
         }
     }

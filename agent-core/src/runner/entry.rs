@@ -140,6 +140,7 @@ pub(crate) fn run<T: AgentOutput>(
                 None
             };
             let run_id = options.run_id.take();
+            let lease = options.lease.unwrap_or(super::durable::lease::LEASE);
             let thread = options.thread.clone();
             if let Some(resumed) = &resumed
                 && let Some(prepared) = prepared.as_mut()
@@ -165,7 +166,7 @@ pub(crate) fn run<T: AgentOutput>(
                 }
             }
             let refused = if cfg.stores.checkpoints.is_some() {
-                Box::pin(attach_durable(&mut run, run_id, thread, resumed))
+                Box::pin(attach_durable(&mut run, run_id, thread, resumed, lease))
                     .instrument(span.clone())
                     .await
             } else {
@@ -261,6 +262,7 @@ async fn attach_durable<T: AgentOutput>(
     run_id: Option<String>,
     thread: Option<String>,
     resumed: Option<Box<Resumed>>,
+    lease: std::time::Duration,
 ) -> Option<AgentError> {
     let run_id = match attach_run_id(run, run_id) {
         Ok(run_id) => run_id,
@@ -299,6 +301,7 @@ async fn attach_durable<T: AgentOutput>(
         timeout,
         writer,
         failures,
+        lease,
     );
     let header = match resumed {
         Some(resumed) => restore(run, &mut durable, *resumed),
@@ -452,7 +455,13 @@ pub fn bench_run_sizes<T: AgentOutput>(config: &AgentConfig<T>) -> Vec<(&'static
     ));
     sizes.push((
         "attach_durable future",
-        size_of_val(&attach_durable(&mut run, None, None, None)),
+        size_of_val(&attach_durable(
+            &mut run,
+            None,
+            None,
+            None,
+            super::durable::lease::LEASE,
+        )),
     ));
     let mut options = RunOptions::default();
     sizes.push((

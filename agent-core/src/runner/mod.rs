@@ -40,7 +40,9 @@ mod trace;
 mod turn;
 
 pub use agent_tool::AgentTool;
+pub use durable::lease::LEASE;
 pub use durable::pause::{PausedRun, paused_runs, record_decisions};
+pub use durable::unfinished::{UnfinishedRun, unfinished_runs};
 pub use emit::StreamEvent;
 pub use entry::{bench_run_sizes, run_agent, run_agent_with};
 pub use model::sink::bench_partial_output;

@@ -215,6 +215,9 @@ pub(super) async fn take_over<T: AgentOutput>(
         seq: taken_at + 1,
         writer: writer.clone(),
         updated_at_ms: now_ms(),
+        lease_until_ms: super::durable::lease::lease_from_now(
+            options.lease.unwrap_or(super::durable::lease::LEASE),
+        ),
         ..record
     };
     match bounded(limit, || store.save_fenced(&claim, taken_at)).await {

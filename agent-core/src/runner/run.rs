@@ -123,6 +123,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             thread: _,
             run_id: _,
             decisions: _,
+            lease: _,
             parent: _,
         } = options;
         let has_parts = !parts.is_empty() || history.iter().any(|m| m.parts().next().is_some());

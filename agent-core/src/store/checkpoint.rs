@@ -130,6 +130,26 @@ pub trait CheckpointStore: Send + Sync {
         })
     }
 
+    /// Moves the lease of the run on to `until_ms` ([`CheckpointRecord::lease_until_ms`])
+    /// if its stored checkpoint is still `writer`'s, running (not finished) and held
+    /// (a lease above 0: a paused run holds none); else stores nothing and returns
+    /// [`SaveOutcome::Fenced`]. The runner calls it every third of the lease while a
+    /// run is between writes. The default stores nothing and returns
+    /// [`SaveOutcome::Saved`] (a store without leases: a run's lease then moves only
+    /// with its saves).
+    ///
+    /// # Errors
+    /// A [`StoreError`] when it cannot be stored.
+    fn renew_lease<'a>(
+        &'a self,
+        run_id: &'a str,
+        writer: &'a str,
+        until_ms: u64,
+    ) -> StoreFuture<'a, SaveOutcome> {
+        let _ = (run_id, writer, until_ms);
+        Box::pin(async { Ok(SaveOutcome::Saved) })
+    }
+
     /// The checkpoints of runs that have not finished (running, interrupted or
     /// paused), at most `limit`, most recently saved first.
     ///
@@ -167,10 +187,19 @@ pub struct CheckpointRecord {
     pub updated_at_ms: u64,
     /// Who wrote it: a random token (32 hex digits) that each process running the run
     /// draws when it starts or resumes it; what [`CheckpointStore::save_fenced`] checks.
-    /// Empty for checkpoints written without one (before fencing, or by
-    /// [`record_decisions`](crate::durable::record_decisions), which keeps the stored writer).
+    /// Empty for checkpoints written without one (before fencing).
+    /// [`record_decisions`](crate::durable::record_decisions) writes under a token of
+    /// its own, so its write is stored only if the checkpoint is still the one it read.
     #[serde(default)]
     pub writer: String,
+    /// Until when the writer holds the run (ms since the Unix epoch): each save of a
+    /// running run sets it to the save's time plus the run's lease
+    /// ([`LEASE`](crate::durable::LEASE)), so a process that stops writing loses it after
+    /// that long; 0 for a run no process holds (paused, finished, or written before
+    /// leases). A sweeper takes over only runs whose lease lapsed; a process whose run
+    /// was taken over is fenced at its next write whatever its lease said.
+    #[serde(default)]
+    pub lease_until_ms: u64,
     /// What does not change during the run (JSON; the runner's own format, versioned).
     pub header: String,
     /// The run's state at this boundary (JSON; the runner's own format, versioned).
@@ -250,7 +279,9 @@ impl LedgerStatus {
 pub enum ResumeError {
     /// Another process took the run over between this resume's read of the checkpoint
     /// and its claim (the first fenced save, which makes the run this process's): the
-    /// run goes on there; this resume ran nothing.
+    /// run goes on there; this resume ran nothing. From
+    /// [`record_decisions`](crate::durable::record_decisions): other writes came between
+    /// each of its 8 reads and its write; nothing was recorded.
     #[error("run {run_id} was taken over by another process while this one resumed it")]
     Fenced {
         /// The run id.
@@ -487,6 +518,25 @@ impl CheckpointStore for InMemoryCheckpoints {
             SaveOutcome::Saved
         } else {
             SaveOutcome::Fenced
+        };
+        Box::pin(async move { Ok(outcome) })
+    }
+
+    fn renew_lease<'a>(
+        &'a self,
+        run_id: &'a str,
+        writer: &'a str,
+        until_ms: u64,
+    ) -> StoreFuture<'a, SaveOutcome> {
+        let mut c = self.lock();
+        let outcome = match c.checkpoints.get_mut(run_id) {
+            Some(stored)
+                if stored.writer == writer && !stored.finished && stored.lease_until_ms > 0 =>
+            {
+                stored.lease_until_ms = until_ms;
+                SaveOutcome::Saved
+            }
+            _ => SaveOutcome::Fenced,
         };
         Box::pin(async move { Ok(outcome) })
     }

@@ -116,6 +116,14 @@ impl<S: CheckpointStore + ?Sized> CheckpointStore for Arc<S> {
     ) -> StoreFuture<'a, SaveOutcome> {
         (**self).save_boundary(checkpoint, entries, writer)
     }
+    fn renew_lease<'a>(
+        &'a self,
+        run_id: &'a str,
+        writer: &'a str,
+        until_ms: u64,
+    ) -> StoreFuture<'a, SaveOutcome> {
+        (**self).renew_lease(run_id, writer, until_ms)
+    }
     fn unfinished<'a>(&'a self, limit: usize) -> StoreFuture<'a, Vec<CheckpointRecord>> {
         (**self).unfinished(limit)
     }

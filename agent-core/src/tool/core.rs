@@ -144,6 +144,17 @@ pub trait Tool: Send + Sync + 'static {
     fn requires_approval(&self) -> bool {
         false
     }
+
+    /// The longest result of this tool the model is shown, in tokens (estimated as
+    /// bytes / 4, the estimate the runner uses everywhere), when it is shorter than the
+    /// config's [`max_tool_result_bytes`](crate::Limits::max_tool_result_bytes) (100,000
+    /// bytes by default): a longer result is cut at a line break where one is near the
+    /// cap, with a note that gives its full size and asks the model to narrow the call.
+    /// `None` (the default): the config's cap alone. `#[tool(max_result_tokens = N)]`
+    /// sets it (N from 1).
+    fn max_result_tokens(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// A failed tool execution; the message is shown to the model.

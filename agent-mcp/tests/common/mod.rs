@@ -6,18 +6,26 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use agent_core::content::Bytes;
 use agent_core::{
     agent_output,
     llm::{LlmRequest, Message, ToolResult},
 };
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    PaginatedRequestParams, ProgressNotificationParam, ResourceContents, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
+
+/// The first bytes of a PNG file (enough for its type to be recognized): the image
+/// `screenshot` returns.
+pub(crate) const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01";
+
+/// The first bytes of a PDF file: the resource `screenshot` returns.
+pub(crate) const PDF: &[u8] = b"%PDF-1.4\n%test\n";
 
 /// The value the scripted runs submit.
 #[agent_output]
@@ -30,7 +38,8 @@ pub(crate) struct Answer {
 /// A small MCP server: `add` (structured result), `weather.lookup` (text; `isError` for
 /// Atlantis), `tags.set` (a schema strict mode cannot express), `sleep`, `slow` (sleeps,
 /// sending `notifications/progress` with the call's token every `every_ms` when more
-/// than 0), and, when `exit_tool` is set, `crash` (exits the process mid-call). With
+/// than 0), `screenshot` (a caption, an image, a PDF blob resource and a text
+/// resource), and, when `exit_tool` is set, `crash` (exits the process mid-call). With
 /// `changes`, it declares `tools.listChanged` and also lists `swap` and `old_tool`;
 /// calling `swap` replaces `old_tool` with `new_tool` and sends
 /// `notifications/tools/list_changed` before its result. Lists `page_size` tools per
@@ -133,6 +142,11 @@ impl TestServer {
                 },
                 "required": ["ms", "every_ms"]
             })),
+        ));
+        tools.push(Tool::new(
+            "screenshot",
+            "Returns a caption, a PNG image, a PDF resource and a text resource.",
+            schema(json!({"type": "object", "properties": {}})),
         ));
         if let Some(changes) = &self.changes {
             let empty = || schema(json!({"type": "object", "properties": {}}));
@@ -242,6 +256,15 @@ impl ServerHandler for TestServer {
                     "done after {sent} progress notifications"
                 ))])
             }
+            "screenshot" => CallToolResult::success(vec![
+                ContentBlock::text("captured"),
+                ContentBlock::image(Bytes::from(PNG).to_base64(), "image/png"),
+                ContentBlock::resource(
+                    ResourceContents::blob(Bytes::from(PDF).to_base64(), "file:///bills/b-7.pdf")
+                        .with_mime_type("application/pdf"),
+                ),
+                ContentBlock::embedded_text("mem://notes", "page 2 is blank"),
+            ]),
             "swap" if self.changes.is_some() => {
                 if let Some(changes) = &self.changes {
                     changes.swapped.store(true, Ordering::SeqCst);

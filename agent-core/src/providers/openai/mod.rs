@@ -6,6 +6,8 @@
 //! (<https://platform.openai.com/docs/api-reference/chat>) and openai-python; the quirks of
 //! compatible servers are listed in `docs/providers.md`.
 
+mod caps;
+mod parts;
 mod response;
 mod responses;
 mod stream;
@@ -17,7 +19,8 @@ use reqwest::header::{AUTHORIZATION, HeaderMap};
 
 use crate::error::ConfigError;
 use crate::llm::{
-    LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, OutputCapabilities, StreamSink,
+    ContentCapabilities, LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse,
+    OutputCapabilities, StreamSink,
 };
 use crate::providers::encoded::WireCache;
 use crate::providers::glue::{self, Streams, Wire};
@@ -80,7 +83,10 @@ enum Flavor {
 /// `(empty)` when it has neither; then one `tool` message per call, in call order (a
 /// failed result's content starts with `Error: `, since the format has no error flag);
 /// each tool's parameters through [`schema::for_openai`](crate::schema::for_openai); `tool_choice` auto / required /
-/// none / `{"type":"function",..}`.
+/// none / `{"type":"function",..}`. A user message with parts has its content as an
+/// array of `text`, `image_url`, `file` and `input_audio` parts (one without parts keeps
+/// a string; see `docs/providers.md`, "Content parts: OpenAI, Azure and compatible
+/// servers").
 ///
 /// Differences of [`compatible`](Self::compatible) servers from
 /// [`openai`](Self::openai):
@@ -106,6 +112,8 @@ pub struct OpenAiClient {
     transport: Transport,
     flavor: Flavor,
     cache: WireCache,
+    /// [`ProviderOptions::content_capabilities`], when set.
+    content: Option<ContentCapabilities>,
 }
 
 impl fmt::Debug for OpenAiClient {
@@ -199,6 +207,7 @@ impl OpenAiClient {
             transport,
             flavor: Flavor::Azure,
             cache: WireCache::default(),
+            content: options.content_capabilities,
         })
     }
 
@@ -241,6 +250,7 @@ impl OpenAiClient {
             transport,
             flavor,
             cache: WireCache::default(),
+            content: options.content_capabilities,
         })
     }
 
@@ -348,6 +358,29 @@ impl LlmClient for OpenAiClient {
             Flavor::Compatible => OutputCapabilities::new(false, true)
                 .with_native_schema_seen(false)
                 .with_native_blocks_tools(true),
+        }
+    }
+
+    /// [`ProviderOptions::content_capabilities`] when set; else, by model family (see
+    /// `docs/providers.md`, "Content parts"): on OpenAI, vision models (gpt-4o, gpt-4.1,
+    /// gpt-4.5, gpt-5, gpt-4-turbo, o1, o3, o4-mini) take PNG, JPEG, GIF and WebP
+    /// images by URL or bytes and PDFs by bytes or file id, up to 20 MB a part and 500
+    /// a request (source: <https://platform.openai.com/docs/guides/images-vision>,
+    /// <https://platform.openai.com/docs/guides/file-inputs>), the audio models
+    /// (gpt-4o-audio-preview, gpt-audio) wav and mp3 bytes (source:
+    /// <https://platform.openai.com/docs/guides/audio>); on Azure, the same families
+    /// by deployment name, images by URL or bytes only, 50 a request (source:
+    /// <https://learn.microsoft.com/en-us/azure/ai-foundry/openai/quotas-limits>);
+    /// compatible servers text alone. Tool messages take text alone, so
+    /// `parts_in_tool_results` is false.
+    fn content_capabilities(&self, model: &str) -> ContentCapabilities {
+        if let Some(caps) = self.content {
+            return caps;
+        }
+        match self.flavor {
+            Flavor::OpenAi => caps::chat(model),
+            Flavor::Azure => caps::azure_chat(model),
+            Flavor::Compatible => ContentCapabilities::TEXT_ONLY,
         }
     }
 

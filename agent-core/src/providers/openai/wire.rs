@@ -14,6 +14,8 @@ use crate::providers::history::{self, Turn};
 use crate::schema;
 use crate::tool::ToolDefinition;
 
+use super::parts;
+
 #[derive(Serialize)]
 struct Body<'a> {
     model: &'a str,
@@ -53,7 +55,7 @@ enum WireMessage<'a> {
         content: &'a str,
     },
     User {
-        content: &'a str,
+        content: UserContent<'a>,
     },
     Assistant {
         content: Option<&'a str>,
@@ -64,6 +66,15 @@ enum WireMessage<'a> {
         tool_call_id: &'a str,
         content: Cow<'a, str>,
     },
+}
+
+/// A user message's content: a string, or content parts when the turn has parts (see
+/// [`parts::chat_part`]); a text-only turn keeps the string.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum UserContent<'a> {
+    Text(&'a str),
+    Parts(Vec<Value>),
 }
 
 #[derive(Serialize)]
@@ -160,7 +171,7 @@ pub(crate) fn encode_body(
     };
     let body = Body {
         model: &request.model,
-        messages: messages(request.system.as_deref(), &request.messages),
+        messages: messages(request.system.as_deref(), &request.messages)?,
         tools: tools.as_deref(),
         tool_choice: tool_choice(&request.tool_choice, &request.tools, compatible),
         max_completion_tokens: (!compatible).then_some(request.max_tokens),
@@ -318,7 +329,15 @@ fn tool_choice<'a>(
     })
 }
 
-fn messages<'a>(system: Option<&'a str>, history: &'a [Message]) -> Vec<WireMessage<'a>> {
+/// The `messages` array.
+///
+/// # Errors
+/// A permanent [`LlmError`] for a part Chat Completions has no form for (see
+/// [`parts::chat_part`], [`parts::chat_tool_text`]).
+fn messages<'a>(
+    system: Option<&'a str>,
+    history: &'a [Message],
+) -> Result<Vec<WireMessage<'a>>, LlmError> {
     let turns = history::turns(history);
     let mut out = Vec::with_capacity(turns.len() + 2);
     if let Some(system) = system.filter(|s| !s.trim().is_empty()) {
@@ -326,7 +345,14 @@ fn messages<'a>(system: Option<&'a str>, history: &'a [Message]) -> Vec<WireMess
     }
     for turn in turns {
         match turn {
-            Turn::User { text: content, .. } => out.push(WireMessage::User { content }),
+            Turn::User { text, parts: given } => {
+                let content = if given.is_empty() {
+                    UserContent::Text(text)
+                } else {
+                    UserContent::Parts(parts::user_content(text, given, "text", parts::chat_part)?)
+                };
+                out.push(WireMessage::User { content });
+            }
             Turn::Assistant { text, calls } => {
                 let content = if !text.trim().is_empty() {
                     Some(text)
@@ -346,18 +372,25 @@ fn messages<'a>(system: Option<&'a str>, history: &'a [Message]) -> Vec<WireMess
                 tool_calls: Vec::new(),
             }),
             Turn::Results(answers) => {
-                out.extend(answers.into_iter().map(|a| WireMessage::Tool {
-                    tool_call_id: a.call_id,
-                    content: if a.is_error {
-                        Cow::Owned(format!("Error: {}", a.content))
-                    } else {
+                for a in answers {
+                    let text = if a.parts.is_empty() {
                         Cow::Borrowed(a.content)
-                    },
-                }));
+                    } else {
+                        Cow::Owned(parts::chat_tool_text(a.content, a.parts)?)
+                    };
+                    out.push(WireMessage::Tool {
+                        tool_call_id: a.call_id,
+                        content: if a.is_error {
+                            Cow::Owned(format!("Error: {text}"))
+                        } else {
+                            text
+                        },
+                    });
+                }
             }
         }
     }
-    out
+    Ok(out)
 }
 
 fn wire_call(call: &ToolCall) -> WireCall<'_> {

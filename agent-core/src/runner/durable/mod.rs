@@ -13,9 +13,11 @@
 //! `store_timeout`; a failed write is counted and the run goes on.
 
 mod io;
+pub(crate) mod lease;
 pub(crate) mod ledger;
 pub(crate) mod pause;
 pub(crate) mod snapshot;
+pub(crate) mod unfinished;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -87,6 +89,10 @@ pub(crate) struct Durable {
     pub(crate) decisions: Decisions,
     /// The calls of the resumed turn whose child run paused, with that run's id (C64).
     pub(crate) inside: Vec<(String, String)>,
+    /// How long a save (or a renewal) holds the run.
+    lease: Duration,
+    /// Moves the run's lease on while it is between writes (stopped when dropped).
+    _renewal: lease::Renewal,
 }
 
 /// FNV-1a 64 of the canonical arguments, as 16 hex digits.
@@ -126,8 +132,17 @@ impl Durable {
         timeout: Duration,
         writer: Arc<str>,
         failures: u32,
+        lease: Duration,
     ) -> Self {
         Self {
+            lease,
+            _renewal: lease::Renewal::start(
+                Arc::clone(&store),
+                Arc::clone(&run_id),
+                Arc::clone(&writer),
+                timeout,
+                lease,
+            ),
             ledger: Ledger {
                 store: Arc::clone(&store),
                 run_id: Arc::clone(&run_id),
@@ -260,8 +275,9 @@ impl Durable {
         state: &mut RunState,
         (observers, trace_id): Reporter<'_>,
     ) -> Result<(), AgentError> {
+        let held = !matches!(phase, Phase::Paused { .. });
         let outcome = match self.state_text(phase, state) {
-            Ok(text) => self.write(false, text).await,
+            Ok(text) => self.write(false, held, text).await,
             Err(e) => Err(e),
         };
         // A refused save marked the run fenced (see `write`).
@@ -289,7 +305,7 @@ impl Durable {
         }
         match self.state_text(phase, state) {
             Ok(text) => {
-                let record = self.next_record(false, text);
+                let record = self.next_record(false, true, text);
                 *self.ledger.held.get_mut() = Some((record, self.taken_at));
             }
             Err(error) => {
@@ -311,10 +327,16 @@ impl Durable {
             .map_err(|e| StoreError::invalid(format!("the checkpoint does not encode: {e}")))
     }
 
-    /// The next checkpoint record.
-    fn next_record(&mut self, finished: bool, state: String) -> CheckpointRecord {
+    /// The next checkpoint record; a running one (`held`) carries this process's lease,
+    /// a paused or finished one none.
+    fn next_record(&mut self, finished: bool, held: bool, state: String) -> CheckpointRecord {
         self.seq += 1;
         CheckpointRecord {
+            lease_until_ms: if held && !finished {
+                lease::lease_from_now(self.lease)
+            } else {
+                0
+            },
             run_id: self.run_id.to_string(),
             seq: self.seq,
             finished,
@@ -337,9 +359,14 @@ impl Durable {
     /// Writes the next checkpoint with the ledger's finished entries not yet written,
     /// fenced: refused (and the run marked fenced) when another process took the run
     /// over.
-    async fn write(&mut self, finished: bool, state: String) -> Result<SaveOutcome, StoreError> {
+    async fn write(
+        &mut self,
+        finished: bool,
+        held: bool,
+        state: String,
+    ) -> Result<SaveOutcome, StoreError> {
         self.release_held();
-        let record = self.next_record(finished, state);
+        let record = self.next_record(finished, held, state);
         let done = self.ledger.take_done();
         let store = &self.store;
         let taken_at = self.taken_at;
@@ -415,7 +442,7 @@ pub(crate) async fn save_finished<T>(
         store_failures: result.store_failures,
     };
     let outcome = match serde_json::to_string(&finished) {
-        Ok(state) => d.write(true, state).await,
+        Ok(state) => d.write(true, false, state).await,
         Err(e) => Err(StoreError::invalid(format!(
             "the result does not encode: {e}"
         ))),

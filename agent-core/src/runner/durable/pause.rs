@@ -7,7 +7,9 @@ use serde_json::Value;
 
 use crate::message::Message;
 use crate::pause::{Decision, DecisionProblem, Decisions, PauseReason, PendingCall};
-use crate::store::{CheckpointRecord, CheckpointStore, ResumeError, StoreError, now_ms};
+use crate::store::{
+    CheckpointRecord, CheckpointStore, ResumeError, SaveOutcome, StoreError, now_ms,
+};
 use crate::validate::SchemaValidator;
 
 use super::{FORMAT, Header, Phase, Snapshot};
@@ -206,6 +208,10 @@ pub async fn paused_runs(
     Ok(out)
 }
 
+/// How many times [`record_decisions`] reads the run again when another write came
+/// between its read and its write.
+const RECORD_ATTEMPTS: usize = 8;
+
 /// Records decisions for a paused run in `store` without resuming it (a reviewer's
 /// approval from a process that does not run the agent): they are checked against the
 /// run's pending calls (edited arguments against the tool's parameter schema as the run
@@ -213,16 +219,41 @@ pub async fn paused_runs(
 /// uses them. Decisions for the same call replace earlier ones. Returns the pending
 /// calls still without a decision.
 ///
+/// The write is fenced like a run's: it is stored only if the checkpoint is still the
+/// one it read (its `seq`), so a resume that claimed the run in between is never
+/// overwritten. Two reviewers recording at once both keep their decisions (the later
+/// write reads the run again and merges; up to 8 times). A run whose lease is held
+/// (a resume claimed it and is running it) is not paused any more.
+///
 /// # Errors
 /// [`ResumeError::UnknownRun`], [`ResumeError::Unreadable`] (the store failed: nothing
 /// recorded), [`ResumeError::Corrupt`], [`ResumeError::NotPaused`] (the run is running,
-/// finished, or was resumed already), [`ResumeError::Decisions`] (an unknown call id, a
-/// decision of the wrong kind, edited arguments that do not validate; nothing recorded).
+/// finished, or was resumed already: a resume holds its lease), [`ResumeError::Decisions`]
+/// (an unknown call id, a decision of the wrong kind, edited arguments that do not
+/// validate; nothing recorded), [`ResumeError::Fenced`] (other writes came between each
+/// of its reads and its write, 8 times: nothing recorded).
 pub async fn record_decisions(
     store: &dyn CheckpointStore,
     run_id: &str,
     decisions: Decisions,
 ) -> Result<Vec<PendingCall>, ResumeError> {
+    for _ in 0..RECORD_ATTEMPTS {
+        if let Some(left) = record_once(store, run_id, decisions.clone()).await? {
+            return Ok(left);
+        }
+    }
+    Err(ResumeError::Fenced {
+        run_id: run_id.to_owned(),
+    })
+}
+
+/// One attempt of [`record_decisions`]: `None` when another write came between its read
+/// and its write (nothing stored).
+async fn record_once(
+    store: &dyn CheckpointStore,
+    run_id: &str,
+    decisions: Decisions,
+) -> Result<Option<Vec<PendingCall>>, ResumeError> {
     let unreadable = |error| ResumeError::Unreadable {
         run_id: run_id.to_owned(),
         error,
@@ -241,7 +272,9 @@ pub async fn record_decisions(
     let not_paused = || ResumeError::NotPaused {
         run_id: run_id.to_owned(),
     };
-    if record.finished {
+    // Finished, or claimed by a resume that holds it (a paused checkpoint holds no
+    // lease; a claim takes one).
+    if record.finished || record.lease_until_ms > now_ms() {
         return Err(not_paused());
     }
     let header: Header = serde_json::from_str(&record.header)
@@ -287,12 +320,23 @@ pub async fn record_decisions(
     let state = snapshot
         .to_text()
         .map_err(|e| corrupt(format!("the state does not encode: {e}")))?;
+    // A writer token of its own: the write is stored only if the checkpoint is still
+    // the one read (its seq), never because an earlier writer's token matches.
+    let taken_at = record.seq;
     let next = CheckpointRecord {
         state,
         seq: record.seq + 1,
         updated_at_ms: now_ms(),
+        writer: super::new_writer(),
+        lease_until_ms: 0,
         ..record
     };
-    store.save(&next).await.map_err(unreadable)?;
-    Ok(left)
+    match store
+        .save_fenced(&next, taken_at)
+        .await
+        .map_err(unreadable)?
+    {
+        SaveOutcome::Saved => Ok(Some(left)),
+        _ => Ok(None),
+    }
 }

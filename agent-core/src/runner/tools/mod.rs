@@ -288,6 +288,9 @@ async fn execute(
     (timeout, max_bytes): (Duration, usize),
     capture: bool,
 ) -> Executed {
+    let max_bytes = tool
+        .max_result_bytes
+        .map_or(max_bytes, |cap| cap.min(max_bytes));
     let span = tracing::info_span!(
         "execute_tool",
         otel.name = %format_args!("execute_tool {}", call.name),
@@ -468,8 +471,10 @@ fn guard_call<'c>(
     }
 }
 
-/// `text` cut to at most `max_bytes` bytes (at a character boundary) plus a note saying
-/// how much was left out.
+/// `text` cut to at most `max_bytes` bytes plus a note the model can act on: its full
+/// size and a request to narrow the call. The cut is at the last line break in the
+/// final fifth of the allowed bytes when there is one (a clean boundary: no half
+/// record), else at a character boundary.
 pub(crate) fn truncate(mut text: String, max_bytes: usize) -> String {
     if text.len() <= max_bytes {
         return text;
@@ -479,9 +484,19 @@ pub(crate) fn truncate(mut text: String, max_bytes: usize) -> String {
     while !text.is_char_boundary(cut) {
         cut -= 1;
     }
+    let floor = max_bytes - max_bytes / 5;
+    if let Some(line) = text[..cut].rfind('\n')
+        && line >= floor
+        && line > 0
+    {
+        cut = line;
+    }
     text.truncate(cut);
     text.push_str(&format!(
-        "\n[truncated: the result had {total} bytes; the first {cut} are shown]"
+        "\n[cut: the result had {total} bytes (about {} tokens); the first {cut} are shown. \
+         If you need what is missing, call the tool again asking for less (a narrower \
+         query, a page or a range) where it allows that.]",
+        total.div_ceil(4)
     ));
     text
 }
@@ -496,7 +511,19 @@ mod tests {
         let cut = truncate("ééééé".into(), 5);
         assert_eq!(
             cut,
-            "éé\n[truncated: the result had 10 bytes; the first 4 are shown]"
+            "éé\n[cut: the result had 10 bytes (about 3 tokens); the first 4 are shown. \
+             If you need what is missing, call the tool again asking for less (a narrower \
+             query, a page or a range) where it allows that.]"
         );
+        // At a line break in the last fifth of the allowed bytes: no half line.
+        let lines = "row 1\nrow 2\nrow 3\nrow 4\n".to_owned();
+        let cut = truncate(lines.clone(), 13);
+        assert!(
+            cut.starts_with("row 1\nrow 2\n[cut: the result had 24 bytes"),
+            "{cut}"
+        );
+        // No line break near the cap: cut at the cap.
+        let cut = truncate("row 1\nxxxxxxxxxxxxxxxxxxxx".to_owned(), 20);
+        assert!(cut.starts_with("row 1\nxxxxxxxxxxxxxx\n[cut:"), "{cut}");
     }
 }

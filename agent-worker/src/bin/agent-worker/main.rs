@@ -9,6 +9,7 @@
 //! ```text
 //! agent-worker --store URL [--schema NAME] [--nats URL] [--namespace NS]
 //!              [--max-in-flight N] [--ack-wait-ms MS] [--max-deliveries N]
+//!              [--no-checkpoints] [--lease-ms MS] [--sweep-every-ms MS | --no-sweeper]
 //!              [--crash-on MARKER] [--mock-url URL]
 //! agent-worker --store URL [--schema NAME] [--nats URL] [--namespace NS] --resume RUN_ID
 //! ```
@@ -18,6 +19,13 @@
 //! decisions are recorded (the `runs` example's `approve` / `deny` / `edit` / `result`,
 //! or `agent_core::durable::record_decisions`), prints `{"resumed":"RUN_ID"}` and exits. It fails
 //! when the store has no record of the run or the record is not `paused`.
+//!
+//! Runs are checkpointed into the store (`--store`) when their agent's config has no
+//! checkpoint store, so a job redelivered after its worker died continues its run
+//! instead of running it again; `--no-checkpoints` turns that off
+//! (`WorkerOptions::checkpoints`). `--lease-ms` sets the runs' lease (default 60000)
+//! and `--sweep-every-ms` how often the sweeper puts unfinished runs whose lease
+//! lapsed back on the queue (default 30000); `--no-sweeper` turns it off.
 //!
 //! `--crash-on MARKER` adds the agent `crash`, which answers like `echo` but aborts the
 //! whole process (no unwinding, no ack) when its input contains MARKER: a stand-in for a
@@ -68,6 +76,15 @@ fn parse() -> Result<Args, lexopt::Error> {
                 queue = queue.ack_wait(Duration::from_millis(parser.value()?.parse()?));
             }
             Long("max-deliveries") => queue = queue.max_deliveries(parser.value()?.parse()?),
+            Long("no-checkpoints") => worker = worker.checkpoints(false),
+            Long("lease-ms") => {
+                worker = worker.lease(Duration::from_millis(parser.value()?.parse()?));
+            }
+            Long("sweep-every-ms") => {
+                let every = Duration::from_millis(parser.value()?.parse()?);
+                worker = worker.sweep_every(Some(every));
+            }
+            Long("no-sweeper") => worker = worker.sweep_every(None),
             Long("crash-on") => crash_on = Some(parser.value()?.string()?),
             Long("mock-url") => mock_url = Some(parser.value()?.string()?),
             Long("resume") => resume = Some(parser.value()?.string()?),
@@ -198,8 +215,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let report = worker.run(shutdown).await?;
     store.close().await?;
     println!(
-        "{{\"runs\":{},\"duplicates\":{},\"dead_lettered\":{},\"retried\":{},\"waiting\":{}}}",
-        report.runs, report.duplicates, report.dead_lettered, report.retried, report.waiting
+        "{{\"runs\":{},\"duplicates\":{},\"dead_lettered\":{},\"retried\":{},\"waiting\":{},\"swept\":{},\"orphans\":{}}}",
+        report.runs,
+        report.duplicates,
+        report.dead_lettered,
+        report.retried,
+        report.waiting,
+        report.swept,
+        report.orphans
     );
     Ok(())
 }

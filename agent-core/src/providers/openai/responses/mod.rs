@@ -15,7 +15,8 @@ use reqwest::header::{AUTHORIZATION, HeaderMap};
 use super::AZURE_PROVIDER;
 use crate::error::ConfigError;
 use crate::llm::{
-    LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, OutputCapabilities, StreamSink,
+    ContentCapabilities, LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse,
+    OutputCapabilities, StreamSink,
 };
 use crate::providers::ProviderOptions;
 use crate::providers::encoded::WireCache;
@@ -34,7 +35,9 @@ use wire::WireResponse;
 /// `{"type": "function_call", "call_id", "name", "arguments"}` (`arguments` a JSON
 /// string of an object), each answer as
 /// `{"type": "function_call_output", "call_id", "output"}` (every call answered; a
-/// failed result's output starts with `Error: `); tools as
+/// failed result's output starts with `Error: `); a user message or an answer with parts
+/// has its content or output as an array of `input_text`, `input_image`, `input_file`
+/// and `input_audio` parts; tools as
 /// `{"type": "function", "name", "description", "parameters", "strict": false}`;
 /// `tool_choice` auto / required / none / `{"type": "function", "name"}` (the forced
 /// `submit_output`); native output as
@@ -63,6 +66,8 @@ pub struct OpenAiResponsesClient {
     transport: Transport,
     store: bool,
     cache: WireCache,
+    /// [`ProviderOptions::content_capabilities`], when set.
+    content: Option<ContentCapabilities>,
 }
 
 impl fmt::Debug for OpenAiResponsesClient {
@@ -144,6 +149,7 @@ impl OpenAiResponsesClient {
             transport,
             store: options.store_responses,
             cache: WireCache::default(),
+            content: options.content_capabilities,
         }
     }
 
@@ -216,6 +222,26 @@ impl LlmClient for OpenAiResponsesClient {
     /// `text.format` json_schema is taken by the models the Responses API serves.
     fn output_capabilities(&self, _model: &str) -> OutputCapabilities {
         OutputCapabilities::new(true, true)
+    }
+
+    /// [`ProviderOptions::content_capabilities`] when set; else, by model family (see
+    /// `docs/providers.md`, "Content parts"): on OpenAI, vision models take images by
+    /// URL, bytes or file id and documents (PDF, text, Markdown, CSV, JSON, HTML, Office)
+    /// by bytes, file id or URL, up to 20 MB a part and 500 a request, in user messages
+    /// and in function call outputs (source:
+    /// <https://platform.openai.com/docs/guides/images-vision>,
+    /// <https://platform.openai.com/docs/guides/file-inputs>); on Azure, images and
+    /// PDFs in user messages only, 50 a request (source:
+    /// <https://learn.microsoft.com/en-us/azure/ai-foundry/openai/quotas-limits>).
+    fn content_capabilities(&self, model: &str) -> ContentCapabilities {
+        if let Some(caps) = self.content {
+            return caps;
+        }
+        if self.transport.provider() == AZURE_PROVIDER {
+            super::caps::azure_responses(model)
+        } else {
+            super::caps::responses(model)
+        }
     }
 
     /// No temperature for OpenAI's reasoning models, which reject it (as on Chat

@@ -20,6 +20,7 @@ use crate::providers::normalize::fill_ids;
 use crate::schema;
 use crate::tool::ToolDefinition;
 
+use super::super::parts;
 use super::super::wire::{accepts_temperature, strict_format};
 
 /// The `include` value that returns each reasoning item's `encrypted_content`, so a
@@ -68,7 +69,7 @@ enum Input<'a> {
 enum Item<'a> {
     Message {
         role: &'static str,
-        content: &'a str,
+        content: Content<'a>,
     },
     FunctionCall {
         call_id: &'a str,
@@ -77,8 +78,24 @@ enum Item<'a> {
     },
     FunctionCallOutput {
         call_id: &'a str,
-        output: Cow<'a, str>,
+        output: Content<'a>,
     },
+}
+
+/// A message's content or a call's output: a string, or input content parts when the
+/// turn or the result has parts (see [`parts::responses_part`]); text alone keeps the
+/// string.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Content<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<Value>),
+}
+
+impl<'a> Content<'a> {
+    fn text(text: &'a str) -> Self {
+        Content::Text(Cow::Borrowed(text))
+    }
 }
 
 #[derive(Serialize)]
@@ -132,7 +149,7 @@ pub(crate) fn encode_body(
         ),
         None => None,
     };
-    let (input, previous_response_id) = input(&request.messages, store);
+    let (input, previous_response_id) = input(&request.messages, store)?;
     let body = Body {
         model: &request.model,
         instructions: request.system.as_deref().filter(|s| !s.trim().is_empty()),
@@ -224,7 +241,20 @@ fn response_id_of(calls: &[ToolCall]) -> Option<&str> {
 /// [`history::turns`]). With `store`, when a model turn holds the id of its response,
 /// only what follows the last such turn is sent, with that id as
 /// `previous_response_id` (the stored response holds the rest).
-fn input(messages: &[crate::message::Message], store: bool) -> (Vec<Input<'_>>, Option<&str>) {
+///
+/// A user turn with parts has its content as input parts, its text first; an answer
+/// with parts has its `output` as input parts (`input_text` with the result's text,
+/// then the parts), which the API takes for function call outputs (source: Responses
+/// API reference, `function_call_output.output`, a string or a list of `input_text`,
+/// `input_image` and `input_file`).
+///
+/// # Errors
+/// A permanent [`LlmError`] for a part the API has no form for (see
+/// [`parts::responses_part`]).
+fn input(
+    messages: &[crate::message::Message],
+    store: bool,
+) -> Result<(Vec<Input<'_>>, Option<&str>), LlmError> {
     let turns = history::turns(messages);
     let mut start = 0;
     let mut previous = None;
@@ -242,10 +272,22 @@ fn input(messages: &[crate::message::Message], store: bool) -> (Vec<Input<'_>>, 
     let mut out = Vec::with_capacity(turns.len() + 2);
     for turn in turns.into_iter().skip(start) {
         match turn {
-            Turn::User { text: content, .. } => out.push(Input::Item(Item::Message {
-                role: "user",
-                content,
-            })),
+            Turn::User { text, parts: given } => {
+                let content = if given.is_empty() {
+                    Content::text(text)
+                } else {
+                    Content::Parts(parts::user_content(
+                        text,
+                        given,
+                        "input_text",
+                        parts::responses_part,
+                    )?)
+                };
+                out.push(Input::Item(Item::Message {
+                    role: "user",
+                    content,
+                }));
+            }
             Turn::Assistant { text, calls } => {
                 if let Some(first) = calls.first() {
                     out.extend(reasoning_of(first).iter().map(Input::Raw));
@@ -253,7 +295,7 @@ fn input(messages: &[crate::message::Message], store: bool) -> (Vec<Input<'_>>, 
                 if !text.trim().is_empty() || calls.is_empty() {
                     out.push(Input::Item(Item::Message {
                         role: "assistant",
-                        content: history::non_empty(text),
+                        content: Content::text(history::non_empty(text)),
                     }));
                 }
                 for (i, call) in calls.iter().enumerate() {
@@ -266,23 +308,34 @@ fn input(messages: &[crate::message::Message], store: bool) -> (Vec<Input<'_>>, 
             // Another provider's paused turn: its text, as an assistant turn.
             Turn::Paused { text, .. } => out.push(Input::Item(Item::Message {
                 role: "assistant",
-                content: history::non_empty(text),
+                content: Content::text(history::non_empty(text)),
             })),
             Turn::Results(answers) => {
-                out.extend(answers.into_iter().map(|a| {
-                    Input::Item(Item::FunctionCallOutput {
+                for a in answers {
+                    let text = if a.is_error {
+                        Cow::Owned(format!("Error: {}", a.content))
+                    } else {
+                        Cow::Borrowed(a.content)
+                    };
+                    let output = if a.parts.is_empty() {
+                        Content::Text(text)
+                    } else {
+                        let mut items = Vec::with_capacity(a.parts.len() + 1);
+                        items.push(json!({"type": "input_text", "text": text}));
+                        for part in a.parts {
+                            items.push(parts::responses_part(part)?);
+                        }
+                        Content::Parts(items)
+                    };
+                    out.push(Input::Item(Item::FunctionCallOutput {
                         call_id: a.call_id,
-                        output: if a.is_error {
-                            Cow::Owned(format!("Error: {}", a.content))
-                        } else {
-                            Cow::Borrowed(a.content)
-                        },
-                    })
-                }));
+                        output,
+                    }));
+                }
             }
         }
     }
-    (out, previous)
+    Ok((out, previous))
 }
 
 fn function_call(call: &ToolCall) -> Item<'_> {

@@ -1,0 +1,9 @@
+use agent_core::tool;
+
+/// List the orders.
+#[tool(max_result_tokens = 0)]
+async fn list_orders() -> String {
+    String::new()
+}
+
+fn main() {}
