@@ -1,8 +1,10 @@
 //! [`CheckpointStore`] for [`Store`]: one row per run in `checkpoints`, replaced in
 //! place at every boundary, and one row per tool execution in `tool_ledger`.
 //!
-//! `save` (used by `record_decisions`) is one statement in its own commit on the writing
-//! pool. The runner's writes (`save_boundary`, `save_fenced`, `record_tool_fenced`,
+//! `save` (used by `record_decisions`) is one upsert in its own transaction on the
+//! writing pool, after the blobs its header and state refer to (see `blob_refs.rs`:
+//! every header, state and ledger body is stored with parts' bytes as references, and
+//! loads put them back). The runner's writes (`save_boundary`, `save_fenced`, `record_tool_fenced`,
 //! `record_tool`) go through the store's checkpoint writer (`checkpoint_writer.rs`):
 //! group commit, each caller waiting for the commit that holds its write and getting its
 //! own outcome, so a write is durable before the call resolves. On SQLite the commit
