@@ -42,7 +42,8 @@ async fn secure(mut response: Response) -> Response {
 /// The dashboard's routes over `store` (for tests and embedding; [`serve`] builds it
 /// from a [`Config`]). `GET /` overview, `/turns`, `/runs`, `/runs/{id}` (`POST
 /// /runs/{id}/feedback`), `/sweeps`, `/sweeps/{name}` (and its `.svg` chart),
-/// `/pending` (`POST /pending/{run_id}`), `/login`, `POST /logout`.
+/// `/pending` (`POST /pending/{run_id}`), `/blobs/{sha256}` (a stored part's bytes),
+/// `/login`, `POST /logout`.
 pub fn router(store: Store, config: Config) -> Router {
     let auth = Auth::new(config.token.clone(), config.writes());
     let app = Arc::new(App {
@@ -56,6 +57,7 @@ pub fn router(store: Store, config: Config) -> Router {
         .route("/runs", get(pages::runs::page))
         .route("/runs/{id}", get(pages::run::page))
         .route("/runs/{id}/feedback", post(pages::run::feedback))
+        .route("/blobs/{sha256}", get(pages::blobs::serve))
         .route("/sweeps", get(pages::sweeps::list))
         .route("/sweeps/{name}", get(pages::sweeps::page))
         .route("/sweeps/{name}/chart.svg", get(pages::sweeps::chart))

@@ -1,7 +1,8 @@
 //! The dashboard in a real browser: headless Chromium (Debian's `/usr/bin/chromium`, or
 //! `CHROMIUM`) driven over the DevTools protocol. The overview's chart shows the seeded
 //! counts, a run page shows its transcript with hostile text as text, the feedback form
-//! round-trips into the store, an approval form records a decision, and every page is
+//! round-trips into the store, a run's image is a thumbnail loaded from the store (and
+//! refused from another origin by the CSP), an approval form records a decision, and every page is
 //! screenshotted into `target/tmp/dashboard-screens/` (with `DASHBOARD_PNG=1`, the
 //! overview also into `docs/dashboard.png`). Without Chromium the test prints a message
 //! and passes, except under `CI=true`.
@@ -213,6 +214,7 @@ async fn pages_in_headless_chromium() {
     let store = temp.open().await;
     let seeded = seed(&store).await;
     let run = real_run(&store).await;
+    let image = image_run(&store).await;
     paused_run(&store, "refund-NW-7").await;
     let sweeps = temp.dir.join("sweeps");
     std::fs::create_dir_all(&sweeps).unwrap();
@@ -363,6 +365,60 @@ async fn pages_in_headless_chromium() {
     );
     assert_eq!(feedback.note.as_deref(), Some("from the browser"));
     browser.screenshot(&shots.join("run.png")).await;
+
+    // A run with an image and a PDF: the image is a thumbnail loaded from the store
+    // (`img-src 'self'`), the PDF a named, sized link; the same image from another
+    // origin (the same server as `localhost`) is refused by the page's CSP.
+    browser
+        .goto(&format!("{base}/runs/{}", image.trace_id))
+        .await;
+    browser
+        .wait_until(
+            "document.querySelector('img.thumb') && document.querySelector('img.thumb').complete",
+        )
+        .await;
+    let png = agent_core::content::Bytes::from(PNG_8X8).sha256();
+    assert_eq!(
+        browser
+            .eval("[...document.querySelectorAll('img.thumb')].map(i => [i.getAttribute('src'), i.naturalWidth, i.naturalHeight])")
+            .await,
+        json!([[format!("/blobs/{png}"), 8, 8]])
+    );
+    assert_eq!(
+        browser
+            .eval("document.querySelector('a.part.file').textContent")
+            .await,
+        json!(format!(
+            "invoice <b>7</b>.pdf (application/pdf, {} bytes)",
+            PDF.len()
+        ))
+    );
+    let text = browser.eval("document.body.innerText").await;
+    assert!(
+        !text
+            .as_str()
+            .unwrap()
+            .contains(&agent_core::content::Bytes::from(PNG_8X8).to_base64()),
+        "no base64 on the page"
+    );
+    let other_origin = base.replace("127.0.0.1", "localhost");
+    let loads = |src: String| {
+        format!(
+            "new Promise(done => {{ const i = new Image();              i.onload = () => done('loaded ' + i.naturalWidth); i.onerror = () => done('refused');              i.src = {}; }})",
+            serde_json::to_string(&src).unwrap()
+        )
+    };
+    assert_eq!(
+        browser.eval(&loads(format!("{base}/blobs/{png}"))).await,
+        json!("loaded 8")
+    );
+    assert_eq!(
+        browser
+            .eval(&loads(format!("{other_origin}/blobs/{png}")))
+            .await,
+        json!("refused")
+    );
+    browser.screenshot(&shots.join("run-image.png")).await;
 
     // Pending approvals: approve the paused refund; the decision is in the checkpoint.
     browser.goto(&format!("{base}/pending")).await;

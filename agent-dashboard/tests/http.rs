@@ -430,3 +430,81 @@ async fn a_store_that_is_down_is_shown_and_the_dashboard_recovers() {
     forward.abort();
     drop_schema(&schema).await;
 }
+
+/// A run whose input carries an image and a PDF: the run page shows the image as a
+/// thumbnail from `/blobs/{sha256}` and the PDF as a named, sized link, never their
+/// bytes; the blob route serves the bytes with their type (the image inline, the PDF
+/// as a download), nosniff and the CSP; bad and unknown hashes are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn images_are_thumbnails_served_from_the_store_by_hash() {
+    use agent_core::content::Bytes;
+    let temp = TempStore::new();
+    let store = temp.open().await;
+    let run = image_run(&store).await;
+    let app = start(store, Config::new("unused")).await;
+    let c = client();
+    let png = Bytes::from(PNG_8X8).sha256();
+    let (_, overview) = get(&c, &format!("{}/?agent=vision", app.base), None).await;
+    assert!(
+        overview.contains(&format!(
+            "audio) of the whole store: 2 blobs, {} bytes,",
+            PNG_8X8.len() + PDF.len()
+        )),
+        "{overview}"
+    );
+    let pdf = Bytes::from(PDF).sha256();
+
+    let (status, page) = get(&c, &format!("{}/runs/{}", app.base, run.trace_id), None).await;
+    assert_eq!(status, 200, "{page}");
+    let thumb = format!(
+        "<a class=\"part image\" href=\"/blobs/{png}\" title=\"image (image/png, 81 bytes)\">\
+         <img class=\"thumb\" src=\"/blobs/{png}\" alt=\"image (image/png, 81 bytes)\" loading=\"lazy\"></a>"
+    );
+    assert!(page.contains(&thumb), "{page}");
+    let link = format!(
+        "<a class=\"part file\" href=\"/blobs/{pdf}\" download=\"invoice &lt;b&gt;7&lt;/b&gt;.pdf\" \
+         data-kind=\"document\">invoice &lt;b&gt;7&lt;/b&gt;.pdf (application/pdf, {} bytes)</a>",
+        PDF.len()
+    );
+    assert!(page.contains(&link), "{page}");
+    // Neither the bytes nor their base64 are on the page.
+    assert!(!page.contains(&Bytes::from(PNG_8X8).to_base64()));
+    assert!(!page.contains(&Bytes::from(PDF).to_base64()));
+    assert!(!page.contains("<script>"), "{page}");
+
+    let response = c
+        .get(format!("{}/blobs/{png}", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let h = response.headers().clone();
+    assert_eq!(h["content-type"], "image/png");
+    assert_eq!(h["content-disposition"], "inline");
+    assert_eq!(h["x-content-type-options"], "nosniff");
+    assert!(
+        h["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .contains("img-src 'self';"),
+        "{h:?}"
+    );
+    assert_eq!(response.bytes().await.unwrap().as_ref(), PNG_8X8);
+
+    let response = c
+        .get(format!("{}/blobs/{pdf}", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(response.headers()["content-type"], "application/pdf");
+    assert_eq!(response.headers()["content-disposition"], "attachment");
+    assert_eq!(response.bytes().await.unwrap().as_ref(), PDF);
+
+    let (status, page) = get(&c, &format!("{}/blobs/{}", app.base, "0".repeat(64)), None).await;
+    assert_eq!(status, 404, "{page}");
+    assert!(page.contains("no such blob in the store"), "{page}");
+    let (status, page) = get(&c, &format!("{}/blobs/..%2F..%2Fetc", app.base), None).await;
+    assert_eq!(status, 400, "{page}");
+    assert!(page.contains("64 lowercase hex digits"), "{page}");
+}

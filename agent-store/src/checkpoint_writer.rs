@@ -32,6 +32,7 @@ use sqlx::{QueryBuilder, Row};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::backend::Backend;
+use crate::blob_refs::{BlobRow, insert_blobs};
 use crate::db::{Shared, write_tx};
 use crate::errors::db_error;
 use crate::writer::chunks;
@@ -49,6 +50,8 @@ pub(crate) struct CheckpointRow {
     /// Until when the writer holds the run (ms since the Unix epoch; 0: no one).
     pub(crate) lease_until_ms: i64,
     pub(crate) taken_at: i64,
+    /// The blobs `header` and `state` refer to.
+    pub(crate) blobs: Vec<BlobRow>,
 }
 
 /// A `tool_ledger` row to store; `writer` set: fenced (stored only if the run's
@@ -61,6 +64,8 @@ pub(crate) struct LedgerRow {
     pub(crate) updated_at_ms: i64,
     pub(crate) body: String,
     pub(crate) writer: Option<String>,
+    /// The blobs `body` refers to.
+    pub(crate) blobs: Vec<BlobRow>,
 }
 
 /// One write of a batch: a checkpoint, ledger entries, or both (one boundary of a run:
@@ -278,6 +283,15 @@ async fn write(shared: &Shared, items: &[Item]) -> Result<Vec<SaveOutcome>, Stor
     };
     let rounds = rounds(&rows);
     write_tx!(shared, DB, tx => {
+        // Blobs first (a refused save leaves its blobs stored, unreferenced: harmless).
+        insert_blobs!(
+            tx,
+            DB,
+            items.iter().flat_map(|item| {
+                let save = item.save.iter().flat_map(|r| r.blobs.iter());
+                save.chain(item.tools.iter().flat_map(|r| r.blobs.iter()))
+            })
+        );
         for round in &rounds {
             let saves: Vec<(usize, &CheckpointRow)> = round
                 .iter()
@@ -368,6 +382,7 @@ mod tests {
             updated_at_ms: 0,
             body: String::new(),
             writer: writer.map(str::to_owned),
+            blobs: Vec::new(),
         }
     }
 
@@ -387,6 +402,7 @@ mod tests {
             writer: String::new(),
             lease_until_ms: 0,
             taken_at: 0,
+            blobs: Vec::new(),
         }
     }
 

@@ -1,8 +1,10 @@
 //! [`CheckpointStore`] for [`Store`]: one row per run in `checkpoints`, replaced in
 //! place at every boundary, and one row per tool execution in `tool_ledger`.
 //!
-//! `save` (used by `record_decisions`) is one statement in its own commit on the writing
-//! pool. The runner's writes (`save_boundary`, `save_fenced`, `record_tool_fenced`,
+//! `save` (used by `record_decisions`) is one upsert in its own transaction on the
+//! writing pool, after the blobs its header and state refer to (see `blob_refs.rs`:
+//! every header, state and ledger body is stored with parts' bytes as references, and
+//! loads put them back). The runner's writes (`save_boundary`, `save_fenced`, `record_tool_fenced`,
 //! `record_tool`) go through the store's checkpoint writer (`checkpoint_writer.rs`):
 //! group commit, each caller waiting for the commit that holds its write and getting its
 //! own outcome, so a write is durable before the call resolves. On SQLite the commit
@@ -24,9 +26,10 @@ use agent_core::store::{
 };
 use sqlx::Row;
 
+use crate::blob_refs::{Recent, externalize, insert_blobs};
 use crate::checkpoint_writer::{CheckpointRow, Item, LedgerRow};
 use crate::columns::{check_key, column, db_ms};
-use crate::db::{on_read_pool, on_write_pool};
+use crate::db::{on_read_pool, on_write_pool, write_tx};
 use crate::errors::db_error;
 use crate::store::Store;
 
@@ -34,28 +37,39 @@ use crate::store::Store;
 fn checkpoint_row(
     checkpoint: &CheckpointRecord,
     taken_at: u64,
+    recent: &Recent,
 ) -> Result<CheckpointRow, StoreError> {
     check_key("run id", &checkpoint.run_id)?;
+    let mut blobs = Vec::new();
+    let header = externalize(column(&checkpoint.header), &mut blobs, recent);
+    let state = externalize(column(&checkpoint.state), &mut blobs, recent);
     Ok(CheckpointRow {
         run_id: checkpoint.run_id.clone(),
         seq: i64::try_from(checkpoint.seq).unwrap_or(i64::MAX),
         finished: checkpoint.finished,
         fingerprint: column(&checkpoint.fingerprint),
         updated_at_ms: db_ms(checkpoint.updated_at_ms),
-        header: column(&checkpoint.header),
-        state: column(&checkpoint.state),
+        header,
+        state,
         writer: column(&checkpoint.writer),
         lease_until_ms: db_ms(checkpoint.lease_until_ms),
         taken_at: i64::try_from(taken_at).unwrap_or(i64::MAX),
+        blobs,
     })
 }
 
 /// A ledger entry as the checkpoint writer stores it; `writer` set: fenced.
-fn ledger_row(entry: &LedgerEntry, writer: Option<String>) -> Result<LedgerRow, StoreError> {
+fn ledger_row(
+    entry: &LedgerEntry,
+    writer: Option<String>,
+    recent: &Recent,
+) -> Result<LedgerRow, StoreError> {
     check_key("run id", &entry.run_id)?;
     check_key("call id", &entry.call_id)?;
     let body = serde_json::to_string(entry)
         .map_err(|e| StoreError::invalid(format!("cannot encode a ledger entry: {e}")))?;
+    let mut blobs = Vec::new();
+    let body = externalize(body, &mut blobs, recent);
     Ok(LedgerRow {
         run_id: entry.run_id.clone(),
         call_id: column(&entry.call_id),
@@ -64,6 +78,7 @@ fn ledger_row(entry: &LedgerEntry, writer: Option<String>) -> Result<LedgerRow, 
         updated_at_ms: db_ms(now_ms()),
         body,
         writer,
+        blobs,
     })
 }
 
@@ -99,13 +114,35 @@ where
     Ok(record)
 }
 
+impl Store {
+    /// The checkpoints with the bytes of the blobs their headers and states refer to
+    /// put back.
+    async fn inline_checkpoints(
+        &self,
+        mut records: Vec<CheckpointRecord>,
+    ) -> Result<Vec<CheckpointRecord>, StoreError> {
+        let mut texts: Vec<String> = Vec::with_capacity(records.len() * 2);
+        for r in &mut records {
+            texts.push(std::mem::take(&mut r.header));
+            texts.push(std::mem::take(&mut r.state));
+        }
+        self.inline_blobs("checkpoint", &mut texts).await?;
+        let mut texts = texts.into_iter();
+        for r in &mut records {
+            r.header = texts.next().unwrap_or_default();
+            r.state = texts.next().unwrap_or_default();
+        }
+        Ok(records)
+    }
+}
+
 impl CheckpointStore for Store {
     fn save<'a>(&'a self, checkpoint: &'a CheckpointRecord) -> StoreFuture<'a, ()> {
         Box::pin(async move {
-            check_key("run id", &checkpoint.run_id)?;
+            let row = checkpoint_row(checkpoint, 0, &self.shared.recent)?;
             self.shared.ready().await?;
-            let seq = i64::try_from(checkpoint.seq).unwrap_or(i64::MAX);
-            on_write_pool!(&self.shared.pools, pool, DB => {
+            write_tx!(&self.shared, DB, tx => {
+                insert_blobs!(tx, DB, row.blobs.iter());
                 sqlx::query(
                     "INSERT INTO checkpoints \
                      (run_id, seq, finished, fingerprint, updated_at_ms, header, state, writer, \
@@ -117,20 +154,19 @@ impl CheckpointStore for Store {
                      state = excluded.state, writer = excluded.writer, \
                      lease_until_ms = excluded.lease_until_ms",
                 )
-                .bind(checkpoint.run_id.as_str())
-                .bind(seq)
-                .bind(checkpoint.finished)
-                .bind(column(&checkpoint.fingerprint))
-                .bind(db_ms(checkpoint.updated_at_ms))
-                .bind(column(&checkpoint.header))
-                .bind(column(&checkpoint.state))
-                .bind(column(&checkpoint.writer))
-                .bind(db_ms(checkpoint.lease_until_ms))
-                .execute(pool)
+                .bind(row.run_id.as_str())
+                .bind(row.seq)
+                .bind(row.finished)
+                .bind(row.fingerprint.as_str())
+                .bind(row.updated_at_ms)
+                .bind(row.header.as_str())
+                .bind(row.state.as_str())
+                .bind(row.writer.as_str())
+                .bind(row.lease_until_ms)
+                .execute(&mut *tx)
                 .await
                 .map_err(db_error)?;
-            });
-            self.shared.check_file()
+            })
         })
     }
 
@@ -140,7 +176,7 @@ impl CheckpointStore for Store {
         taken_at: u64,
     ) -> StoreFuture<'a, SaveOutcome> {
         Box::pin(async move {
-            let row = checkpoint_row(checkpoint, taken_at)?;
+            let row = checkpoint_row(checkpoint, taken_at, &self.shared.recent)?;
             self.shared.migrated().await?;
             self.checkpoints.write(Item::save(row)).await
         })
@@ -152,7 +188,7 @@ impl CheckpointStore for Store {
         writer: &'a str,
     ) -> StoreFuture<'a, SaveOutcome> {
         Box::pin(async move {
-            let row = ledger_row(entry, Some(column(writer)))?;
+            let row = ledger_row(entry, Some(column(writer)), &self.shared.recent)?;
             self.shared.migrated().await?;
             self.checkpoints.write(Item::tool(row)).await
         })
@@ -168,14 +204,16 @@ impl CheckpointStore for Store {
     ) -> StoreFuture<'a, SaveOutcome> {
         Box::pin(async move {
             let save = match checkpoint {
-                Some((record, taken_at)) => Some(checkpoint_row(record, taken_at)?),
+                Some((record, taken_at)) => {
+                    Some(checkpoint_row(record, taken_at, &self.shared.recent)?)
+                }
                 None => None,
             };
             let tools = entries
                 .iter()
                 .map(|entry| {
                     let fenced = entry.status == LedgerStatus::Started;
-                    ledger_row(entry, fenced.then(|| column(writer)))
+                    ledger_row(entry, fenced.then(|| column(writer)), &self.shared.recent)
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             self.shared.migrated().await?;
@@ -222,7 +260,7 @@ impl CheckpointStore for Store {
         Box::pin(async move {
             check_key("run id", run_id)?;
             self.shared.ready().await?;
-            let row = on_read_pool!(&self.shared.pools, pool, DB => {
+            let row: Option<CheckpointRecord> = on_read_pool!(&self.shared.pools, pool, DB => {
                 sqlx::query(
                     "SELECT run_id, seq, finished, fingerprint, updated_at_ms, header, state, \
                      writer, lease_until_ms FROM checkpoints WHERE run_id = $1",
@@ -235,7 +273,13 @@ impl CheckpointStore for Store {
                 .transpose()
                 .map_err(db_error)?
             });
-            Ok(row)
+            match row {
+                Some(record) => self
+                    .inline_checkpoints(vec![record])
+                    .await
+                    .map(|mut v| v.pop()),
+                None => Ok(None),
+            }
         })
     }
 
@@ -243,7 +287,7 @@ impl CheckpointStore for Store {
         Box::pin(async move {
             self.shared.ready().await?;
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-            let rows = on_read_pool!(&self.shared.pools, pool, DB => {
+            let rows: Vec<CheckpointRecord> = on_read_pool!(&self.shared.pools, pool, DB => {
                 sqlx::query(
                     "SELECT run_id, seq, finished, fingerprint, updated_at_ms, header, state, \
                      writer, lease_until_ms FROM checkpoints WHERE finished = $1 \
@@ -259,13 +303,13 @@ impl CheckpointStore for Store {
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(db_error)?
             });
-            Ok(rows)
+            self.inline_checkpoints(rows).await
         })
     }
 
     fn record_tool<'a>(&'a self, entry: &'a LedgerEntry) -> StoreFuture<'a, ()> {
         Box::pin(async move {
-            let row = ledger_row(entry, None)?;
+            let row = ledger_row(entry, None, &self.shared.recent)?;
             self.shared.migrated().await?;
             self.checkpoints.write(Item::tool(row)).await.map(drop)
         })
@@ -275,13 +319,14 @@ impl CheckpointStore for Store {
         Box::pin(async move {
             check_key("run id", run_id)?;
             self.shared.ready().await?;
-            let bodies: Vec<String> = on_read_pool!(&self.shared.pools, pool, DB => {
+            let mut bodies: Vec<String> = on_read_pool!(&self.shared.pools, pool, DB => {
                 sqlx::query_scalar("SELECT body FROM tool_ledger WHERE run_id = $1")
                     .bind(run_id)
                     .fetch_all(pool)
                     .await
                     .map_err(db_error)?
             });
+            self.inline_blobs("ledger entry", &mut bodies).await?;
             bodies
                 .iter()
                 .map(|b| {

@@ -17,6 +17,7 @@ use sqlx::{ConnectOptions, Row};
 use tokio::sync::OnceCell;
 
 use crate::backend::Backend;
+use crate::blob_refs::Recent;
 use crate::errors::{db_error, is_duplicate_schema, migrate_error, redact};
 use crate::migrations::Migrations;
 use crate::options::StoreOptions;
@@ -123,6 +124,8 @@ pub(crate) struct Shared {
     pub(crate) pgvector: AtomicBool,
     /// SQLite: the file the connections opened (`None` for PostgreSQL and `:memory:`).
     file: Option<SqliteFile>,
+    /// The blobs met last (see [`Recent`]).
+    pub(crate) recent: Recent,
 }
 
 /// The SQLite file of a store: its path, how to create it, and which file (device and
@@ -236,6 +239,7 @@ impl Shared {
             ready: OnceCell::new(),
             pgvector: AtomicBool::new(false),
             file,
+            recent: Recent::default(),
         })
     }
 

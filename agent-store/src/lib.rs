@@ -68,6 +68,26 @@
 //! observer; and a run's record is durable after the next flush, not when the run
 //! returns.
 //!
+//! ## Blobs
+//!
+//! The bytes of content parts (images, documents, audio) are kept once per store, in the
+//! `blobs` table (SHA-256, media type, size in bytes, bytes; migration 8). Every JSON the
+//! store writes (run records, traces, checkpoint headers and states, ledger entries,
+//! thread messages) has each part's inline base64 (`"source":{"bytes":"..."}`) replaced
+//! by a reference, `"source":{"blob":{"sha256":"<64 hex>","size":<bytes>}}`, the part's
+//! `media_type` staying beside it; the blob row is inserted in the same transaction as
+//! the row that refers to it, and not again when it is stored already. Loading reads the
+//! referenced blobs in one query and puts the base64 back, so a load returns exactly the
+//! JSON that was given; records written before blobs (inline base64) load as they are,
+//! and a reference whose blob is missing is a [`StoreError::Backend`] naming the hash.
+//! The swap works on serde_json's compact text (in which an unescaped `"` is always
+//! structural), without parsing it: JSON with no inline bytes costs one substring
+//! search. A store remembers the last 32 blobs it met (up to 32 MiB of base64), so the
+//! same image in every checkpoint of a run, or in many runs, is compared as text
+//! instead of decoded and hashed again. [`Store::blob`] reads one blob,
+//! [`Store::blob_usage`] and [`Store::stats`] count them. Blobs are never deleted: one
+//! that nothing refers to any more stays until the database is cleaned by hand.
+//!
 //! ## Faults
 //!
 //! What a store does when its database goes wrong under it (`docs/scale-out.md` has
@@ -101,6 +121,8 @@
 //! That path is not tested here: the development and CI servers have no pgvector.
 
 mod backend;
+mod blob_refs;
+mod blobs;
 mod checkpoint_writer;
 mod checkpoints;
 mod columns;
@@ -120,6 +142,7 @@ mod writer;
 pub use agent_core::store::StoreError;
 
 pub use backend::Backend;
+pub use blobs::{Blob, BlobUsage};
 pub use dashboard::{
     DAY_MS, DayCount, LatencyCount, Overview, PageCursor, RunFilter, RunScope, RunsPage, TurnCount,
 };

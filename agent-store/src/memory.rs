@@ -18,6 +18,7 @@ use agent_core::store::{Memory, StoreFuture, ThreadEntry, ThreadState};
 use agent_core::{llm::Message, store::StoreError};
 use sqlx::{QueryBuilder, Row};
 
+use crate::blob_refs::{externalize, insert_blobs};
 use crate::columns::{check_key, db_ms};
 use crate::db::{on_read_pool, write_tx};
 use crate::errors::db_error;
@@ -88,7 +89,7 @@ impl Memory for Store {
             self.shared.ready().await?;
             let limit = i64::try_from(max_messages).unwrap_or(i64::MAX);
             type Totals = (i64, i64, Option<String>, i64);
-            let (totals, bodies): (Option<Totals>, Vec<String>) = on_read_pool!(&self.shared.pools, pool, DB => {
+            let (totals, mut bodies): (Option<Totals>, Vec<String>) = on_read_pool!(&self.shared.pools, pool, DB => {
                 let mut tx = pool.begin().await.map_err(db_error)?;
                 let totals = sqlx::query(
                     "SELECT llm_calls, runs, summary, summary_upto FROM threads WHERE thread_id = $1",
@@ -122,6 +123,7 @@ impl Memory for Store {
                 tx.commit().await.map_err(db_error)?;
                 (totals, bodies)
             });
+            self.inline_blobs("message", &mut bodies).await?;
             let mut messages = bodies
                 .iter()
                 .rev()
@@ -146,10 +148,14 @@ impl Memory for Store {
         Box::pin(async move {
             check_key("thread id", thread)?;
             check_key("trace id", &entry.trace_id)?;
+            let mut blobs = Vec::new();
             let bodies = entry
                 .messages
                 .iter()
-                .map(serde_json::to_string)
+                .map(|m| {
+                    serde_json::to_string(m)
+                        .map(|b| externalize(b, &mut blobs, &self.shared.recent))
+                })
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| StoreError::invalid(format!("cannot encode a message: {e}")))?;
             let n = i64::try_from(bodies.len()).unwrap_or(i64::MAX);
@@ -191,6 +197,7 @@ impl Memory for Store {
                 .await
                 .map_err(db_error)?;
                 let base = total - n;
+                insert_blobs!(tx, DB, blobs.iter());
                 if let Some(summary) = &entry.summary {
                     // It covers the messages before this entry but the newest `kept`.
                     let kept = i64::try_from(summary.kept).unwrap_or(i64::MAX);

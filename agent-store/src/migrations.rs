@@ -127,6 +127,18 @@ const MIGRATION_7: &str = "
 ALTER TABLE checkpoints ADD COLUMN lease_until_ms BIGINT NOT NULL DEFAULT 0;
 ";
 
+/// Blobs: the bytes of content parts (images, documents, audio), once per store, by
+/// their SHA-256; stored JSON refers to them (see `src/blob_refs.rs`, `src/blobs.rs`).
+/// `size` in bytes.
+const MIGRATION_8: &str = "
+CREATE TABLE IF NOT EXISTS blobs (
+    sha256 TEXT PRIMARY KEY,
+    media_type TEXT NOT NULL,
+    size BIGINT NOT NULL,
+    bytes {blob} NOT NULL
+);
+";
+
 impl<'s> MigrationSource<'s> for Migrations {
     fn resolve(
         self,
@@ -187,6 +199,13 @@ impl<'s> MigrationSource<'s> for Migrations {
                 Cow::Borrowed("checkpoint leases: until when a process holds a durable run"),
                 MigrationType::Simple,
                 Cow::Borrowed(MIGRATION_7),
+                false,
+            ),
+            Migration::new(
+                8,
+                Cow::Borrowed("blobs: the bytes of content parts, once, by SHA-256"),
+                MigrationType::Simple,
+                Cow::Owned(MIGRATION_8.replace("{blob}", blob)),
                 false,
             ),
         ];

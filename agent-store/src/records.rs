@@ -8,6 +8,7 @@ use agent_core::store::{
 };
 use sqlx::{QueryBuilder, Row};
 
+use crate::blob_refs::{Recent, externalize};
 use crate::columns::{check_key, column, db_ms};
 use crate::db::{on_read_pool, write_tx};
 use crate::errors::db_error;
@@ -23,8 +24,10 @@ fn decode<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> Result<T, S
         .map_err(|e| StoreError::backend(format!("a stored {what} does not decode: {e}")))
 }
 
-fn run_row(run: &RunRecord) -> Result<RunRow, StoreError> {
+fn run_row(run: &RunRecord, recent: &Recent) -> Result<RunRow, StoreError> {
     check_key("trace id", &run.trace_id)?;
+    let mut blobs = Vec::new();
+    let record = externalize(encode(run)?, &mut blobs, recent);
     Ok(RunRow {
         trace_id: run.trace_id.clone(),
         agent: column(&run.agent),
@@ -37,13 +40,16 @@ fn run_row(run: &RunRecord) -> Result<RunRow, StoreError> {
         duration_ms: db_ms(run.duration_ms),
         llm_calls: i64::from(run.usage.llm_calls),
         cost_usd: run.usage.cost_usd.filter(|c| c.is_finite()),
-        record: Some(encode(run)?),
+        record: Some(record),
         trace: None,
+        blobs,
     })
 }
 
-fn trace_row(trace: &TraceRecord) -> Result<RunRow, StoreError> {
+fn trace_row(trace: &TraceRecord, recent: &Recent) -> Result<RunRow, StoreError> {
     check_key("trace id", &trace.trace_id)?;
+    let mut blobs = Vec::new();
+    let body = externalize(encode(trace)?, &mut blobs, recent);
     Ok(RunRow {
         trace_id: trace.trace_id.clone(),
         agent: column(&trace.agent),
@@ -57,7 +63,8 @@ fn trace_row(trace: &TraceRecord) -> Result<RunRow, StoreError> {
         llm_calls: i64::from(trace.usage.llm_calls),
         cost_usd: trace.usage.cost_usd.filter(|c| c.is_finite()),
         record: None,
-        trace: Some(encode(trace)?),
+        trace: Some(body),
+        blobs,
     })
 }
 
@@ -104,7 +111,11 @@ impl Store {
                 .collect::<Result<Vec<_>, sqlx::Error>>()
                 .map_err(db_error)?
         });
-        rows.iter()
+        let (mut records, feedback): (Vec<String>, Vec<Option<String>>) = rows.into_iter().unzip();
+        self.inline_blobs("run", &mut records).await?;
+        records
+            .iter()
+            .zip(&feedback)
             .map(|(record, feedback)| run_from(record, feedback.as_deref()))
             .collect()
     }
@@ -112,7 +123,7 @@ impl Store {
 
 impl FeedbackStore for Store {
     fn record<'a>(&'a self, run: &'a RunRecord) -> StoreFuture<'a, ()> {
-        Box::pin(async move { self.writer.write(run_row(run)?).await })
+        Box::pin(async move { self.writer.write(run_row(run, &self.shared.recent)?).await })
     }
 
     fn attach_feedback<'a>(
@@ -173,8 +184,13 @@ impl FeedbackStore for Store {
                     None => None,
                 }
             });
-            row.map(|(record, feedback)| run_from(&record, feedback.as_deref()))
-                .transpose()
+            match row {
+                Some((record, feedback)) => {
+                    let record = self.inline_blob("run", record).await?;
+                    run_from(&record, feedback.as_deref()).map(Some)
+                }
+                None => Ok(None),
+            }
         })
     }
 
@@ -202,7 +218,11 @@ impl FeedbackStore for Store {
 
 impl TraceStore for Store {
     fn record_trace<'a>(&'a self, trace: &'a TraceRecord) -> StoreFuture<'a, ()> {
-        Box::pin(async move { self.writer.write(trace_row(trace)?).await })
+        Box::pin(async move {
+            self.writer
+                .write(trace_row(trace, &self.shared.recent)?)
+                .await
+        })
     }
 
     fn trace<'a>(&'a self, trace_id: &'a str) -> StoreFuture<'a, Option<TraceRecord>> {
@@ -215,8 +235,13 @@ impl TraceStore for Store {
                     .await
                     .map_err(db_error)?
             });
-            let body = body.flatten();
-            body.map(|b| decode("trace", &b)).transpose()
+            match body.flatten() {
+                Some(body) => {
+                    let body = self.inline_blob("trace", body).await?;
+                    decode("trace", &body).map(Some)
+                }
+                None => Ok(None),
+            }
         })
     }
 

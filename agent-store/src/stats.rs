@@ -23,6 +23,11 @@ pub struct StoreStats {
     pub thread_messages: u64,
     /// Stored documents over all collections.
     pub documents: u64,
+    /// Stored blobs: the distinct bytes of content parts (images, documents, audio),
+    /// each stored once however many runs, turns and threads refer to it.
+    pub blobs: u64,
+    /// The bytes of all stored blobs (the sum of their sizes).
+    pub blob_bytes: u64,
 }
 
 impl Store {
@@ -38,12 +43,14 @@ impl Store {
             let row = sqlx::query(
                 "SELECT (SELECT COUNT(record) FROM runs), (SELECT COUNT(trace) FROM runs), \
                  (SELECT COUNT(*) FROM feedback), (SELECT COUNT(*) FROM threads), \
-                 (SELECT COUNT(*) FROM thread_messages), (SELECT COUNT(*) FROM documents)",
+                 (SELECT COUNT(*) FROM thread_messages), (SELECT COUNT(*) FROM documents), \
+                 (SELECT COUNT(*) FROM blobs), \
+                 (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM blobs)",
             )
             .fetch_one(pool)
             .await
             .map_err(db_error)?;
-            (0..6)
+            (0..8)
                 .map(|i| row.try_get::<i64, _>(i))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(db_error)?
@@ -61,6 +68,8 @@ impl Store {
             threads: n(3),
             thread_messages: n(4),
             documents: n(5),
+            blobs: n(6),
+            blob_bytes: n(7),
         })
     }
 

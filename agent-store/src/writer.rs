@@ -15,6 +15,7 @@ use sqlx::QueryBuilder;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::backend::Backend;
+use crate::blob_refs::{BlobRow, insert_blobs};
 use crate::db::{Shared, write_tx};
 use crate::errors::db_error;
 
@@ -35,6 +36,8 @@ pub(crate) struct RunRow {
     pub(crate) cost_usd: Option<f64>,
     pub(crate) record: Option<String>,
     pub(crate) trace: Option<String>,
+    /// The blobs `record` and `trace` refer to (inserted in the same transaction).
+    pub(crate) blobs: Vec<BlobRow>,
 }
 
 type Ack = oneshot::Sender<Result<(), StoreError>>;
@@ -183,13 +186,18 @@ fn merge_per_run(rows: Vec<RunRow>) -> Vec<RunRow> {
         match index.get(&row.trace_id) {
             Some(&i) => {
                 let kept = &mut merged[i];
+                let mut blobs = std::mem::take(&mut kept.blobs);
                 if row.record.is_some() {
                     let trace = kept.trace.take().or(row.trace.clone());
                     *kept = row;
                     kept.trace = kept.trace.take().or(trace);
                 } else if row.trace.is_some() {
                     kept.trace = row.trace;
+                    kept.blobs = row.blobs;
                 }
+                // Either JSON may refer to blobs of either row: keep them all.
+                blobs.append(&mut kept.blobs);
+                kept.blobs = blobs;
             }
             None => {
                 index.insert(row.trace_id.clone(), merged.len());
@@ -251,6 +259,7 @@ async fn write(shared: &Shared, rows: &[RunRow]) -> Result<(), StoreError> {
                 .await
                 .map_err(db_error)?;
         }
+        insert_blobs!(tx, DB, rows.iter().flat_map(|r| r.blobs.iter()));
         for chunk in chunks(rows) {
             let mut q = QueryBuilder::<DB>::new(RUNS_INSERT);
             q.push_values(chunk, |mut b, r| {
@@ -303,6 +312,7 @@ mod tests {
             cost_usd: None,
             record: record.map(str::to_owned),
             trace: trace.map(str::to_owned),
+            blobs: Vec::new(),
         }
     }
 

@@ -16,6 +16,7 @@ mod common;
 // `dead_code` nor `unreachable_pub` applied to them); in public modules they still are.
 pub mod approvals;
 pub mod batch;
+pub mod blobs;
 pub mod dashboard;
 pub mod durable;
 pub mod errors;

@@ -22,6 +22,9 @@ svg.chart{width:100%;max-width:760px;height:auto;background:#fff;border:1px soli
 figure{margin:8px 0} figcaption{font-weight:bold}
 .legend span{margin-right:12px} .swatch{display:inline-block;width:10px;height:10px;margin-right:4px}
 .msg{border-left:4px solid #99a;padding:2px 8px;margin:6px 0;background:#fff}
+.parts{display:flex;flex-wrap:wrap;gap:8px;align-items:flex-start;margin:4px 0}
+img.thumb{height:96px;width:auto;max-width:160px;object-fit:contain;border:1px solid #ddd;background:#fff;display:block}
+a.part.file{display:inline-block;padding:3px 7px;border:1px solid #ddd;background:#fff}
 .msg.user{border-color:#36c} .msg.assistant{border-color:#393} .msg.tool{border-color:#c93}
 form.inline{display:inline} label{margin-right:8px} input,select,textarea{font:inherit}
 ";

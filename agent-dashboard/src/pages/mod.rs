@@ -1,5 +1,6 @@
 //! The pages: one module per page, and the layout they share.
 
+pub(crate) mod blobs;
 pub(crate) mod layout;
 pub(crate) mod login;
 pub(crate) mod overview;

@@ -114,7 +114,8 @@ async fn body(app: &App, params: &ScopeParams) -> Result<Markup, PageError> {
     let Some(run_scope) = scope.run_scope() else {
         return Ok(html! { p.note { "The store has no runs yet." } });
     };
-    let overview = app.store.overview(&run_scope).await?;
+    let (overview, blobs) = tokio::join!(app.store.overview(&run_scope), app.store.blob_usage());
+    let (overview, blobs) = (overview?, blobs?);
     let agent = run_scope.agent.as_str();
     let days = scope.day_labels();
     let mut per_day = vec![Totals::default(); days.len()];
@@ -207,6 +208,10 @@ async fn body(app: &App, params: &ScopeParams) -> Result<Markup, PageError> {
         h2 { "Per variant" }
         (variant_table(&per_variant, escalated_max, stuck_max))
         p { small { "Latencies are bucket floors: durations rounded down to two significant digits, computed in the database." } }
+        p #blobs { small {
+            "Stored parts (images, documents, audio) of the whole store: " (count(blobs.blobs)) " blobs, "
+            (count(blobs.bytes)) " bytes, each kept once however many runs, turns and threads carry it."
+        } }
     })
 }
 

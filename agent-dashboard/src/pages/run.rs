@@ -1,5 +1,6 @@
 //! One run: its record (ending, category, usage, cost, metadata), its transcript from
-//! the trace store (each tool call with its arguments, outcome and duration), the trace
+//! the trace store (each tool call with its arguments, outcome and duration; images as
+//! thumbnails from the store, documents and audio as links: see `blobs.rs`), the trace
 //! id, and the feedback form.
 
 use std::collections::{BTreeMap, HashMap};
@@ -13,6 +14,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, html};
 use serde::Deserialize;
 
+use super::blobs::{parts, without_bytes};
 use super::layout::{count, frame, usd};
 use super::login::gate;
 use super::scope::encode;
@@ -95,7 +97,7 @@ async fn body(app: &App, viewer: &Viewer, id: &str, saved: bool) -> Result<Marku
 fn pretty(value: Option<&serde_json::Value>) -> String {
     match value {
         Some(serde_json::Value::String(s)) => s.clone(),
-        Some(v) => serde_json::to_string_pretty(v).unwrap_or_default(),
+        Some(v) => serde_json::to_string_pretty(&without_bytes(v)).unwrap_or_default(),
         None => String::new(),
     }
 }
@@ -211,7 +213,11 @@ fn transcript(trace: &TraceRecord) -> Markup {
                 finished.insert(call_id.as_str(), (*is_error, *duration_ms));
             }
             TraceEvent::TurnStarted { .. } => {}
-            other => others.push(serde_json::to_string(other).unwrap_or_default()),
+            other => others.push(
+                serde_json::to_value(other)
+                    .map(|v| without_bytes(&v).to_string())
+                    .unwrap_or_default(),
+            ),
         }
     }
     let mut results: BTreeMap<&str, (&str, bool)> = BTreeMap::new();
@@ -229,7 +235,11 @@ fn transcript(trace: &TraceRecord) -> Markup {
         div #transcript {
             @for m in &trace.transcript {
                 @match m {
-                    Message::User { content, .. } => div.msg.user { strong { "user" } pre { (content) } },
+                    Message::User { content, parts: ps } => div.msg.user {
+                        strong { "user" }
+                        @if !content.is_empty() || ps.is_empty() { pre { (content) } }
+                        (parts(ps))
+                    },
                     Message::Assistant { text, tool_calls, reasoning } => div.msg.assistant {
                         strong { "assistant" }
                         @if !reasoning.is_empty() { details.reasoning { summary { "reasoning" } pre { (reasoning) } } }
@@ -251,6 +261,7 @@ fn transcript(trace: &TraceRecord) -> Markup {
                         @for r in rs {
                             strong { "result of " code { (r.name) } " (" (r.call_id) ")" @if r.is_error { " error" } }
                             pre { (r.content) }
+                            (parts(&r.parts))
                         }
                     },
                     Message::Paused { text, .. } => div.msg.assistant { strong { "assistant (paused turn)" } pre { (text) } },

@@ -151,6 +151,34 @@ pub async fn real_run(store: &Store) -> AgentResult<Triage> {
     result
 }
 
+/// An 8 by 8 PNG (a checkerboard), valid enough for a browser to draw.
+pub const PNG_8X8: &[u8] = b"\x89\x50\x4e\x47\x0d\x0a\x1a\x0a\x00\x00\x00\x0d\x49\x48\x44\x52\x00\x00\x00\x08\x00\x00\x00\x08\x08\x02\x00\x00\x00\x4b\x6d\x29\xdc\x00\x00\x00\x18\x49\x44\x41\x54\x78\x9c\x63\x38\xa1\x01\x04\x27\x30\x49\x06\xac\xa2\x40\x92\x61\x50\xea\x00\x00\x5a\x5d\x46\x01\x31\x86\x18\x23\x00\x00\x00\x00\x49\x45\x4e\x44\xae\x42\x60\x82";
+
+/// A tiny PDF-looking document (the sniffer needs only its signature).
+pub const PDF: &[u8] = b"%PDF-1.4\n% an invoice <script>alert(1)</script>\n";
+
+/// A run of the in-process test model whose input carries [`PNG_8X8`] and [`PDF`]
+/// (named with markup, shown as text).
+pub async fn image_run(store: &Store) -> AgentResult<String> {
+    use agent_core::content::{Input, Part};
+    let config: AgentConfig<String> = AgentConfig::builder("vision")
+        .model("test")
+        .feedback_store(store.clone())
+        .trace_store(store.clone())
+        .build()
+        .unwrap();
+    let mut pdf = Part::from_bytes(PDF.to_vec()).unwrap();
+    if let Some(media) = pdf.media_mut() {
+        media.name = Some("invoice <b>7</b>.pdf".to_owned());
+    }
+    let input = Input::text("The unit arrived cracked; photo and invoice attached.")
+        .part(Part::from_bytes(PNG_8X8.to_vec()).unwrap())
+        .part(pdf);
+    let result = run_agent_with(&config, input, RunOptions::new()).await;
+    assert!(result.outcome.is_ok(), "{:?}", result.outcome);
+    result
+}
+
 fn record(
     n: u32,
     variant: &str,

@@ -230,8 +230,11 @@ impl Store {
                 .map_err(db_error)?
         });
         let more = rows.len() > limit;
-        let mut runs = Vec::with_capacity(limit.min(rows.len()));
-        for (record, feedback) in rows.iter().take(limit) {
+        let (mut records, feedback): (Vec<String>, Vec<Option<String>>) =
+            rows.into_iter().take(limit).unzip();
+        self.inline_blobs("run", &mut records).await?;
+        let mut runs = Vec::with_capacity(records.len());
+        for (record, feedback) in records.iter().zip(&feedback) {
             let mut run: RunRecord = serde_json::from_str(record)
                 .map_err(|e| StoreError::backend(format!("a stored run does not decode: {e}")))?;
             run.feedback = feedback
