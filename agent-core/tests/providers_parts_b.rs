@@ -427,7 +427,7 @@ async fn what_a_model_cannot_take_is_refused_typed_before_any_request() {
     let audio_to_vision = run("gpt-4o", Part::from_bytes(WAV_BYTES.to_vec()).unwrap()).await;
     assert_eq!(
         refused(&server, &audio_to_vision).await,
-        "gpt-4o audio audio/x-wav: the model takes no audios"
+        "gpt-4o audio audio/x-wav: the model takes no audio"
     );
     let big = Part::from_bytes_as(
         [PDF_BYTES, &vec![b' '; 20 * 1024 * 1024]].concat(),
