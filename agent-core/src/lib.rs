@@ -93,6 +93,10 @@ pub mod config;
 pub mod content;
 pub mod error;
 pub mod eval;
+// The fuzz targets' entry points (`fuzz/`); not part of the API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod guardrail;
 pub mod handover;
 pub mod llm;

@@ -31,6 +31,7 @@ pub mod fallback;
 pub mod field_reports;
 pub mod field_reports_3;
 pub mod field_reports_4;
+pub mod fuzz_smoke;
 pub mod graders;
 pub mod guardrails;
 pub mod handoffs;

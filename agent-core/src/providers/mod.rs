@@ -43,6 +43,8 @@ mod embeddings;
 mod encoded;
 mod eventstream;
 
+#[cfg(feature = "fuzzing")]
+pub(crate) mod fuzzing;
 mod gemini;
 mod glue;
 mod history;

@@ -125,7 +125,7 @@ async fn read_events<A: Assembler>(
     transport: &Transport,
     streaming: Streaming,
     framing: Framing,
-    mut assembler: A,
+    assembler: A,
     sink: &mut dyn StreamSink,
 ) -> Result<Streamed<A::Output>, LlmError> {
     let Streaming {
@@ -162,10 +162,42 @@ async fn read_events<A: Assembler>(
             Err(e) => Some((Err(e), response)),
         }
     });
-    let mut events: std::pin::Pin<Box<dyn futures::Stream<Item = _> + Send>> = match framing {
+    let events = events(framing, chunks);
+    assemble(transport, status, headers, events, assembler, sink).await
+}
+
+/// The framed events of a body read as chunks.
+pub(crate) fn events<'a, S, B>(framing: Framing, chunks: S) -> Events<'a>
+where
+    S: futures::Stream<Item = Result<B, reqwest::Error>> + Send + 'a,
+    B: AsRef<[u8]> + Send + 'a,
+    SseByteStream<S>:
+        futures::Stream<Item = Result<sse_stream::Sse, sse_stream::Error>> + Send + 'a,
+{
+    match framing {
         Framing::Sse => Box::pin(SseByteStream::new(chunks).map(sse_event)),
         Framing::EventStream => Box::pin(super::eventstream::events(chunks)),
-    };
+    }
+}
+
+/// A body's events, as [`events`] frames them.
+pub(crate) type Events<'a> =
+    std::pin::Pin<Box<dyn futures::Stream<Item = Result<Event, ReadError>> + Send + 'a>>;
+
+/// Hands each of `events` to `assembler` (under the transport's cap) up to the end
+/// marker, an error event, or the events' end (see [`read`]); `status` and `headers`
+/// are the response's.
+///
+/// # Errors
+/// As [`read`].
+pub(crate) async fn assemble<A: Assembler>(
+    transport: &Transport,
+    status: u16,
+    headers: reqwest::header::HeaderMap,
+    mut events: Events<'_>,
+    mut assembler: A,
+    sink: &mut dyn StreamSink,
+) -> Result<Streamed<A::Output>, LlmError> {
     let provider = transport.provider();
     let key: Option<&ApiKey> = transport.key();
     let cap = transport.max_response_bytes();
