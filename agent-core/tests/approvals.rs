@@ -9,8 +9,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use crate::common;
+use crate::common::by_turn::ByTurn;
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -24,50 +24,12 @@ use agent_core::{
         record_decisions, resume_agent_with,
     },
     eval::Receipt,
-    llm::{LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, Message, ToolCall},
+    llm::{LlmClient, LlmResponse, Message, ToolCall},
     resume_agent, run_agent_with,
     tool::{ToolDefinition, ToolFuture},
 };
 use common::{Triage, valid};
 use serde_json::{Value, json};
-
-/// Answers the `n`-th assistant turn of the request with `steps[n]`, so a run taken
-/// over by another "process" gets the right step.
-#[derive(Clone)]
-struct ByTurn {
-    steps: Arc<Vec<LlmResponse>>,
-    requests: Arc<AtomicU64>,
-}
-
-impl ByTurn {
-    fn new(steps: Vec<LlmResponse>) -> Self {
-        Self {
-            steps: Arc::new(steps),
-            requests: Arc::new(AtomicU64::new(0)),
-        }
-    }
-
-    fn requests(&self) -> u64 {
-        self.requests.load(Ordering::SeqCst)
-    }
-}
-
-impl LlmClient for ByTurn {
-    fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
-        self.requests.fetch_add(1, Ordering::SeqCst);
-        let turn = request
-            .messages
-            .iter()
-            .filter(|m| matches!(m, Message::Assistant { .. }))
-            .count();
-        let step = self.steps.get(turn).cloned();
-        Box::pin(async move { step.ok_or_else(|| LlmError::permanent("script used up")) })
-    }
-
-    fn provider(&self) -> &str {
-        "scripted"
-    }
-}
 
 /// How a test tool behaves.
 #[derive(Clone, Copy, PartialEq)]

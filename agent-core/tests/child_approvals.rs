@@ -6,7 +6,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::common::by_turn::ByTurn;
+
 use std::sync::{Arc, Mutex};
 
 use agent_core::store::InMemoryCheckpoints;
@@ -16,7 +17,7 @@ use agent_core::{
     durable::{
         DecisionProblem, Decisions, PauseReason, PendingCall, ResumeError, Via, resume_agent_with,
     },
-    llm::{LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, Message, TokenUsage, ToolCall},
+    llm::{LlmResponse, Message, ToolCall},
     run_agent_with,
     tool::{ToolDefinition, ToolFuture},
 };
@@ -36,48 +37,6 @@ pub struct Refund {
 pub struct Triage {
     /// The queue.
     pub queue: String,
-}
-
-/// Answers the `n`-th assistant turn of a request with `steps[n]` (each with `tokens`
-/// input and output tokens), so a resumed run gets the right step.
-#[derive(Clone)]
-struct ByTurn {
-    steps: Arc<Vec<LlmResponse>>,
-    requests: Arc<AtomicU64>,
-}
-
-impl ByTurn {
-    fn new(steps: Vec<LlmResponse>, tokens: u64) -> Self {
-        let steps = steps
-            .into_iter()
-            .map(|s| s.with_usage(TokenUsage::new(tokens, tokens)))
-            .collect();
-        Self {
-            steps: Arc::new(steps),
-            requests: Arc::new(AtomicU64::new(0)),
-        }
-    }
-
-    fn requests(&self) -> u64 {
-        self.requests.load(Ordering::SeqCst)
-    }
-}
-
-impl LlmClient for ByTurn {
-    fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
-        self.requests.fetch_add(1, Ordering::SeqCst);
-        let turn = request
-            .messages
-            .iter()
-            .filter(|m| matches!(m, Message::Assistant { .. }))
-            .count();
-        let step = self.steps.get(turn).cloned();
-        Box::pin(async move { step.ok_or_else(|| LlmError::permanent("script used up")) })
-    }
-
-    fn provider(&self) -> &str {
-        "scripted"
-    }
 }
 
 /// The refund tool: needs approval, records the arguments of every execution.
@@ -175,8 +134,8 @@ impl Setup {
     }
 
     fn fresh(&self) -> (ByTurn, ByTurn, AgentConfig<Triage>) {
-        let parent = ByTurn::new(parent_script(), 100);
-        let child = ByTurn::new(child_script(), 10);
+        let parent = ByTurn::with_tokens(parent_script(), 100);
+        let child = ByTurn::with_tokens(child_script(), 10);
         let config = self.parent(parent.clone(), child.clone());
         (parent, child, config)
     }
@@ -301,7 +260,7 @@ async fn c64_approving_the_childs_call_runs_it_once_and_both_runs_answer() {
     );
     // The child's run is finished in the store: resuming it again is not a pause.
     let again = resume_agent_with(
-        &setup.child(ByTurn::new(child_script(), 10)),
+        &setup.child(ByTurn::with_tokens(child_script(), 10)),
         &child_run,
         Decisions::new().approve("r1"),
     )
@@ -414,9 +373,9 @@ async fn c64_a_grandchilds_approval_crosses_two_levels() {
         ]
     };
     let config = build(
-        ByTurn::new(top_script(), 100),
-        ByTurn::new(desk_script(), 10),
-        ByTurn::new(child_script(), 1),
+        ByTurn::with_tokens(top_script(), 100),
+        ByTurn::with_tokens(desk_script(), 10),
+        ByTurn::with_tokens(child_script(), 1),
     );
     let paused = run_agent_with(&config, "A1", RunOptions::new().run_id("p1")).await;
     let pending = paused.outcome.as_ref().unwrap_err().pending_calls();
@@ -432,9 +391,9 @@ async fn c64_a_grandchilds_approval_crosses_two_levels() {
         [("c1", "desk", "desk"), ("d1", "refunds", "refunder")]
     );
     let config = build(
-        ByTurn::new(top_script(), 100),
-        ByTurn::new(desk_script(), 10),
-        ByTurn::new(child_script(), 1),
+        ByTurn::with_tokens(top_script(), 100),
+        ByTurn::with_tokens(desk_script(), 10),
+        ByTurn::with_tokens(child_script(), 1),
     );
     let resumed = resume_agent_with(&config, "p1", Decisions::new().approve("c1/d1/r1"))
         .await
@@ -448,13 +407,13 @@ async fn c64_a_grandchilds_approval_crosses_two_levels() {
 #[tokio::test]
 async fn c64_a_parent_without_a_store_gets_a_tool_error_naming_the_childs_paused_run() {
     let setup = Setup::new();
-    let parent = ByTurn::new(parent_script(), 100);
+    let parent = ByTurn::with_tokens(parent_script(), 100);
     let config: AgentConfig<Triage> = AgentConfig::builder("triage")
         .llm(parent)
         .backoff(Backoff::none())
         .tool(
             setup
-                .child(ByTurn::new(child_script(), 10))
+                .child(ByTurn::with_tokens(child_script(), 10))
                 .as_tool("refunds", "Refunds orders."),
         )
         .build()
@@ -483,7 +442,7 @@ async fn c64_a_child_decided_directly_gives_the_parent_its_stored_answer() {
     let (_, child_run) = setup.paused().await;
     // A reviewer resumed the child run itself (it is in the store's paused runs too).
     let child = resume_agent_with(
-        &setup.child(ByTurn::new(child_script(), 10)),
+        &setup.child(ByTurn::with_tokens(child_script(), 10)),
         &child_run,
         Decisions::new().approve("r1"),
     )

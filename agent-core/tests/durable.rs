@@ -10,6 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use crate::common;
+use crate::common::by_turn::ByTurn;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -24,7 +25,7 @@ use agent_core::{
     config::Backoff,
     durable::ResumeError,
     handover::CallOutcome,
-    llm::{LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, Message, TokenUsage, ToolCall},
+    llm::{LlmClient, LlmResponse, Message, TokenUsage, ToolCall},
     resume_agent, run_agent_with,
     store::StoreError,
     tool::{ToolDefinition, ToolFuture},
@@ -32,47 +33,6 @@ use agent_core::{
 use common::{Triage, valid};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
-
-/// A model that answers the `n`-th turn of a run with `steps[n]`, `n` being the number
-/// of assistant turns after the run's input in the request: the same script as a
-/// `ScriptedModel`, but a process that takes a run over mid-way gets the right step.
-#[derive(Clone)]
-struct ByTurn {
-    steps: Arc<Vec<LlmResponse>>,
-    requests: Arc<AtomicU64>,
-}
-
-impl ByTurn {
-    fn new(steps: Vec<LlmResponse>) -> Self {
-        Self {
-            steps: Arc::new(steps),
-            requests: Arc::new(AtomicU64::new(0)),
-        }
-    }
-
-    fn requests(&self) -> u64 {
-        self.requests.load(Ordering::SeqCst)
-    }
-}
-
-impl LlmClient for ByTurn {
-    fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
-        self.requests.fetch_add(1, Ordering::SeqCst);
-        let turn = request
-            .messages
-            .iter()
-            .filter(|m| matches!(m, Message::Assistant { .. }))
-            .count();
-        let step = self.steps.get(turn).cloned();
-        Box::pin(async move {
-            step.ok_or_else(|| LlmError::permanent("by-turn model: the script is used up"))
-        })
-    }
-
-    fn provider(&self) -> &str {
-        "scripted"
-    }
-}
 
 /// A tool that records the idempotency key of every execution (and, irreversible, is
 /// the `send_email` of the issue).

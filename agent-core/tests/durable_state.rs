@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use crate::common;
+use crate::common::by_turn::ByTurn;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,56 +20,12 @@ use agent_core::{
     AgentConfig, AgentResult, OutputMode, RunOptions,
     config::Backoff,
     durable::{Decisions, PauseReason, paused_runs, resume_agent_with},
-    llm::{LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, Message, TokenUsage, ToolCall},
+    llm::{LlmResponse, Message, TokenUsage, ToolCall},
     resume_agent, run_agent_with,
 };
 use common::{Behaviour, TestTool, Triage, valid};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
-
-/// A model that answers with `steps[n]`, `n` being the number of assistant turns in the
-/// request (so a process that takes a run over mid-way gets the right step), and counts
-/// its requests.
-#[derive(Clone)]
-struct ByTurn {
-    steps: Arc<Vec<LlmResponse>>,
-    requests: Arc<AtomicU64>,
-    name: &'static str,
-}
-
-impl ByTurn {
-    fn new(name: &'static str, steps: Vec<LlmResponse>) -> Self {
-        Self {
-            steps: Arc::new(steps),
-            requests: Arc::new(AtomicU64::new(0)),
-            name,
-        }
-    }
-
-    fn requests(&self) -> u64 {
-        self.requests.load(Ordering::SeqCst)
-    }
-}
-
-impl LlmClient for ByTurn {
-    fn complete<'a>(&'a self, request: &'a LlmRequest) -> LlmFuture<'a> {
-        self.requests.fetch_add(1, Ordering::SeqCst);
-        let turn = request
-            .messages
-            .iter()
-            .filter(|m| matches!(m, Message::Assistant { .. }))
-            .count();
-        let step = self.steps.get(turn).cloned();
-        let name = self.name;
-        Box::pin(async move {
-            step.ok_or_else(|| LlmError::permanent(format!("{name}: the script is used up")))
-        })
-    }
-
-    fn provider(&self) -> &str {
-        self.name
-    }
-}
 
 /// A checkpoint store that passes writes to `inner` until write number `crash_at`
 /// (1-based), which hangs forever after signalling `reached`: the process "dies" there.
@@ -198,7 +155,7 @@ fn lookup_then_answer() -> Vec<LlmResponse> {
 // kept the handoff, the resumed run went back to `triage`.
 #[tokio::test]
 async fn c63_a_run_resumed_after_a_handoff_goes_on_with_the_agent_it_was_handed_to() {
-    let triage_model = ByTurn::new(
+    let triage_model = ByTurn::named(
         "triage-model",
         vec![
             LlmResponse::tool_calls(vec![ToolCall::new("t1", "transfer_to_billing", json!({}))])
@@ -208,7 +165,7 @@ async fn c63_a_run_resumed_after_a_handoff_goes_on_with_the_agent_it_was_handed_
     // Billing sees the transfer turn first: its steps start at the second assistant turn.
     let mut billing_steps = vec![LlmResponse::text("unused")];
     billing_steps.extend(lookup_then_answer());
-    let billing_model = ByTurn::new("billing-model", billing_steps);
+    let billing_model = ByTurn::named("billing-model", billing_steps);
     let lookup = TestTool::new("lookup", Behaviour::Echo);
     let make = |store: CrashAt| -> AgentConfig<Triage> {
         let billing = AgentConfig::<Triage>::builder("billing")

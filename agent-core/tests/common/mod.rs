@@ -2,6 +2,7 @@
 //! are tested in the `tests` package), and transcript checks.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub(crate) mod by_turn;
 pub(crate) mod planned;
 
 use std::sync::Arc;
