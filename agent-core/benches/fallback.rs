@@ -11,7 +11,7 @@
 //! One pass: one sanity run, then RUNS runs on a current-thread runtime. Under
 //! `valgrind --tool=callgrind`, (Ir(RUNS = N2) - Ir(RUNS = N1)) / (N2 - N1) is the
 //! instructions per run, the setup (config build, runtime, routing the fallbacks)
-//! cancelling out (see `BENCHMARKS.md`, "Fallback chain that never falls back").
+//! cancelling out (see `bench/HISTORY.md`, "Fallback chain that never falls back").
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 

@@ -13,7 +13,7 @@
 //! bytes, then the end of the turn. Under `valgrind --tool=callgrind`, the difference
 //! between DELTAS = K and DELTAS = 2K, divided by K, is the instructions per delta with
 //! an answer of about SIZE_KIB KiB (the setup and the first piece cancel out; see
-//! `BENCHMARKS.md`, "Streamed partial answers").
+//! `bench/HISTORY.md`, "Streamed partial answers").
 //!
 //! The answer: an object with a long string field (`summary`, half of SIZE_KIB) and an
 //! array of small objects (`items`: numbers, strings, a nested array, literals): twice
