@@ -47,6 +47,19 @@ fn image_tokens(bytes: &[u8]) -> Option<u64> {
 }
 
 /// The pages of a PDF: its `/Type /Page` objects (not `/Pages`, the tree's nodes).
+/// The pages of `part` when it is a PDF given as bytes (its readable page objects), else 0.
+pub(crate) fn pdf_pages_of(part: &Part) -> usize {
+    match part.media() {
+        Some(media) if media.media_type == "application/pdf" => match &media.source {
+            Source::Bytes(bytes) => {
+                usize::try_from(pdf_pages(bytes.as_slice())).unwrap_or(usize::MAX)
+            }
+            _ => 0,
+        },
+        _ => 0,
+    }
+}
+
 fn pdf_pages(bytes: &[u8]) -> u64 {
     let needle = b"/Type";
     let mut pages = 0;

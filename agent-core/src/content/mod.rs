@@ -17,7 +17,7 @@ mod sniff;
 
 pub use bytes::Bytes;
 pub use error::ContentError;
-pub(crate) use estimate::tokens as estimated_tokens;
+pub(crate) use estimate::{pdf_pages_of, tokens as estimated_tokens};
 pub use input::Input;
 pub use part::{Detail, Kind, Media, Part, Source};
 

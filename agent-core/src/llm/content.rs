@@ -44,6 +44,11 @@ pub struct ContentCapabilities {
     /// the provider limits the request's size (base64 adds a third: a 32 MB request
     /// carries about 24 MB of parts).
     pub max_total_bytes: Option<usize>,
+    /// The most PDF pages the documents of one request may have together, when limited.
+    /// Pages are counted from each PDF's page objects where they are readable (a PDF
+    /// whose page objects are in compressed object streams counts none, and the
+    /// provider's own check stays the last word).
+    pub max_pdf_pages: Option<usize>,
     /// Where these facts come from (a provider's documentation page).
     pub source: &'static str,
 }
@@ -69,6 +74,7 @@ impl ContentCapabilities {
         max_images: None,
         max_documents: None,
         max_total_bytes: None,
+        max_pdf_pages: None,
         source: "",
     };
 
@@ -87,6 +93,7 @@ impl ContentCapabilities {
         max_images: None,
         max_documents: None,
         max_total_bytes: None,
+        max_pdf_pages: None,
         source: "",
     };
 
@@ -177,13 +184,13 @@ impl ContentCapabilities {
     }
 
     /// Why a request's parts together break a count or size limit, if they do:
-    /// `images`, `documents` and `parts` counted, `bytes` their bytes together.
+    /// `images`, `documents` and `parts` counted, `bytes` their bytes together, `pages`
+    /// the PDF pages of the documents.
     pub(crate) fn check_totals(
         &self,
-        images: usize,
-        documents: usize,
-        parts: usize,
+        (images, documents, parts): (usize, usize, usize),
         bytes: usize,
+        pages: usize,
     ) -> Option<String> {
         let over = |count: usize, max: Option<usize>| max.filter(|max| count > *max);
         let (count, max, what) = if let Some(max) = over(parts, self.max_parts) {
@@ -192,6 +199,8 @@ impl ContentCapabilities {
             (images, max, "images")
         } else if let Some(max) = over(documents, self.max_documents) {
             (documents, max, "documents")
+        } else if let Some(max) = over(pages, self.max_pdf_pages) {
+            (pages, max, "PDF pages")
         } else if let Some(max) = over(bytes, self.max_total_bytes) {
             return Some(format!(
                 "the conversation's parts hold {bytes} bytes together, more than the {max} \

@@ -47,7 +47,8 @@ pub(crate) fn check_given<'m>(
             index += 1;
         }
     }
-    let reason = caps.check_totals(totals.images, totals.documents, totals.parts, totals.bytes)?;
+    let counts = (totals.images, totals.documents, totals.parts);
+    let reason = caps.check_totals(counts, totals.bytes, totals.pages)?;
     let last = messages.iter().flat_map(Message::parts).last()?;
     Some(Refused {
         index: totals.parts.saturating_sub(1),
@@ -63,6 +64,8 @@ struct Totals {
     images: usize,
     documents: usize,
     bytes: usize,
+    /// The PDF pages of the documents given as bytes.
+    pages: usize,
 }
 
 impl Totals {
@@ -77,6 +80,7 @@ impl Totals {
             _ => {}
         }
         self.bytes += part.byte_len();
+        self.pages += crate::content::pdf_pages_of(part);
     }
 }
 
@@ -177,6 +181,43 @@ mod tests {
         let text_only = check_given(&ContentCapabilities::TEXT_ONLY, &messages).unwrap();
         assert_eq!(text_only.index, 0);
         assert_eq!(text_only.reason, "the model takes no images");
+    }
+
+    /// A PDF of `pages` page objects (uncompressed, as a simple writer makes them).
+    fn pdf(pages: usize) -> Part {
+        let mut bytes = b"%PDF-1.4\n1 0 obj << /Type /Pages /Count 1 >> endobj\n".to_vec();
+        for i in 0..pages {
+            bytes.extend(format!("{} 0 obj << /Type /Page >> endobj\n", i + 2).bytes());
+        }
+        bytes.extend(b"%%EOF\n");
+        Part::from_bytes_as(bytes, "application/pdf").unwrap()
+    }
+
+    #[test]
+    fn the_pdf_pages_of_a_request_are_counted_against_the_models_limit() {
+        let limited = ContentCapabilities {
+            max_pdf_pages: Some(100),
+            source: "https://docs.anthropic.com/en/docs/build-with-claude/pdf-support",
+            ..caps(true)
+        };
+        // 60 + 40 pages: at the limit, taken.
+        let messages = vec![
+            Message::user_with("first", vec![pdf(60)]),
+            Message::user_with("second", vec![pdf(40)]),
+        ];
+        assert!(check_given(&limited, &messages).is_none());
+        // One page more, in a later message: refused, naming the limit and its source.
+        let mut messages = messages;
+        messages.push(Message::user_with("third", vec![pdf(1)]));
+        let refused = check_given(&limited, &messages).unwrap();
+        assert_eq!(refused.index, 2);
+        assert_eq!(
+            refused.reason,
+            "the conversation holds 101 PDF pages, more than the 100 a request may carry \
+             (source: https://docs.anthropic.com/en/docs/build-with-claude/pdf-support)"
+        );
+        // Unlimited: taken.
+        assert!(check_given(&caps(true), &messages).is_none());
     }
 
     #[test]

@@ -101,7 +101,8 @@ pub(crate) fn family(model: &str) -> Family {
     if vision { Family::Vision } else { Family::Text }
 }
 
-/// OpenAI Chat Completions: images (`image_url`: URL or data URL) and PDFs (`file`:
+/// OpenAI Chat Completions (PDF pages: at most 100 a request,
+/// <https://platform.openai.com/docs/guides/pdf-files>): images (`image_url`: URL or data URL) and PDFs (`file`:
 /// data or file id) for vision models; `input_audio` (wav, mp3) for audio models;
 /// tool messages take text only.
 pub(crate) fn chat(model: &str) -> ContentCapabilities {
@@ -116,6 +117,7 @@ pub(crate) fn chat(model: &str) -> ContentCapabilities {
             max_part_bytes: Some(MAX_IMAGE_BYTES),
             max_parts: Some(500),
             source: OPENAI_IMAGES_SOURCE,
+            max_pdf_pages: Some(100),
             ..ContentCapabilities::TEXT_ONLY
         },
         Family::Audio => audio(),
@@ -154,6 +156,7 @@ pub(crate) fn responses(model: &str) -> ContentCapabilities {
             max_part_bytes: Some(MAX_IMAGE_BYTES),
             max_parts: Some(500),
             source: OPENAI_IMAGES_SOURCE,
+            max_pdf_pages: Some(100),
             ..ContentCapabilities::TEXT_ONLY
         },
         Family::Audio | Family::Text => ContentCapabilities::TEXT_ONLY,

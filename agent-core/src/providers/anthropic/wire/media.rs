@@ -118,8 +118,9 @@ const SOURCE: &str = "https://docs.anthropic.com/en/docs/build-with-claude/visio
 /// also PDF and plain-text documents; older models and names without a version, text
 /// alone. From a URL or a Files API id too; in tool results too. Limits: an image's
 /// base64 at most 5 MB (3,750,000 bytes before base64), at most 100 images a request,
-/// a request at most 32 MB (24,000,000 bytes of parts before base64). A PDF's 100
-/// pages a request are not counted here (the API answers 400).
+/// a request at most 32 MB (24,000,000 bytes of parts before base64), at most 100 PDF
+/// pages a request (counted where the PDF's page objects are readable; else the API's
+/// 400 decides).
 pub(crate) fn capabilities(version: Option<(u64, u64)>) -> ContentCapabilities {
     let Some(version) = version.filter(|v| *v >= (3, 0)) else {
         return ContentCapabilities::TEXT_ONLY;
@@ -138,6 +139,7 @@ pub(crate) fn capabilities(version: Option<(u64, u64)>) -> ContentCapabilities {
         max_image_bytes: Some(3_750_000),
         max_images: Some(100),
         max_total_bytes: Some(24_000_000),
+        max_pdf_pages: (version >= (3, 5)).then_some(100),
         source: SOURCE,
         ..ContentCapabilities::TEXT_ONLY
     }
