@@ -154,22 +154,7 @@ async fn a_tool_results_parts_go_inside_its_content() {
 #[tokio::test]
 async fn a_text_only_request_is_byte_identical_to_before_parts() {
     let server = server().await;
-    let request = LlmRequest::new(MODEL)
-        .with_max_tokens(512)
-        .with_message(Message::user("Where is A-1001?"))
-        .with_message(Message::assistant(
-            "",
-            vec![ToolCall::new(
-                "toolu_1",
-                "lookup_order",
-                json!({"id": "A-1001"}),
-            )],
-        ))
-        .with_message(Message::tool_results(vec![ToolResult::ok(
-            "toolu_1",
-            "lookup_order",
-            "shipped",
-        )]));
+    let request = text_only_request(MODEL, "toolu_1");
     client(&server).complete(&request).await.unwrap();
     let sent = requests(&server).await;
     assert_eq!(

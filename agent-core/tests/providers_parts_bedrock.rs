@@ -137,22 +137,7 @@ async fn a_tool_results_parts_go_inside_its_content() {
 #[tokio::test]
 async fn a_text_only_request_is_byte_identical_to_before_parts() {
     let server = server().await;
-    let request = LlmRequest::new(MODEL)
-        .with_max_tokens(512)
-        .with_message(Message::user("Where is A-1001?"))
-        .with_message(Message::assistant(
-            "",
-            vec![ToolCall::new(
-                "tooluse_1",
-                "lookup_order",
-                json!({"id": "A-1001"}),
-            )],
-        ))
-        .with_message(Message::tool_results(vec![ToolResult::ok(
-            "tooluse_1",
-            "lookup_order",
-            "shipped",
-        )]));
+    let request = text_only_request(MODEL, "tooluse_1");
     client(&server).complete(&request).await.unwrap();
     let sent = requests(&server).await;
     assert_eq!(
@@ -277,7 +262,7 @@ async fn a_tools_parts_reach_a_model_that_takes_none_in_results_after_the_result
     let config = triage_with("bedrock/amazon.nova-pro-v1:0", &server.uri(), |o| {
         o.with_aws_region("us-east-1")
     })
-    .tool(Photo)
+    .tool(Photo(png()))
     .build()
     .unwrap();
     let result = run_agent(&config, "My parcel A-1001 is a week late.").await;
@@ -297,35 +282,4 @@ async fn a_tools_parts_reach_a_model_that_takes_none_in_results_after_the_result
         content[2],
         json!({"image": {"format": "png", "source": {"bytes": PNG_B64}}})
     );
-}
-
-/// `lookup_order` (the name the fixture calls) returning a PNG with its text.
-struct Photo;
-
-impl agent_core::Tool for Photo {
-    fn definition(&self) -> agent_core::tool::ToolDefinition {
-        agent_core::tool::ToolDefinition::new(
-            "lookup_order",
-            "Look an order up.",
-            json!({"type": "object", "properties": {"order_id": {"type": "string"}}}),
-        )
-    }
-
-    fn call<'a>(
-        &'a self,
-        _arguments: agent_core::Value,
-        _context: agent_core::ToolContext,
-    ) -> agent_core::tool::ToolFuture<'a> {
-        Box::pin(async { Ok("a photo of the parcel".to_owned()) })
-    }
-
-    fn call_content<'a>(
-        &'a self,
-        _arguments: agent_core::Value,
-        _context: agent_core::ToolContext,
-    ) -> agent_core::tool::ContentFuture<'a> {
-        Box::pin(async {
-            Ok(agent_core::tool::ToolContent::text("a photo of the parcel").part(png()))
-        })
-    }
 }

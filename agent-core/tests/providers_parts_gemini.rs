@@ -92,22 +92,7 @@ async fn a_user_contents_parts_go_as_inline_and_file_data() {
 #[tokio::test]
 async fn a_text_only_request_is_byte_identical_to_before_parts() {
     let server = server().await;
-    let request = LlmRequest::new(MODEL)
-        .with_max_tokens(512)
-        .with_message(Message::user("Where is A-1001?"))
-        .with_message(Message::assistant(
-            "",
-            vec![ToolCall::new(
-                "fc_1",
-                "lookup_order",
-                json!({"id": "A-1001"}),
-            )],
-        ))
-        .with_message(Message::tool_results(vec![ToolResult::ok(
-            "fc_1",
-            "lookup_order",
-            "shipped",
-        )]));
+    let request = text_only_request(MODEL, "fc_1");
     client(&server).complete(&request).await.unwrap();
     let sent = requests(&server).await;
     assert_eq!(
@@ -134,7 +119,10 @@ async fn tool_run(model: &str) -> Value {
         None,
     )
     .await;
-    let config = triage(model, &server.uri()).tool(Photo).build().unwrap();
+    let config = triage(model, &server.uri())
+        .tool(Photo(png()))
+        .build()
+        .unwrap();
     let result = run_agent(&config, "My parcel A-1001 is a week late.").await;
     assert!(result.outcome.is_ok(), "{:?}", result.outcome);
     bodies(&server).await.swap_remove(1)
@@ -264,35 +252,4 @@ fn capabilities_follow_the_gemini_version() {
     assert!(client.content_capabilities("gemini-1.5-pro").takes_parts());
     assert!(client.content_capabilities("gemini-flash-latest").urls);
     assert!(!client.content_capabilities("gemini-1.0-pro").takes_parts());
-}
-
-/// `lookup_order` (the name the fixture calls) returning a PNG with its text.
-struct Photo;
-
-impl agent_core::Tool for Photo {
-    fn definition(&self) -> agent_core::tool::ToolDefinition {
-        agent_core::tool::ToolDefinition::new(
-            "lookup_order",
-            "Look an order up.",
-            json!({"type": "object", "properties": {"order_id": {"type": "string"}}}),
-        )
-    }
-
-    fn call<'a>(
-        &'a self,
-        _arguments: agent_core::Value,
-        _context: agent_core::ToolContext,
-    ) -> agent_core::tool::ToolFuture<'a> {
-        Box::pin(async { Ok("a photo of the parcel".to_owned()) })
-    }
-
-    fn call_content<'a>(
-        &'a self,
-        _arguments: agent_core::Value,
-        _context: agent_core::ToolContext,
-    ) -> agent_core::tool::ContentFuture<'a> {
-        Box::pin(async {
-            Ok(agent_core::tool::ToolContent::text("a photo of the parcel").part(png()))
-        })
-    }
 }

@@ -279,3 +279,56 @@ impl Delays {
         self.0.lock().unwrap().clone()
     }
 }
+
+/// The text-only conversation the parts tests send to check that a request without
+/// parts is byte for byte what it was: a question, a `lookup_order` call (`call_id`)
+/// and its result, at 512 output tokens.
+pub(crate) fn text_only_request(model: &str, call_id: &str) -> LlmRequest {
+    LlmRequest::new(model)
+        .with_max_tokens(512)
+        .with_message(agent_core::llm::Message::user("Where is A-1001?"))
+        .with_message(agent_core::llm::Message::assistant(
+            "",
+            vec![agent_core::llm::ToolCall::new(
+                call_id,
+                "lookup_order",
+                json!({"id": "A-1001"}),
+            )],
+        ))
+        .with_message(agent_core::llm::Message::tool_results(vec![
+            agent_core::llm::ToolResult::ok(call_id, "lookup_order", "shipped"),
+        ]))
+}
+
+/// `lookup_order` (the name the fixtures call) returning its part with the text "a
+/// photo of the parcel".
+pub(crate) struct Photo(pub(crate) agent_core::content::Part);
+
+impl agent_core::Tool for Photo {
+    fn definition(&self) -> agent_core::tool::ToolDefinition {
+        agent_core::tool::ToolDefinition::new(
+            "lookup_order",
+            "Look an order up.",
+            json!({"type": "object", "properties": {"order_id": {"type": "string"}}}),
+        )
+    }
+
+    fn call<'a>(
+        &'a self,
+        _arguments: Value,
+        _context: agent_core::ToolContext,
+    ) -> agent_core::tool::ToolFuture<'a> {
+        Box::pin(async { Ok("a photo of the parcel".to_owned()) })
+    }
+
+    fn call_content<'a>(
+        &'a self,
+        _arguments: Value,
+        _context: agent_core::ToolContext,
+    ) -> agent_core::tool::ContentFuture<'a> {
+        let part = self.0.clone();
+        Box::pin(async move {
+            Ok(agent_core::tool::ToolContent::text("a photo of the parcel").part(part))
+        })
+    }
+}
