@@ -1,8 +1,8 @@
 //! Observability: OpenTelemetry GenAI spans through `tracing`.
 //!
-//! One test function in its own binary: tracing caches each callsite's interest
-//! process-wide, and a run on another test thread (with no subscriber) racing a
-//! per-thread subscriber here can make a span go unrecorded.
+//! One test function: tracing caches each callsite's interest process-wide, and a run on
+//! another test thread (with no subscriber, or its own) can leave a callsite cached as
+//! uninteresting, so the harness rebuilds the interest cache once its subscriber is set.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use crate::common;
@@ -90,7 +90,13 @@ fn run_traced<T>(f: impl std::future::Future<Output = T>) -> (T, Capture) {
         .enable_all()
         .build()
         .unwrap();
-    let out = tracing::subscriber::with_default(subscriber, || runtime.block_on(f));
+    let out = tracing::subscriber::with_default(subscriber, || {
+        // Another test's thread may have cached a callsite's interest while no
+        // subscriber of ours was live (tracing caches it process-wide): recompute it now
+        // that this one is, so no span of the run goes unrecorded.
+        tracing::callsite::rebuild_interest_cache();
+        runtime.block_on(f)
+    });
     (out, capture)
 }
 
