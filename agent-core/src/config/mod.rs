@@ -103,6 +103,11 @@ pub(crate) struct Compiled<T> {
     /// Whether requests mark their prefix for the prompt cache (`PromptCaching`
     /// resolved).
     pub(crate) prompt_cache: bool,
+    /// The prompt cache's TTL (the builder's `prompt_cache_ttl`), checked against every
+    /// model's provider.
+    pub(crate) prompt_cache_ttl: Option<crate::output::PromptCacheTtl>,
+    /// OpenAI's `prompt_cache_key` (the builder's `prompt_cache_key`).
+    pub(crate) prompt_cache_key: Option<Arc<str>>,
     pub(crate) escalation_validator: Option<SchemaValidator>,
     /// The stable hash of what changes behaviour (see [`AgentConfig::fingerprint`]).
     pub(crate) fingerprint: String,
@@ -457,6 +462,13 @@ impl<T: AgentOutput> AgentConfig<T> {
         };
         offered.extend(handoff::definitions(&settings.handoffs, &offered)?);
         let wrap_up_offered = (!wrap_up.is_empty()).then(|| Arc::from(wrap_up));
+        if let Some(ttl) = settings.params.prompt_cache_ttl {
+            for entry in &mut models {
+                check_cache_ttl(entry, ttl)?;
+                // Writes with a 1-hour TTL are billed at their own rate.
+                entry.price = entry.price.map(|p| p.for_cache_ttl(ttl));
+            }
+        }
         let primary = &models[0];
         let prompt_cache = match settings.params.prompt_caching {
             PromptCaching::On => true,
@@ -494,6 +506,8 @@ impl<T: AgentOutput> AgentConfig<T> {
                 wrap_up_offered,
                 output,
                 prompt_cache,
+                prompt_cache_ttl: settings.params.prompt_cache_ttl,
+                prompt_cache_key: settings.prompt_cache_key.clone(),
                 escalation_validator,
                 fingerprint,
                 compaction,
@@ -520,6 +534,35 @@ impl<T> fmt::Debug for AgentConfig<T> {
             .field("provider_options", &s.provider)
             .finish_non_exhaustive()
     }
+}
+
+/// Checks that `entry`'s provider takes the prompt-cache TTL `ttl` for its model.
+///
+/// # Errors
+/// [`ConfigError::UnsupportedCacheTtl`] naming the provider, the model and the values it
+/// takes.
+fn check_cache_ttl(
+    entry: &ModelEntry,
+    ttl: crate::output::PromptCacheTtl,
+) -> Result<(), ConfigError> {
+    let allowed = entry.client.prompt_cache_ttls(&entry.wire_model);
+    if allowed.contains(&ttl) {
+        return Ok(());
+    }
+    Err(ConfigError::UnsupportedCacheTtl {
+        provider: entry.client.provider().to_owned(),
+        model: entry.name.clone(),
+        ttl: ttl.as_str().to_owned(),
+        allowed: if allowed.is_empty() {
+            "none (this provider takes no TTL; leave prompt_cache_ttl unset)".to_owned()
+        } else {
+            allowed
+                .iter()
+                .map(|t| t.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        },
+    })
 }
 
 /// Resolves the output mode for the output tool `def` (its schema and description).
