@@ -234,7 +234,13 @@ async fn openai_chat_sends_key_and_retention_only_while_caching_is_on() {
     )
     .await;
     let server_plain = MockServer::start().await;
-    mount_post(&server_plain, "/v1/chat/completions", chat_submit_cached(), None).await;
+    mount_post(
+        &server_plain,
+        "/v1/chat/completions",
+        chat_submit_cached(),
+        None,
+    )
+    .await;
     let base = format!("{}/v1", server_plain.uri());
     let (plain, _) = run_once(triage("gpt-5", &base), &server_plain).await;
     assert_eq!(off, plain);
@@ -259,7 +265,10 @@ async fn openai_five_minutes_is_in_memory_and_compatible_servers_get_nothing() {
     )
     .await;
     assert_eq!(body["prompt_cache_retention"], "in_memory");
-    assert!(body.get("prompt_cache_key").is_none(), "no key set: none sent");
+    assert!(
+        body.get("prompt_cache_key").is_none(),
+        "no key set: none sent"
+    );
     // A compatible server: caching on with a key changes nothing in the request.
     let server = MockServer::start().await;
     mount_post(&server, "/v1/chat/completions", chat_submit_cached(), None).await;
@@ -361,7 +370,10 @@ async fn bedrock_puts_a_cache_point_after_the_system_prompt_with_its_ttl() {
                {"cachePoint": {"type": "default", "ttl": "1h"}}])
     );
     let tools = body["toolConfig"]["tools"].as_array().unwrap();
-    assert!(tools.iter().all(|t| t.get("toolSpec").is_some()), "{tools:?}");
+    assert!(
+        tools.iter().all(|t| t.get("toolSpec").is_some()),
+        "{tools:?}"
+    );
     assert_eq!(usage.input_tokens, 30 + 4000 + 1000);
     assert_eq!(usage.cache_read_tokens, 4000);
     assert_eq!(usage.cache_write_tokens, 1000);
@@ -372,7 +384,10 @@ async fn bedrock_puts_a_cache_point_after_the_system_prompt_with_its_ttl() {
     );
     // Off: no cache point anywhere, the system prompt as it was.
     let (off, _) = bedrock_body(model, |b| b.prompt_caching(PromptCaching::Off)).await;
-    assert_eq!(off["system"], json!([{"text": "You triage support tickets."}]));
+    assert_eq!(
+        off["system"],
+        json!([{"text": "You triage support tickets."}])
+    );
     assert!(!off.to_string().contains("cachePoint"), "{off}");
 }
 
@@ -384,8 +399,15 @@ async fn bedrock_marks_the_tools_without_a_system_prompt_and_skips_models_withou
     })
     .await;
     let tools = body["toolConfig"]["tools"].as_array().unwrap();
-    assert_eq!(tools.last().unwrap(), &json!({"cachePoint": {"type": "default"}}));
-    assert_eq!(tools.len(), 3, "lookup_order, submit_output, the cache point");
+    assert_eq!(
+        tools.last().unwrap(),
+        &json!({"cachePoint": {"type": "default"}})
+    );
+    assert_eq!(
+        tools.len(),
+        3,
+        "lookup_order, submit_output, the cache point"
+    );
     // Nova caches no tools: the point goes after the system prompt only.
     let (nova, _) = bedrock_body("amazon.nova-pro-v1:0", |b| {
         b.system_prompt("").prompt_caching(PromptCaching::On)
@@ -436,16 +458,23 @@ async fn gemini_caches_implicitly_the_request_is_unchanged_and_cached_tokens_are
 }
 
 fn ttl_error(model: &str, ttl: PromptCacheTtl) -> ConfigError {
-    triage_with(model, "http://127.0.0.1:9", |o| o.with_aws_region("us-east-1"))
-        .prompt_cache_ttl(ttl)
-        .build()
-        .unwrap_err()
+    triage_with(model, "http://127.0.0.1:9", |o| {
+        o.with_aws_region("us-east-1")
+    })
+    .prompt_cache_ttl(ttl)
+    .build()
+    .unwrap_err()
 }
 
 #[test]
 fn an_unsupported_ttl_is_a_config_error_naming_the_provider_and_the_allowed_values() {
     let cases = [
-        ("claude-sonnet-4-5", PromptCacheTtl::TwentyFourHours, "anthropic", "5m, 1h"),
+        (
+            "claude-sonnet-4-5",
+            PromptCacheTtl::TwentyFourHours,
+            "anthropic",
+            "5m, 1h",
+        ),
         ("gpt-5", PromptCacheTtl::OneHour, "openai", "5m, 24h"),
         (
             "gemini-2.5-flash",
@@ -468,8 +497,10 @@ fn an_unsupported_ttl_is_a_config_error_naming_the_provider_and_the_allowed_valu
                 ttl: t,
                 allowed: a,
             } => {
-                assert_eq!((p.as_str(), m.as_str(), t.as_str(), a.as_str()),
-                           (provider, model, ttl.as_str(), allowed));
+                assert_eq!(
+                    (p.as_str(), m.as_str(), t.as_str(), a.as_str()),
+                    (provider, model, ttl.as_str(), allowed)
+                );
             }
             other => panic!("{model}: {other:?}"),
         }
@@ -489,14 +520,23 @@ fn an_unsupported_ttl_is_a_config_error_naming_the_provider_and_the_allowed_valu
     );
     // The message names the provider and the values it takes.
     let message = ttl_error("gpt-5", PromptCacheTtl::OneHour).to_string();
-    assert!(message.contains("openai") && message.contains("5m, 24h"), "{message}");
+    assert!(
+        message.contains("openai") && message.contains("5m, 24h"),
+        "{message}"
+    );
     // An empty key is rejected too.
     let err = triage("gpt-5", "http://127.0.0.1:9")
         .prompt_cache_key(" ")
         .build()
         .unwrap_err();
     assert!(
-        matches!(err, ConfigError::InvalidSetting { setting: "prompt_cache_key", .. }),
+        matches!(
+            err,
+            ConfigError::InvalidSetting {
+                setting: "prompt_cache_key",
+                ..
+            }
+        ),
         "{err:?}"
     );
 }

@@ -38,7 +38,10 @@ pub(super) fn check_settings<T>(s: &Settings<T>) -> Result<(), ConfigError> {
             "a response needs some bytes",
         ));
     }
-    if s.prompt_cache_key.as_deref().is_some_and(|k| k.trim().is_empty()) {
+    if s.prompt_cache_key
+        .as_deref()
+        .is_some_and(|k| k.trim().is_empty())
+    {
         return Err(invalid(
             "prompt_cache_key",
             "\"\"",

@@ -1,6 +1,7 @@
 //! [`AgentConfig`]: a frozen, validated agent definition.
 
 mod builder;
+mod caching;
 mod checks;
 mod compaction;
 mod fallback;
@@ -31,7 +32,7 @@ pub(crate) use builder::Settings;
 pub use builder::{AgentConfigBuilder, OutputValidator};
 
 use crate::llm::{LlmClient, OutputSpec};
-use crate::output::{AgentOutput, AnswerMode, ESCALATE_TO_HUMAN, OutputMode, PromptCaching};
+use crate::output::{AgentOutput, AnswerMode, ESCALATE_TO_HUMAN, OutputMode};
 use crate::pricing::ModelPrice;
 use crate::tool::{StateMap, Tool, ToolDefinition};
 use crate::validate::SchemaValidator;
@@ -103,10 +104,8 @@ pub(crate) struct Compiled<T> {
     /// Whether requests mark their prefix for the prompt cache (`PromptCaching`
     /// resolved).
     pub(crate) prompt_cache: bool,
-    /// The prompt cache's TTL (the builder's `prompt_cache_ttl`), checked against every
-    /// model's provider.
+    /// The builder's `prompt_cache_ttl` (checked for every model) and `prompt_cache_key`.
     pub(crate) prompt_cache_ttl: Option<crate::output::PromptCacheTtl>,
-    /// OpenAI's `prompt_cache_key` (the builder's `prompt_cache_key`).
     pub(crate) prompt_cache_key: Option<Arc<str>>,
     pub(crate) escalation_validator: Option<SchemaValidator>,
     /// The stable hash of what changes behaviour (see [`AgentConfig::fingerprint`]).
@@ -462,26 +461,15 @@ impl<T: AgentOutput> AgentConfig<T> {
         };
         offered.extend(handoff::definitions(&settings.handoffs, &offered)?);
         let wrap_up_offered = (!wrap_up.is_empty()).then(|| Arc::from(wrap_up));
-        if let Some(ttl) = settings.params.prompt_cache_ttl {
-            for entry in &mut models {
-                check_cache_ttl(entry, ttl)?;
-                // Writes with a 1-hour TTL are billed at their own rate.
-                entry.price = entry.price.map(|p| p.for_cache_ttl(ttl));
-            }
-        }
+        let entries = models.iter_mut();
+        let entries = entries.map(|m| (m.client.as_ref(), &*m.wire_model, &*m.name, &mut m.price));
+        caching::apply_ttl(settings.params.prompt_cache_ttl, entries)?;
         let primary = &models[0];
-        let prompt_cache = match settings.params.prompt_caching {
-            PromptCaching::On => true,
-            PromptCaching::Off => false,
-            _ => {
-                let bytes = primary.system_prompt.as_ref().map_or(0, String::len)
-                    + offered
-                        .iter()
-                        .map(|t| t.description.len() + t.parameters.to_string().len())
-                        .sum::<usize>();
-                (bytes as u64).div_ceil(4) >= PromptCaching::AUTO_MIN_TOKENS
-            }
-        };
+        let prompt_cache = caching::resolve(
+            settings.params.prompt_caching,
+            primary.system_prompt.as_deref(),
+            &offered,
+        );
         let fingerprint = fingerprint::of(
             &settings,
             &offered,
@@ -534,35 +522,6 @@ impl<T> fmt::Debug for AgentConfig<T> {
             .field("provider_options", &s.provider)
             .finish_non_exhaustive()
     }
-}
-
-/// Checks that `entry`'s provider takes the prompt-cache TTL `ttl` for its model.
-///
-/// # Errors
-/// [`ConfigError::UnsupportedCacheTtl`] naming the provider, the model and the values it
-/// takes.
-fn check_cache_ttl(
-    entry: &ModelEntry,
-    ttl: crate::output::PromptCacheTtl,
-) -> Result<(), ConfigError> {
-    let allowed = entry.client.prompt_cache_ttls(&entry.wire_model);
-    if allowed.contains(&ttl) {
-        return Ok(());
-    }
-    Err(ConfigError::UnsupportedCacheTtl {
-        provider: entry.client.provider().to_owned(),
-        model: entry.name.clone(),
-        ttl: ttl.as_str().to_owned(),
-        allowed: if allowed.is_empty() {
-            "none (this provider takes no TTL; leave prompt_cache_ttl unset)".to_owned()
-        } else {
-            allowed
-                .iter()
-                .map(|t| t.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        },
-    })
 }
 
 /// Resolves the output mode for the output tool `def` (its schema and description).

@@ -363,12 +363,36 @@ mod tests {
     fn cache_points_and_ttls_follow_the_model_table() {
         use crate::output::PromptCacheTtl::{FiveMinutes, OneHour};
         let cases: [(&str, &[crate::output::PromptCacheTtl], bool); 9] = [
-            ("anthropic.claude-haiku-4-5-20251001-v1:0", &[FiveMinutes, OneHour], true),
-            ("us.anthropic.claude-opus-4-6-v1", &[FiveMinutes, OneHour], true),
-            ("global.anthropic.claude-sonnet-4-5-20250929-v1:0", &[FiveMinutes, OneHour], true),
-            ("anthropic.claude-opus-4-20250514-v1:0", &[FiveMinutes], true),
-            ("eu.anthropic.claude-3-7-sonnet-20250219-v1:0", &[FiveMinutes], true),
-            ("anthropic.claude-3-5-haiku-20241022-v1:0", &[FiveMinutes], true),
+            (
+                "anthropic.claude-haiku-4-5-20251001-v1:0",
+                &[FiveMinutes, OneHour],
+                true,
+            ),
+            (
+                "us.anthropic.claude-opus-4-6-v1",
+                &[FiveMinutes, OneHour],
+                true,
+            ),
+            (
+                "global.anthropic.claude-sonnet-4-5-20250929-v1:0",
+                &[FiveMinutes, OneHour],
+                true,
+            ),
+            (
+                "anthropic.claude-opus-4-20250514-v1:0",
+                &[FiveMinutes],
+                true,
+            ),
+            (
+                "eu.anthropic.claude-3-7-sonnet-20250219-v1:0",
+                &[FiveMinutes],
+                true,
+            ),
+            (
+                "anthropic.claude-3-5-haiku-20241022-v1:0",
+                &[FiveMinutes],
+                true,
+            ),
             ("anthropic.claude-3-5-sonnet-20240620-v1:0", &[], false),
             ("anthropic.claude-3-haiku-20240307-v1:0", &[], false),
             ("meta.llama3-3-70b-instruct-v1:0", &[], false),

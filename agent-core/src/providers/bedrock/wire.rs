@@ -260,7 +260,8 @@ pub(crate) fn encode(request: &LlmRequest) -> Result<Vec<u8>, LlmError> {
     // prompt when there is one (which caches the tools before it too), else after the
     // tools (where the model takes one there), as Anthropic's breakpoint.
     let point = cache_point(request);
-    let tools_point = point.filter(|_| system_text.is_none() && cache_support(&request.model).tools);
+    let tools_point =
+        point.filter(|_| system_text.is_none() && cache_support(&request.model).tools);
     let tool_config = (!request.tools.is_empty()).then(|| ToolConfig {
         tools: request
             .tools
