@@ -208,4 +208,8 @@ impl LlmClient for RateLimited {
     fn effective_temperature(&self, model: &str, requested: f32) -> Option<f32> {
         self.inner.effective_temperature(model, requested)
     }
+
+    fn prompt_cache_ttls(&self, model: &str) -> &'static [agent_core::output::PromptCacheTtl] {
+        self.inner.prompt_cache_ttls(model)
+    }
 }

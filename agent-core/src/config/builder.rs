@@ -69,6 +69,7 @@ pub(crate) struct Settings<T> {
     pub(crate) handoffs: Vec<super::handoff::Handoff<T>>,
     pub(crate) compaction: super::compaction::Compaction,
     pub(crate) context_window: Option<crate::pricing::ContextWindow>,
+    pub(crate) prompt_cache_key: Option<Arc<str>>,
 }
 
 impl<T> Clone for Settings<T> {
@@ -99,6 +100,7 @@ impl<T> Clone for Settings<T> {
             handoffs: self.handoffs.clone(),
             compaction: self.compaction.clone(),
             context_window: self.context_window,
+            prompt_cache_key: self.prompt_cache_key.clone(),
         }
     }
 }
@@ -131,6 +133,7 @@ impl<T> Settings<T> {
             handoffs: Vec::new(),
             compaction: super::compaction::Compaction::none(),
             context_window: None,
+            prompt_cache_key: None,
         }
     }
 }
@@ -272,6 +275,19 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     #[must_use]
     pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
         self.settings.system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// The key that groups requests sharing this prefix on OpenAI's prompt cache
+    /// (`prompt_cache_key`, combined with the prefix's hash to route requests to the
+    /// same cache; source: <https://platform.openai.com/docs/guides/prompt-caching>).
+    /// Sent to OpenAI and Azure OpenAI (Chat Completions and Responses) while prompt
+    /// caching is on; the other providers have no such key and ignore it. Use a stable
+    /// name for a group of runs (the agent's name, a tenant), never a secret or personal
+    /// data. `build()` rejects an empty key.
+    #[must_use]
+    pub fn prompt_cache_key(mut self, key: impl Into<String>) -> Self {
+        self.settings.prompt_cache_key = Some(Arc::from(key.into()));
         self
     }
 

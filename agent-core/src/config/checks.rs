@@ -38,6 +38,16 @@ pub(super) fn check_settings<T>(s: &Settings<T>) -> Result<(), ConfigError> {
             "a response needs some bytes",
         ));
     }
+    if s.prompt_cache_key
+        .as_deref()
+        .is_some_and(|k| k.trim().is_empty())
+    {
+        return Err(invalid(
+            "prompt_cache_key",
+            "\"\"",
+            "a cache key must not be empty",
+        ));
+    }
     stores::check(&s.stores)?;
     if s.stores.checkpoints.is_none() {
         let what = if s.approval.is_some() {

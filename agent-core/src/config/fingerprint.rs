@@ -72,6 +72,13 @@ pub(crate) fn of<T>(
     if !s.guardrails.is_empty() {
         canonical.insert("guardrails".to_owned(), json!(s.guardrails.names()));
     }
+    // Only when set, so that the fingerprints of configs without them stay as they were.
+    if let Some(ttl) = s.params.prompt_cache_ttl {
+        canonical.insert("prompt_cache_ttl".to_owned(), json!(ttl));
+    }
+    if let Some(key) = &s.prompt_cache_key {
+        canonical.insert("prompt_cache_key".to_owned(), json!(key.as_ref()));
+    }
     // Only with reasoning, so that the fingerprints of configs without it stay as they were.
     if let Some(reasoning) = &s.params.reasoning {
         canonical.insert("reasoning".to_owned(), json!(reasoning));

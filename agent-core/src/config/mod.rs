@@ -1,6 +1,7 @@
 //! [`AgentConfig`]: a frozen, validated agent definition.
 
 mod builder;
+mod caching;
 mod checks;
 mod compaction;
 mod fallback;
@@ -31,7 +32,7 @@ pub(crate) use builder::Settings;
 pub use builder::{AgentConfigBuilder, OutputValidator};
 
 use crate::llm::{LlmClient, OutputSpec};
-use crate::output::{AgentOutput, AnswerMode, ESCALATE_TO_HUMAN, OutputMode, PromptCaching};
+use crate::output::{AgentOutput, AnswerMode, ESCALATE_TO_HUMAN, OutputMode};
 use crate::pricing::ModelPrice;
 use crate::tool::{StateMap, Tool, ToolDefinition};
 use crate::validate::SchemaValidator;
@@ -103,6 +104,9 @@ pub(crate) struct Compiled<T> {
     /// Whether requests mark their prefix for the prompt cache (`PromptCaching`
     /// resolved).
     pub(crate) prompt_cache: bool,
+    /// The builder's `prompt_cache_ttl` (checked for every model) and `prompt_cache_key`.
+    pub(crate) prompt_cache_ttl: Option<crate::output::PromptCacheTtl>,
+    pub(crate) prompt_cache_key: Option<Arc<str>>,
     pub(crate) escalation_validator: Option<SchemaValidator>,
     /// The stable hash of what changes behaviour (see [`AgentConfig::fingerprint`]).
     pub(crate) fingerprint: String,
@@ -457,19 +461,15 @@ impl<T: AgentOutput> AgentConfig<T> {
         };
         offered.extend(handoff::definitions(&settings.handoffs, &offered)?);
         let wrap_up_offered = (!wrap_up.is_empty()).then(|| Arc::from(wrap_up));
+        let entries = models.iter_mut();
+        let entries = entries.map(|m| (m.client.as_ref(), &*m.wire_model, &*m.name, &mut m.price));
+        caching::apply_ttl(settings.params.prompt_cache_ttl, entries)?;
         let primary = &models[0];
-        let prompt_cache = match settings.params.prompt_caching {
-            PromptCaching::On => true,
-            PromptCaching::Off => false,
-            _ => {
-                let bytes = primary.system_prompt.as_ref().map_or(0, String::len)
-                    + offered
-                        .iter()
-                        .map(|t| t.description.len() + t.parameters.to_string().len())
-                        .sum::<usize>();
-                (bytes as u64).div_ceil(4) >= PromptCaching::AUTO_MIN_TOKENS
-            }
-        };
+        let prompt_cache = caching::resolve(
+            settings.params.prompt_caching,
+            primary.system_prompt.as_deref(),
+            &offered,
+        );
         let fingerprint = fingerprint::of(
             &settings,
             &offered,
@@ -494,6 +494,8 @@ impl<T: AgentOutput> AgentConfig<T> {
                 wrap_up_offered,
                 output,
                 prompt_cache,
+                prompt_cache_ttl: settings.params.prompt_cache_ttl,
+                prompt_cache_key: settings.prompt_cache_key.clone(),
                 escalation_validator,
                 fingerprint,
                 compaction,

@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::ConfigError;
 use crate::limits::{Rejected, reject};
-use crate::output::{AgentOutput, OutputMode, PromptCaching};
+use crate::output::{AgentOutput, OutputMode, PromptCacheTtl, PromptCaching};
 
 use super::AgentConfigBuilder;
 
@@ -143,6 +143,17 @@ params! {
     prompt_caching: PromptCaching = PromptCaching::Auto,
         set(PromptCaching) |v| v,
         check |_| None,
+        fingerprint None, |_| Value::Null;
+    /// How long the provider keeps the cached prefix after its last use (default: unset,
+    /// the provider's own default). Sent only while prompt caching is on (see
+    /// [`PromptCaching`]); `build()` rejects a TTL the model's provider does not take
+    /// (Gemini and OpenAI-compatible servers take none) with
+    /// [`ConfigError::UnsupportedCacheTtl`] naming the provider and the values it takes.
+    /// See [`PromptCacheTtl`] for what each provider gets.
+    prompt_cache_ttl: Option<PromptCacheTtl> = None,
+        set(PromptCacheTtl) Some,
+        check |_| None,
+        // In the fingerprint only when set (`fingerprint.rs`).
         fingerprint None, |_| Value::Null;
     /// Records what the model saw and said on the run's spans (default `false`: off).
     ///

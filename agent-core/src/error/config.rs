@@ -38,6 +38,23 @@ pub enum ConfigError {
         /// Why it is rejected.
         reason: &'static str,
     },
+    /// The prompt-cache TTL (`prompt_cache_ttl`) is not one the model's provider takes
+    /// (see [`PromptCacheTtl`](crate::output::PromptCacheTtl) for the table).
+    #[error(
+        "prompt_cache_ttl = {ttl} is not supported by {provider} for model {model:?}: \
+         allowed: {allowed}"
+    )]
+    UnsupportedCacheTtl {
+        /// The provider (`gen_ai.provider.name`, e.g. `anthropic`, `aws.bedrock`).
+        provider: String,
+        /// The model the TTL was checked for (a fallback model's too).
+        model: String,
+        /// The TTL given: `5m`, `1h` or `24h`.
+        ttl: String,
+        /// The values this provider takes for this model, comma-separated, or `none
+        /// (leave prompt_cache_ttl unset)`.
+        allowed: String,
+    },
     /// Two tools share a name.
     #[error("two tools are named {name:?}: tool names must be unique")]
     DuplicateTool {

@@ -121,6 +121,16 @@ pub trait LlmClient: Send + Sync {
         let _ = model;
         ContentCapabilities::TEXT_ONLY
     }
+
+    /// The prompt-cache TTLs this client can ask `model`'s provider for
+    /// ([`LlmRequest::prompt_cache_ttl`]); `build()` rejects a config whose
+    /// `prompt_cache_ttl` is not among them with
+    /// [`ConfigError::UnsupportedCacheTtl`](crate::error::ConfigError::UnsupportedCacheTtl).
+    /// The default is none: a custom client that sends a TTL says which it takes.
+    fn prompt_cache_ttls(&self, model: &str) -> &'static [crate::output::PromptCacheTtl] {
+        let _ = model;
+        &[]
+    }
 }
 
 /// What a client can do for structured output (see [`LlmClient::output_capabilities`]).
@@ -236,6 +246,10 @@ impl<C: LlmClient + ?Sized> LlmClient for Arc<C> {
     fn content_capabilities(&self, model: &str) -> ContentCapabilities {
         (**self).content_capabilities(model)
     }
+
+    fn prompt_cache_ttls(&self, model: &str) -> &'static [crate::output::PromptCacheTtl] {
+        (**self).prompt_cache_ttls(model)
+    }
 }
 
 /// Which tools the model may or must call in a turn.
@@ -274,10 +288,21 @@ pub struct LlmRequest {
     pub temperature: Option<f32>,
     /// Whether to mark the request's stable prefix (tool definitions and system
     /// prompt) for the provider's prompt cache. Anthropic gets a `cache_control`
-    /// breakpoint on the system prompt (else on the last tool definition); providers
-    /// that cache by themselves (OpenAI) ignore it. Set by the config's
-    /// `prompt_caching`.
+    /// breakpoint on the system prompt (else on the last tool definition), Bedrock a
+    /// `cachePoint` block in the same place (on the models that take one), OpenAI and
+    /// Azure OpenAI the `prompt_cache_key` and `prompt_cache_retention` below; Gemini
+    /// caches by itself and ignores it (see
+    /// [`PromptCaching`](crate::output::PromptCaching)). Set by the config's
+    /// `prompt_caching`. Off, the request is exactly as without caching.
     pub prompt_cache: bool,
+    /// How long the provider keeps the cached prefix (the config's `prompt_cache_ttl`),
+    /// sent only with `prompt_cache`; `None` leaves the provider's default. An adapter
+    /// drops a TTL its provider does not take ([`LlmClient::prompt_cache_ttls`]; a
+    /// config never has one).
+    pub prompt_cache_ttl: Option<crate::output::PromptCacheTtl>,
+    /// OpenAI's `prompt_cache_key` (the config's `prompt_cache_key`), sent to OpenAI
+    /// and Azure OpenAI only with `prompt_cache`; other providers ignore it.
+    pub prompt_cache_key: Option<Arc<str>>,
     /// The structured answer expected in text, in [`OutputMode::Native`] (adapters send
     /// the schema as the provider's structured-output setting) or
     /// [`OutputMode::Prompted`] (the schema is in the system prompt; adapters send
@@ -334,6 +359,8 @@ impl LlmRequest {
             max_tokens: 4096,
             temperature: None,
             prompt_cache: false,
+            prompt_cache_ttl: None,
+            prompt_cache_key: None,
             output: None,
             reasoning: None,
         }

@@ -59,16 +59,33 @@ pub enum OutputMode {
 }
 
 /// Whether a config marks its stable prompt prefix (tool definitions and system prompt)
-/// for the provider's prompt cache; set with the builder's `prompt_caching`.
+/// for the provider's prompt cache; set with the builder's `prompt_caching`, with its
+/// lifetime set by `prompt_cache_ttl` ([`PromptCacheTtl`]) and its OpenAI routing key by
+/// `prompt_cache_key`.
 ///
-/// Anthropic caches only what a request marks with `cache_control` (source: Anthropic
-/// prompt caching guide, <https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching>):
-/// a cache write costs 1.25x the input rate, a read 0.1x, for 5 minutes after the last
-/// use, and prefixes under the model's minimum (1,024 tokens for most models, more for
-/// some) are not cached at all. Every LLM call of a run re-sends the same tools and
-/// system prompt, and so does every run of a batch, so a long prefix is read from the
-/// cache from the second request on. OpenAI caches prompts of 1,024 tokens or more by
-/// itself, with no setting; the other providers ignore the flag. The cache tokens land in
+/// The same meaning on every wire: *on* asks the provider to serve this prefix from its
+/// cache on the next request that repeats it; *off* (or `Auto` on a short prefix) sends
+/// the request exactly as without caching. What each provider gets (the sources and the
+/// full rules are in `docs/providers.md`, "Prompt caching"):
+/// - Anthropic: a `cache_control: {"type": "ephemeral"}` breakpoint (with `"ttl"` when a
+///   TTL is set) on the system prompt, else on the last tool (source:
+///   <https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching>). A write costs
+///   1.25x the input rate (2x with a 1-hour TTL), a read 0.1x.
+/// - AWS Bedrock Converse: a `{"cachePoint": {"type": "default"}}` block (with `"ttl"`)
+///   after the system prompt, else after the tools (Claude only; Nova caches no tools),
+///   for the models that take cache points: Claude 3.5 Haiku, 3.7 Sonnet and 4 or later,
+///   and Amazon Nova (sources:
+///   <https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html>,
+///   <https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_CachePointBlock.html>).
+///   Other Bedrock models reject a cache point, so they get none.
+/// - OpenAI and Azure OpenAI (Chat Completions and Responses): the prefix is cached by the
+///   server with no marker; *on* sends `prompt_cache_key` when one is set and
+///   `prompt_cache_retention` when a TTL is set (source:
+///   <https://platform.openai.com/docs/guides/prompt-caching>).
+/// - Gemini: implicit caching, with no marker and no setting (source:
+///   <https://ai.google.dev/gemini-api/docs/caching>); the flag changes nothing there.
+///
+/// Every provider's cache reads (and Anthropic's and Bedrock's writes) land in
 /// `Usage::cache_read_tokens` / `cache_write_tokens` and are priced at the cache rates.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -82,6 +99,59 @@ pub enum PromptCaching {
     On,
     /// Never mark it.
     Off,
+}
+
+/// How long the provider keeps a cached prefix after its last use; set with the
+/// builder's `prompt_cache_ttl` (unset: the provider's default, which is 5 minutes, or
+/// OpenAI's in-memory retention).
+///
+/// Each provider takes a few values only, and `build()` rejects any other with
+/// [`ConfigError::UnsupportedCacheTtl`](crate::error::ConfigError::UnsupportedCacheTtl)
+/// naming the provider and the values it takes:
+///
+/// | provider | `FiveMinutes` | `OneHour` | `TwentyFourHours` |
+/// |---|---|---|---|
+/// | Anthropic | `"ttl": "5m"` | `"ttl": "1h"` (writes cost 2x input) | rejected |
+/// | Bedrock, Claude 4.5 and later | `"ttl": "5m"` | `"ttl": "1h"` | rejected |
+/// | Bedrock, other caching models | `"ttl": "5m"` | rejected | rejected |
+/// | OpenAI, Azure OpenAI | `prompt_cache_retention: "in_memory"` | rejected | `prompt_cache_retention: "24h"` |
+/// | Gemini, OpenAI-compatible servers, other Bedrock models | rejected | rejected | rejected |
+///
+/// OpenAI's in-memory retention keeps a prefix 5 to 10 minutes after its last use (at
+/// most an hour), which is what `FiveMinutes` means elsewhere; its extended retention
+/// keeps it up to 24 hours, on the models its guide lists (GPT-5.x, GPT-4.1; others
+/// answer 400). Sources: <https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching>,
+/// <https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_CachePointBlock.html>,
+/// <https://platform.openai.com/docs/guides/prompt-caching#prompt-cache-retention>.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum PromptCacheTtl {
+    /// Five minutes (Anthropic's and Bedrock's default; OpenAI's in-memory retention).
+    #[serde(rename = "5m")]
+    FiveMinutes,
+    /// One hour (Anthropic; Bedrock for Claude 4.5 and later).
+    #[serde(rename = "1h")]
+    OneHour,
+    /// Twenty-four hours (OpenAI's and Azure OpenAI's extended retention).
+    #[serde(rename = "24h")]
+    TwentyFourHours,
+}
+
+impl PromptCacheTtl {
+    /// The short name: `5m`, `1h` or `24h` (Anthropic's and Bedrock's `ttl` values).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PromptCacheTtl::FiveMinutes => "5m",
+            PromptCacheTtl::OneHour => "1h",
+            PromptCacheTtl::TwentyFourHours => "24h",
+        }
+    }
+}
+
+impl std::fmt::Display for PromptCacheTtl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl PromptCaching {

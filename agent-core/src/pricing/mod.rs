@@ -36,8 +36,15 @@ pub struct ModelPrice {
     pub output_per_mtok: f64,
     /// USD per million input tokens read from the prompt cache.
     pub cache_read_per_mtok: f64,
-    /// USD per million input tokens written to the prompt cache.
+    /// USD per million input tokens written to the prompt cache (the default TTL's rate:
+    /// Anthropic's and Bedrock's 5-minute write).
     pub cache_write_per_mtok: f64,
+    /// USD per million input tokens written to the prompt cache with a one-hour TTL
+    /// (`PromptCacheTtl::OneHour`; Anthropic bills 2x input, source:
+    /// <https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching#pricing>);
+    /// `None`: the same as [`cache_write_per_mtok`](Self::cache_write_per_mtok).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_1h_per_mtok: Option<f64>,
 }
 
 impl ModelPrice {
@@ -49,6 +56,28 @@ impl ModelPrice {
             output_per_mtok,
             cache_read_per_mtok: input_per_mtok,
             cache_write_per_mtok: input_per_mtok,
+            cache_write_1h_per_mtok: None,
+        }
+    }
+
+    /// Sets the rate of cache writes with a one-hour TTL (USD per million tokens; see
+    /// [`cache_write_1h_per_mtok`](Self::cache_write_1h_per_mtok)).
+    #[must_use]
+    pub const fn with_cache_write_1h(mut self, write_per_mtok: f64) -> Self {
+        self.cache_write_1h_per_mtok = Some(write_per_mtok);
+        self
+    }
+
+    /// This price as billed for a config whose prompt cache has `ttl`: with
+    /// `OneHour`, cache writes at the one-hour rate (when one is set); else unchanged.
+    #[must_use]
+    pub fn for_cache_ttl(self, ttl: crate::output::PromptCacheTtl) -> Self {
+        match (ttl, self.cache_write_1h_per_mtok) {
+            (crate::output::PromptCacheTtl::OneHour, Some(rate)) => Self {
+                cache_write_per_mtok: rate,
+                ..self
+            },
+            _ => self,
         }
     }
 
@@ -67,6 +96,7 @@ impl ModelPrice {
             self.output_per_mtok,
             self.cache_read_per_mtok,
             self.cache_write_per_mtok,
+            self.cache_write_1h_per_mtok.unwrap_or(0.0),
         ]
         .iter()
         .all(|r| r.is_finite() && *r >= 0.0)
@@ -105,6 +135,11 @@ impl ModelPrice {
 ///   `-mini`, `-pro`), `o3` (and `-mini`, `-pro`, `-deep-research`), `o4-mini` (and
 ///   `-deep-research`) (source: <https://platform.openai.com/docs/pricing>). Cached input is
 ///   the cache read rate; cache writes are priced as input.
+/// - Gemini: `gemini-2.5-pro`, `gemini-2.5-flash`, `gemini-2.5-flash-lite`, at the rates
+///   for prompts of 200K tokens or fewer (source:
+///   <https://ai.google.dev/gemini-api/docs/pricing>, through the copies named in
+///   `docs/pricing.md`). Cached input (implicit caching) is the cache read rate, 0.1x
+///   input; implicit caching bills no write, so writes are priced as input.
 /// - `test` (the built-in scripted model): zero.
 ///
 /// A name routed to the OpenAI Responses API (`openai-responses/gpt-5-mini`) is priced as
@@ -118,7 +153,8 @@ impl ModelPrice {
 /// more for the 4.5 and later models and are unpriced, as is every other Bedrock model
 /// (`docs/pricing.md`, "AWS Bedrock").
 ///
-/// Everything else is unpriced: local models (`ollama/`, `dispatch/`), and any model of a
+/// Everything else is unpriced: local models (`ollama/`, `dispatch/`), other Gemini
+/// models, and any model of a
 /// routable family that is not listed (newer versions such as `gpt-5.4` or
 /// `claude-sonnet-5`, legacy ones such as `gpt-4-turbo`), which is never priced as an
 /// older model whose name is a prefix of its own. `docs/pricing.md` lists every row with
@@ -383,7 +419,13 @@ mod tests {
                 None
             } else {
                 let n = |i: usize| cells[i].parse::<f64>().unwrap();
-                Some(ModelPrice::new(n(2), n(5)).with_cache(n(3), n(4)))
+                let price = ModelPrice::new(n(2), n(5)).with_cache(n(3), n(4));
+                // Anthropic's 1-hour write rate is a rule, not a column: 2x input.
+                Some(if prefix.starts_with("claude-") {
+                    price.with_cache_write_1h(n(2) * 2.0)
+                } else {
+                    price
+                })
             };
             rows.push((prefix, price));
         }

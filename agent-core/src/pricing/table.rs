@@ -19,15 +19,36 @@
 //!   write, so writes are priced as input. A model without a cached-input rate prices
 //!   cached tokens as input.
 //!
+//! - Gemini: the "Standard" rows of <https://ai.google.dev/gemini-api/docs/pricing> for
+//!   prompts of 200K tokens or fewer, read 2026-12-01 through third-party copies (the page
+//!   itself could not be read here): Gemini 2.5 Pro $1.25 / $10 with context caching at
+//!   $0.125, as quoted on Google's developer forum
+//!   (<https://discuss.ai.google.dev/t/question-about-gemini-api-caching-pricing/107349>);
+//!   2.5 Flash $0.30 / $2.50 and 2.5 Flash-Lite $0.10 / $0.40, their cached input at the
+//!   90% discount Google states for implicit caching of 2.5 and later models
+//!   (<https://cloud.google.com/vertex-ai/generative-ai/docs/context-cache/context-cache-overview>).
+//!   Implicit caching bills no write, so writes are priced as input.
+//!
 //! A row with no price (`None`) leaves every model under that prefix unpriced unless a
 //! longer row prices it: it keeps a newer model (`gpt-5.4`, `claude-opus-4-9`) from being
 //! priced as the older one whose name is a prefix of its own (`gpt-5`, `claude-opus-4`).
 
 use crate::pricing::ModelPrice;
 
-/// Anthropic rates: input, cache read, 5-minute cache write, output (USD per million tokens).
+/// Anthropic rates: input, cache read, 5-minute cache write, output (USD per million
+/// tokens); a 1-hour cache write is 2x input ("1h cache writes" column of the same table).
 const fn anthropic(input: f64, read: f64, write: f64, output: f64) -> Option<ModelPrice> {
-    Some(ModelPrice::new(input, output).with_cache(read, write))
+    Some(
+        ModelPrice::new(input, output)
+            .with_cache(read, write)
+            .with_cache_write_1h(input * 2.0),
+    )
+}
+
+/// Gemini rates (prompts of 200K tokens or fewer): input, cached input, output (USD per
+/// million tokens); implicit caching bills no write, so writes are priced as input.
+const fn gemini(input: f64, cached: f64, output: f64) -> Option<ModelPrice> {
+    Some(ModelPrice::new(input, output).with_cache(cached, input))
 }
 
 /// OpenAI rates: input, cached input, output (USD per million tokens); a cache write is
@@ -134,4 +155,13 @@ pub(crate) const DEFAULT_TABLE: &[(&str, Option<ModelPrice>)] = &[
     ("o4-mini", openai(1.1, 0.275, 4.4)),
     // o4-mini-deep-research.
     ("o4-mini-deep-research", openai(2.0, 0.5, 8.0)),
+    // --- Gemini (ai.google.dev/gemini-api/docs/pricing, prompts <= 200K tokens) ---
+    // Gemini 2.5 Pro; a `gemini-2.5-pro-*` variant (TTS, previews) is unpriced.
+    ("gemini-2.5-pro", gemini(1.25, 0.125, 10.0)),
+    ("gemini-2.5-pro-", None),
+    // Gemini 2.5 Flash; a `gemini-2.5-flash-*` variant (image, TTS, live) is unpriced.
+    ("gemini-2.5-flash", gemini(0.30, 0.03, 2.50)),
+    ("gemini-2.5-flash-", None),
+    // Gemini 2.5 Flash-Lite (and its previews).
+    ("gemini-2.5-flash-lite", gemini(0.10, 0.01, 0.40)),
 ];

@@ -74,6 +74,10 @@ pub(crate) struct WireCache {
     pub(crate) tools: EncodeCache<[crate::tool::ToolDefinition]>,
     /// Encoded `tools` arrays with a prompt-cache breakpoint on the last tool.
     pub(crate) tools_marked: EncodeCache<[crate::tool::ToolDefinition]>,
+    /// As `tools_marked`, the breakpoint with a 5-minute TTL.
+    pub(crate) tools_marked_5m: EncodeCache<[crate::tool::ToolDefinition]>,
+    /// As `tools_marked`, the breakpoint with a 1-hour TTL.
+    pub(crate) tools_marked_1h: EncodeCache<[crate::tool::ToolDefinition]>,
     /// Encoded structured-output settings, by output spec.
     pub(crate) output: EncodeCache<crate::llm::OutputSpec>,
 }

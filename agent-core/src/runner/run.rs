@@ -201,6 +201,10 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         self.request.system.clone_from(&model.system_prompt);
         self.request.reasoning = model.reasoning;
         self.request.prompt_cache = agent.prompt_cache;
+        self.request.prompt_cache_ttl = agent.prompt_cache_ttl;
+        self.request
+            .prompt_cache_key
+            .clone_from(&agent.prompt_cache_key);
         self.request.output = match &agent.output {
             OutputPlan::Json(spec) => Some(Arc::clone(spec)),
             _ => None,

@@ -191,6 +191,13 @@ impl LlmClient for AnthropicClient {
     fn content_capabilities(&self, model: &str) -> crate::llm::ContentCapabilities {
         wire::capabilities(crate::providers::inline::claude_version(model))
     }
+
+    /// `5m` and `1h`, the `cache_control.ttl` values (source:
+    /// <https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching>, "Cache
+    /// duration").
+    fn prompt_cache_ttls(&self, _model: &str) -> &'static [crate::output::PromptCacheTtl] {
+        wire::CACHE_TTLS
+    }
 }
 
 fn clamp_temperature(t: f32) -> f32 {

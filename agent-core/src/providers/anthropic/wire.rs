@@ -10,6 +10,7 @@ use super::clamp_temperature;
 use crate::content::Part;
 use crate::llm::{LlmError, LlmRequest, ToolChoice};
 use crate::message::ToolCall;
+use crate::output::PromptCacheTtl;
 use crate::providers::encoded::{WireCache, raw, request_body};
 use crate::providers::history::{self, Turn};
 use crate::schema;
@@ -148,15 +149,32 @@ struct SystemBlock<'a> {
     cache_control: CacheControl,
 }
 
-/// `{"type": "ephemeral"}`: cache the prompt up to and including this block (tools,
-/// then system, then messages, in that order).
+/// `{"type": "ephemeral"}`, with `"ttl": "5m" | "1h"` when the config sets one: cache
+/// the prompt up to and including this block (tools, then system, then messages, in that
+/// order; source: <https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching>,
+/// "Cache duration").
 #[derive(Clone, Copy, Serialize)]
 struct CacheControl {
     #[serde(rename = "type")]
     kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ttl: Option<&'static str>,
 }
 
-const EPHEMERAL: CacheControl = CacheControl { kind: "ephemeral" };
+/// The TTLs Anthropic takes (`ttl`: `5m`, the default, or `1h`).
+pub(crate) const CACHE_TTLS: &[PromptCacheTtl] =
+    &[PromptCacheTtl::FiveMinutes, PromptCacheTtl::OneHour];
+
+/// The breakpoint of `request`: `ephemeral`, with its TTL when one is set (and taken).
+fn breakpoint(request: &LlmRequest) -> CacheControl {
+    CacheControl {
+        kind: "ephemeral",
+        ttl: request
+            .prompt_cache_ttl
+            .filter(|t| CACHE_TTLS.contains(t))
+            .map(PromptCacheTtl::as_str),
+    }
+}
 
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -192,13 +210,15 @@ pub(crate) fn encode_body(
     // Prompt caching: one breakpoint at the end of the stable prefix, the system prompt
     // when there is one (which caches the tools before it too), else the last tool.
     let mark_tools = request.prompt_cache && system.is_none();
+    let mark = breakpoint(request);
     let tools = if request.tools.is_empty() {
         None
     } else {
-        let set = if mark_tools {
-            &cache.tools_marked
-        } else {
-            &cache.tools
+        let set = match (mark_tools, mark.ttl) {
+            (false, _) => &cache.tools,
+            (true, None) => &cache.tools_marked,
+            (true, Some("1h")) => &cache.tools_marked_1h,
+            (true, Some(_)) => &cache.tools_marked_5m,
         };
         Some(
             set.get_or_encode(&request.tools, |defs| {
@@ -210,7 +230,7 @@ pub(crate) fn encode_body(
                         name: &def.name,
                         description: &def.description,
                         input_schema: schema::for_anthropic(&def.parameters),
-                        cache_control: (mark_tools && i == last).then_some(EPHEMERAL),
+                        cache_control: (mark_tools && i == last).then_some(mark),
                     })
                     .collect::<Vec<_>>())
             })
@@ -222,7 +242,7 @@ pub(crate) fn encode_body(
             System::Blocks([SystemBlock {
                 kind: "text",
                 text,
-                cache_control: EPHEMERAL,
+                cache_control: mark,
             }])
         } else {
             System::Text(text)

@@ -342,6 +342,15 @@ impl LlmClient for BedrockClient {
     fn content_capabilities(&self, model: &str) -> crate::llm::ContentCapabilities {
         media::capabilities(model)
     }
+
+    /// `5m` and `1h` for Claude 4.5 and later, `5m` for the other models that take cache
+    /// points (Claude 3.5 Haiku, 3.7 Sonnet, Claude 4, Amazon Nova), none for the rest
+    /// (the `cachePoint` block's `ttl`; sources:
+    /// <https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_CachePointBlock.html>,
+    /// <https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html>).
+    fn prompt_cache_ttls(&self, model: &str) -> &'static [crate::output::PromptCacheTtl] {
+        wire::cache_ttls(model)
+    }
 }
 
 #[cfg(test)]
@@ -349,6 +358,52 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
+
+    #[test]
+    fn cache_points_and_ttls_follow_the_model_table() {
+        use crate::output::PromptCacheTtl::{FiveMinutes, OneHour};
+        let cases: [(&str, &[crate::output::PromptCacheTtl], bool); 9] = [
+            (
+                "anthropic.claude-haiku-4-5-20251001-v1:0",
+                &[FiveMinutes, OneHour],
+                true,
+            ),
+            (
+                "us.anthropic.claude-opus-4-6-v1",
+                &[FiveMinutes, OneHour],
+                true,
+            ),
+            (
+                "global.anthropic.claude-sonnet-4-5-20250929-v1:0",
+                &[FiveMinutes, OneHour],
+                true,
+            ),
+            (
+                "anthropic.claude-opus-4-20250514-v1:0",
+                &[FiveMinutes],
+                true,
+            ),
+            (
+                "eu.anthropic.claude-3-7-sonnet-20250219-v1:0",
+                &[FiveMinutes],
+                true,
+            ),
+            (
+                "anthropic.claude-3-5-haiku-20241022-v1:0",
+                &[FiveMinutes],
+                true,
+            ),
+            ("anthropic.claude-3-5-sonnet-20240620-v1:0", &[], false),
+            ("anthropic.claude-3-haiku-20240307-v1:0", &[], false),
+            ("meta.llama3-3-70b-instruct-v1:0", &[], false),
+        ];
+        for (model, ttls, tools) in cases {
+            assert_eq!(wire::cache_ttls(model), ttls, "{model}");
+            assert_eq!(wire::cache_support(model).tools, tools, "{model}");
+        }
+        let nova = wire::cache_support("us.amazon.nova-lite-v1:0");
+        assert!(nova.points && !nova.tools && !nova.one_hour);
+    }
 
     #[test]
     fn model_ids_are_one_encoded_segment() {

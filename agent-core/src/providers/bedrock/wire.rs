@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::media::{self, Document, Image, Media, Names};
 use crate::llm::{LlmError, LlmRequest, LlmResponse, StopReason, TokenUsage, ToolChoice};
 use crate::message::{Message, ToolCall};
+use crate::output::PromptCacheTtl;
 use crate::providers::ApiKey;
 use crate::providers::classify::{ErrorBody, embedded_error, request_id, undecodable};
 use crate::providers::encoded::request_body;
@@ -24,15 +25,96 @@ use crate::schema;
 struct Body<'a> {
     messages: Vec<WireMessage<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    system: Vec<Text<'a>>,
+    system: Vec<SystemBlock<'a>>,
     inference_config: InferenceConfig,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_config: Option<ToolConfig<'a>>,
 }
 
+/// A `system` block: the prompt's text, or the cache point after it.
 #[derive(Serialize)]
-struct Text<'a> {
-    text: &'a str,
+#[serde(rename_all = "camelCase")]
+enum SystemBlock<'a> {
+    Text(&'a str),
+    CachePoint(CachePoint),
+}
+
+/// `{"type": "default"}`, with `"ttl": "5m" | "1h"` when the config sets one: cache the
+/// prompt up to this point (source:
+/// <https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_CachePointBlock.html>).
+#[derive(Clone, Copy, Serialize)]
+struct CachePoint {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ttl: Option<&'static str>,
+}
+
+/// Which models take cache points, where, and for how long (source: "Supported models,
+/// Regions, and limits" of
+/// <https://docs.aws.amazon.com/bedrock/latest/userguide/prompt-caching.html>): Claude
+/// 3.5 Haiku, 3.7 Sonnet and Claude 4 and later in `system`, `messages` and `tools`;
+/// Amazon Nova in `system` and `messages` only. The one-hour TTL is taken by Claude 4.5
+/// and later (Opus, Sonnet, Haiku 4.5, 4.6, ...). Any other model (Llama, Mistral, Claude
+/// 3 and 3.5 Sonnet, ...) rejects a cache point ("You invoked an unsupported model or
+/// your request did not allow prompt caching"), so it gets none. A model id is judged by
+/// its provider part, after an inference-profile region prefix, as in [`choice_support`];
+/// an application inference profile ARN names no model and gets none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CacheSupport {
+    /// `cachePoint` blocks are taken (in `system`).
+    pub(crate) points: bool,
+    /// A `cachePoint` is taken in `toolConfig.tools`.
+    pub(crate) tools: bool,
+    /// `ttl: "1h"` is taken.
+    pub(crate) one_hour: bool,
+}
+
+pub(crate) fn cache_support(model: &str) -> CacheSupport {
+    let model = model.to_ascii_lowercase();
+    let base = model.rsplit('/').next().unwrap_or(&model);
+    let has = |family: &str| base.starts_with(family) || base.contains(&format!(".{family}"));
+    let version = base
+        .find("anthropic.claude")
+        .filter(|_| has("anthropic.claude"))
+        .and_then(|at| crate::providers::inline::claude_version(&base[at + "anthropic.".len()..]));
+    let claude = match version {
+        Some(v) if v >= (3, 7) => true,
+        Some((3, 5)) => base.contains("haiku"),
+        _ => false,
+    };
+    let nova = has("amazon.nova");
+    CacheSupport {
+        points: claude || nova,
+        tools: claude,
+        one_hour: claude && version.is_some_and(|v| v >= (4, 5)),
+    }
+}
+
+/// The TTLs `model` takes on Bedrock (see [`CacheSupport`]).
+pub(crate) fn cache_ttls(model: &str) -> &'static [PromptCacheTtl] {
+    let support = cache_support(model);
+    if support.one_hour {
+        &[PromptCacheTtl::FiveMinutes, PromptCacheTtl::OneHour]
+    } else if support.points {
+        &[PromptCacheTtl::FiveMinutes]
+    } else {
+        &[]
+    }
+}
+
+/// The cache point of `request`, when it asks for one and its model takes it.
+fn cache_point(request: &LlmRequest) -> Option<CachePoint> {
+    if !request.prompt_cache || !cache_support(&request.model).points {
+        return None;
+    }
+    Some(CachePoint {
+        kind: "default",
+        ttl: request
+            .prompt_cache_ttl
+            .filter(|t| cache_ttls(&request.model).contains(t))
+            .map(PromptCacheTtl::as_str),
+    })
 }
 
 #[derive(Serialize)]
@@ -106,10 +188,12 @@ struct ToolConfig<'a> {
     tool_choice: Option<WireChoice<'a>>,
 }
 
+/// A `tools` entry: a tool's spec, or the cache point after the last one.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct WireTool<'a> {
-    tool_spec: ToolSpec<'a>,
+enum WireTool<'a> {
+    ToolSpec(ToolSpec<'a>),
+    CachePoint(CachePoint),
 }
 
 #[derive(Serialize)]
@@ -171,19 +255,27 @@ pub(crate) fn choice_support(model: &str) -> ChoiceSupport {
 /// A permanent [`LlmError`] if serialization fails (it does not for these types).
 pub(crate) fn encode(request: &LlmRequest) -> Result<Vec<u8>, LlmError> {
     let support = choice_support(&request.model);
+    let system_text = request.system.as_deref().filter(|s| !s.trim().is_empty());
+    // Prompt caching: one cache point at the end of the stable prefix, after the system
+    // prompt when there is one (which caches the tools before it too), else after the
+    // tools (where the model takes one there), as Anthropic's breakpoint.
+    let point = cache_point(request);
+    let tools_point =
+        point.filter(|_| system_text.is_none() && cache_support(&request.model).tools);
     let tool_config = (!request.tools.is_empty()).then(|| ToolConfig {
         tools: request
             .tools
             .iter()
-            .map(|def| WireTool {
-                tool_spec: ToolSpec {
+            .map(|def| {
+                WireTool::ToolSpec(ToolSpec {
                     name: &def.name,
                     description: &def.description,
                     input_schema: InputSchema {
                         json: schema::for_anthropic(&def.parameters),
                     },
-                },
+                })
             })
+            .chain(tools_point.map(WireTool::CachePoint))
             .collect(),
         // Converse has no `none`: the tools stay (a history with tool blocks needs
         // them) and the model decides, as with `auto`.
@@ -196,13 +288,12 @@ pub(crate) fn encode(request: &LlmRequest) -> Result<Vec<u8>, LlmError> {
             _ => Some(WireChoice::Auto(Empty {})),
         },
     });
-    let system = request
-        .system
-        .as_deref()
-        .filter(|s| !s.trim().is_empty())
-        .map(|text| Text { text })
-        .into_iter()
-        .collect();
+    let system = match system_text {
+        Some(text) => std::iter::once(SystemBlock::Text(text))
+            .chain(point.map(SystemBlock::CachePoint))
+            .collect(),
+        None => Vec::new(),
+    };
     let body = Body {
         messages: messages(&request.messages)?,
         system,

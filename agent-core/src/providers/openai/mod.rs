@@ -407,4 +407,13 @@ impl LlmClient for OpenAiClient {
             Flavor::OpenAi | Flavor::Azure => wire::check_reasoning(model, reasoning),
         }
     }
+
+    /// OpenAI and Azure: `5m` (`prompt_cache_retention: "in_memory"`) and `24h`
+    /// (`"24h"`); compatible servers take none.
+    fn prompt_cache_ttls(&self, _model: &str) -> &'static [crate::output::PromptCacheTtl] {
+        match self.flavor {
+            Flavor::OpenAi | Flavor::Azure => wire::CACHE_TTLS,
+            Flavor::Compatible => &[],
+        }
+    }
 }

@@ -9,6 +9,7 @@ use serde_json::value::RawValue;
 
 use crate::llm::{LlmError, LlmRequest, OutputSpec, ToolChoice};
 use crate::message::{Message, ToolCall};
+use crate::output::PromptCacheTtl;
 use crate::providers::encoded::{WireCache, raw, request_body};
 use crate::providers::history::{self, Turn};
 use crate::schema;
@@ -36,6 +37,11 @@ struct Body<'a> {
     /// <https://platform.openai.com/docs/api-reference/chat/create>).
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_effort: Option<&'static str>,
+    /// `prompt_cache_key` and `prompt_cache_retention` (see [`cache_fields`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_retention: Option<&'static str>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -169,6 +175,7 @@ pub(crate) fn encode_body(
         ),
         None => None,
     };
+    let (cache_key, retention) = cache_fields(request);
     let body = Body {
         model: &request.model,
         messages: messages(request.system.as_deref(), &request.messages)?,
@@ -185,6 +192,8 @@ pub(crate) fn encode_body(
             .and_then(|r| r.effort)
             .filter(|_| !compatible)
             .map(crate::llm::Effort::as_str),
+        prompt_cache_key: cache_key.filter(|_| !compatible),
+        prompt_cache_retention: retention.filter(|_| !compatible),
         stream,
         stream_options: stream.then_some(StreamOptions {
             include_usage: true,
@@ -193,6 +202,34 @@ pub(crate) fn encode_body(
     let fixed = tools.as_ref().map_or(0, |t| t.get().len())
         + response_format.as_ref().map_or(0, |f| f.get().len());
     request_body(&body, request, Some(fixed)).map_err(failed)
+}
+
+/// The prompt-cache TTLs OpenAI and Azure OpenAI take: `FiveMinutes` as
+/// `prompt_cache_retention: "in_memory"` (kept 5 to 10 minutes after its last use, at
+/// most an hour) and `TwentyFourHours` as `"24h"` (extended retention, on the models the
+/// guide lists). Sources: <https://platform.openai.com/docs/guides/prompt-caching#prompt-cache-retention>,
+/// <https://learn.microsoft.com/en-us/azure/ai-foundry/openai/how-to/prompt-caching>
+/// ("set the `prompt_cache_retention` parameter on the Responses or Chat Completions
+/// API").
+pub(crate) const CACHE_TTLS: &[PromptCacheTtl] =
+    &[PromptCacheTtl::FiveMinutes, PromptCacheTtl::TwentyFourHours];
+
+/// The prompt-cache fields of `request` on OpenAI's two APIs: `prompt_cache_key` (the
+/// config's key, combined with the prefix hash to route requests to a machine that holds
+/// the prefix) and `prompt_cache_retention` (the TTL), both only while
+/// `request.prompt_cache` is on: off, the request carries neither (OpenAI still caches
+/// prompts of 1,024 tokens or more by itself; source:
+/// <https://platform.openai.com/docs/guides/prompt-caching>).
+pub(crate) fn cache_fields(request: &LlmRequest) -> (Option<&str>, Option<&'static str>) {
+    if !request.prompt_cache {
+        return (None, None);
+    }
+    let retention = match request.prompt_cache_ttl {
+        Some(PromptCacheTtl::FiveMinutes) => Some("in_memory"),
+        Some(PromptCacheTtl::TwentyFourHours) => Some("24h"),
+        _ => None,
+    };
+    (request.prompt_cache_key.as_deref(), retention)
 }
 
 /// The `tools` array: each definition with its parameters through [`schema::for_openai`]

@@ -259,4 +259,10 @@ impl LlmClient for OpenAiResponsesClient {
     ) -> Result<(), &'static str> {
         super::wire::check_reasoning(model, reasoning)
     }
+
+    /// `5m` (`prompt_cache_retention: "in_memory"`) and `24h` (`"24h"`), on OpenAI and
+    /// Azure alike.
+    fn prompt_cache_ttls(&self, _model: &str) -> &'static [crate::output::PromptCacheTtl] {
+        super::wire::CACHE_TTLS
+    }
 }

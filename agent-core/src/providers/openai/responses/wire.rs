@@ -21,7 +21,7 @@ use crate::schema;
 use crate::tool::ToolDefinition;
 
 use super::super::parts;
-use super::super::wire::{accepts_temperature, strict_format};
+use super::super::wire::{accepts_temperature, cache_fields, strict_format};
 
 /// The `include` value that returns each reasoning item's `encrypted_content`, so a
 /// stateless (`store: false`) conversation can send it back.
@@ -51,6 +51,13 @@ struct Body<'a> {
     include: Option<[&'static str; 1]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     previous_response_id: Option<&'a str>,
+    /// `prompt_cache_key` and `prompt_cache_retention`, as on Chat Completions (see
+    /// `cache_fields`; source: Responses API reference,
+    /// <https://platform.openai.com/docs/api-reference/responses/create>).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_cache_retention: Option<&'static str>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     stream: bool,
 }
@@ -150,6 +157,7 @@ pub(crate) fn encode_body(
         None => None,
     };
     let (input, previous_response_id) = input(&request.messages, store)?;
+    let (cache_key, retention) = cache_fields(request);
     let body = Body {
         model: &request.model,
         instructions: request.system.as_deref().filter(|s| !s.trim().is_empty()),
@@ -168,6 +176,8 @@ pub(crate) fn encode_body(
         store,
         include: (!store).then_some([ENCRYPTED_REASONING]),
         previous_response_id,
+        prompt_cache_key: cache_key,
+        prompt_cache_retention: retention,
         stream,
     };
     request_body(&body, request, None).map_err(failed)
