@@ -296,3 +296,77 @@ async fn a_handoff_target_that_cannot_take_the_runs_parts_is_refused_before_any_
     let result = run_agent(&config, Input::text("invoice photo").part(bottle())).await;
     assert!(result.outcome.is_ok(), "{:?}", result.outcome);
 }
+
+/// The `ollama/` route is Ollama's OpenAI-compatible endpoint: with the model's
+/// capabilities declared (Ollama knows which of its models see; this crate does not),
+/// an image goes as an `image_url` part holding a base64 data URL, the form Ollama's
+/// compatibility page lists; undeclared, the image is refused before any request.
+#[tokio::test]
+async fn the_ollama_route_sends_images_as_data_urls_once_declared() {
+    let server = MockServer::start().await;
+    mount_post(
+        &server,
+        "/v1/chat/completions",
+        json_fixture(200, "openai/text.json"),
+        None,
+    )
+    .await;
+    let ollama = |caps: Option<ContentCapabilities>| {
+        let mut options = ProviderOptions::default().with_base_url(server.uri());
+        if let Some(caps) = caps {
+            options = options.with_content_capabilities(caps);
+        }
+        AgentConfig::<Triage>::builder("local")
+            .model("ollama/llava")
+            .provider(options)
+            .output_mode(agent_core::OutputMode::Prompted)
+            .max_llm_calls(1)
+            .build()
+            .unwrap()
+    };
+    let photo = || Input::text("What is wrong with the bottle?").part(bottle());
+    // Undeclared: text alone, refused before any request.
+    let result = run_agent(&ollama(None), photo()).await;
+    assert!(
+        matches!(
+            &result.outcome,
+            Err(AgentError::UnsupportedContent { model, kind: Kind::Image, .. })
+                if model == "ollama/llava"
+        ),
+        "{:?}",
+        result.outcome
+    );
+    assert!(requests(&server).await.is_empty());
+    // Declared: images as bytes (Ollama fetches no URL).
+    let mut vision = ContentCapabilities::TEXT_ONLY;
+    vision.image_types = &["image/png", "image/jpeg"];
+    let _ = run_agent(&ollama(Some(vision)), photo()).await;
+    let bodies = crate::providers_support::bodies(&server).await;
+    assert_eq!(bodies.len(), 1);
+    assert_eq!(bodies[0]["model"], "llava");
+    let bytes = std::fs::read(format!(
+        "{}/../examples/data/tickets/002-dented-bottle.png",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    use base64::Engine;
+    let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+    let messages = bodies[0]["messages"].as_array().unwrap();
+    assert_eq!(
+        messages.last().unwrap(),
+        &serde_json::json!({"role": "user", "content": [
+            {"type": "text", "text": "What is wrong with the bottle?"},
+            {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{data}")}}
+        ]})
+    );
+    // A URL is refused for such a declaration (no `urls`), before any request.
+    let url = Part::from_url("https://example.test/bottle.png", "image/png").unwrap();
+    let result = run_agent(&ollama(Some(vision)), Input::text("see").part(url)).await;
+    assert!(
+        matches!(&result.outcome, Err(AgentError::UnsupportedContent { reason, .. })
+            if reason.contains("takes no URL")),
+        "{:?}",
+        result.outcome
+    );
+    assert_eq!(requests(&server).await.len(), 1);
+}
