@@ -21,7 +21,10 @@ use crate::providers_support::{KEY, json_fixture, mount_post, requests, triage};
 
 /// A real PNG from `tests/fixtures/images/` (`WxH.png`: all black, 1-bit grey).
 fn image(name: &str) -> Part {
-    let path = format!("{}/tests/fixtures/images/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/tests/fixtures/images/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     Part::from_path(path).unwrap()
 }
 
@@ -60,7 +63,11 @@ fn each_providers_estimate_of_real_images_follows_its_published_formula() {
         let low_part = part.clone().with_detail(Detail::Low);
         assert_eq!(TokenRule::OpenAi.tokens(&low_part), low, "{name}");
         assert_eq!(TokenRule::Gemini.tokens(&part), gemini, "{name}");
-        assert_eq!(TokenRule::Conservative.tokens(&part), conservative, "{name}");
+        assert_eq!(
+            TokenRule::Conservative.tokens(&part),
+            conservative,
+            "{name}"
+        );
     }
     // A size that cannot be read (a URL): each rule's ceiling.
     let url = Part::from_url("https://example.test/a.png", "image/png").unwrap();
@@ -249,16 +256,24 @@ async fn a_handoff_target_that_cannot_take_the_runs_parts_is_refused_before_any_
         .unwrap();
     let result = run_agent(&config, Input::text("invoice photo").part(bottle())).await;
     match &result.outcome {
-        Err(error @ AgentError::UnsupportedHandoffContent {
-            agent,
-            model,
-            index,
-            kind,
-            media_type,
-            reason,
-        }) => {
+        Err(
+            error @ AgentError::UnsupportedHandoffContent {
+                agent,
+                model,
+                index,
+                kind,
+                media_type,
+                reason,
+            },
+        ) => {
             assert_eq!(
-                (agent.as_str(), model.as_str(), *index, *kind, media_type.as_str()),
+                (
+                    agent.as_str(),
+                    model.as_str(),
+                    *index,
+                    *kind,
+                    media_type.as_str()
+                ),
                 ("billing", "text-model", 0, Kind::Image, "image/png")
             );
             assert_eq!(reason, "the model takes no images");

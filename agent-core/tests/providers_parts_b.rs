@@ -474,7 +474,10 @@ async fn azure_takes_images_by_deployment_name_and_no_file_ids() {
     let caps = client.content_capabilities("gpt-4o");
     assert_eq!(caps.image_types, COMMON_IMAGES);
     assert!(caps.document_types.is_empty() && !caps.file_ids && caps.urls);
-    assert_eq!((caps.max_images, caps.max_image_bytes), (Some(50), Some(20_000_000)));
+    assert_eq!(
+        (caps.max_images, caps.max_image_bytes),
+        (Some(50), Some(20_000_000))
+    );
     assert_eq!(
         caps.source,
         "https://learn.microsoft.com/en-us/azure/ai-foundry/openai/quotas-limits"

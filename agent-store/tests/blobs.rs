@@ -341,8 +341,12 @@ async fn durable_runs_checkpoint_references(place: &Place) {
 async fn unreferenced_blobs_are_collected(place: &Place) {
     let store = place.open().await;
     let part = |seed: u8, size: usize| Part::from_bytes(image(seed, size)).unwrap();
-    let (shared, threaded, checkpointed, traced) =
-        (part(20, 1000), part(21, 1100), part(22, 1200), part(23, 1300));
+    let (shared, threaded, checkpointed, traced) = (
+        part(20, 1000),
+        part(21, 1100),
+        part(22, 1200),
+        part(23, 1300),
+    );
     // A thread with two images, another with one of them.
     let both = Message::user_with("two photos", vec![shared.clone(), threaded.clone()]);
     store
@@ -358,7 +362,8 @@ async fn unreferenced_blobs_are_collected(place: &Place) {
     let mut checkpoint = CheckpointRecord::default();
     checkpoint.run_id = "gc-durable".into();
     checkpoint.seq = 1;
-    checkpoint.header = serde_json::to_string(&serde_json::json!({"input": [checkpointed]})).unwrap();
+    checkpoint.header =
+        serde_json::to_string(&serde_json::json!({"input": [checkpointed]})).unwrap();
     checkpoint.state = "{}".into();
     store.save(&checkpoint).await.unwrap();
     // A run's record and trace holding a fourth.
@@ -383,19 +388,35 @@ async fn unreferenced_blobs_are_collected(place: &Place) {
 
     // Thread t1 deleted by hand: its second image is referenced nowhere else, the
     // first still is (t2).
-    execute(place, "DELETE FROM thread_messages WHERE thread_id = $1", "t1").await;
+    execute(
+        place,
+        "DELETE FROM thread_messages WHERE thread_id = $1",
+        "t1",
+    )
+    .await;
     let collected = store.collect_blobs().await.unwrap();
-    assert_eq!((collected.blobs, collected.bytes, collected.kept), (1, 1100, 3));
+    assert_eq!(
+        (collected.blobs, collected.bytes, collected.kept),
+        (1, 1100, 3)
+    );
     assert!(store.blob(&sha(&threaded)).await.unwrap().is_none());
     assert!(store.blob(&sha(&shared)).await.unwrap().is_some());
     let loaded = Memory::load(&store, "t2", 10).await.unwrap();
     assert_eq!(loaded.messages, vec![one]);
 
     // The checkpoint and the run deleted: their images go; t2's stays.
-    execute(place, "DELETE FROM checkpoints WHERE run_id = $1", "gc-durable").await;
+    execute(
+        place,
+        "DELETE FROM checkpoints WHERE run_id = $1",
+        "gc-durable",
+    )
+    .await;
     execute(place, "DELETE FROM runs WHERE agent = $1", "vision").await;
     let collected = store.collect_blobs().await.unwrap();
-    assert_eq!((collected.blobs, collected.bytes, collected.kept), (2, 2500, 1));
+    assert_eq!(
+        (collected.blobs, collected.bytes, collected.kept),
+        (2, 2500, 1)
+    );
     let usage = store.blob_usage().await.unwrap();
     assert_eq!((usage.blobs, usage.bytes), (1, 1000));
 
@@ -404,7 +425,10 @@ async fn unreferenced_blobs_are_collected(place: &Place) {
         .append("t3", &ThreadEntry::new("run-3", vec![both.clone()], 1))
         .await
         .unwrap();
-    assert_eq!(Memory::load(&store, "t3", 10).await.unwrap().messages, vec![both]);
+    assert_eq!(
+        Memory::load(&store, "t3", 10).await.unwrap().messages,
+        vec![both]
+    );
     assert_eq!(store.blob_usage().await.unwrap().blobs, 2);
     store.close().await.unwrap();
 }

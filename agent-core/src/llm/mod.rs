@@ -12,8 +12,8 @@ mod reasoning;
 mod refusal;
 mod sink;
 
-pub use crate::message::{Message, ToolCall, ToolResult};
 use crate::content::TokenRule;
+pub use crate::message::{Message, ToolCall, ToolResult};
 use crate::output::OutputMode;
 pub use crate::output::{AnswerMode, OutputSpec};
 use crate::tool::ToolDefinition;
@@ -335,7 +335,6 @@ pub(crate) fn message_bytes_with(m: &Message, rule: TokenRule) -> usize {
         Message::Paused { text, content } => text.len().max(content.to_string().len()),
     }
 }
-
 
 impl LlmRequest {
     /// A request with no messages, no tools, `tool_choice` auto and `max_tokens` 4096.

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use foldhash::HashSet;
 
 use crate::config::{CompactionPlan, ModelEntry};
-use crate::limits::Limits;
 use crate::content::TokenRule;
+use crate::limits::Limits;
 use crate::llm::{LlmRequest, TokenUsage, ToolChoice, message_bytes_with};
 use crate::message::{Message, json_text};
 use crate::pricing::ModelPrice;

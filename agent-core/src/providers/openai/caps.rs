@@ -7,7 +7,6 @@ use crate::content::TokenRule;
 use crate::llm::ContentCapabilities;
 use crate::llm::{COMMON_IMAGES, PDF};
 
-
 /// OpenAI's audio input: `input_audio` with `wav` or `mp3` data, on the audio models
 /// of Chat Completions (source: the audio guide).
 pub(crate) const OPENAI_AUDIO_SOURCE: &str = "https://platform.openai.com/docs/guides/audio";
