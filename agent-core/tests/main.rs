@@ -23,6 +23,7 @@ pub mod child_approvals;
 pub mod compaction;
 pub mod config;
 pub mod content;
+pub mod content_limits;
 pub mod durable;
 pub mod durable_state;
 pub mod embeddings;

@@ -429,15 +429,30 @@ async fn what_a_model_cannot_take_is_refused_typed_before_any_request() {
         refused(&server, &audio_to_vision).await,
         "gpt-4o audio audio/x-wav: the model takes no audio"
     );
-    let big = Part::from_bytes_as(
-        [PDF_BYTES, &vec![b' '; 20 * 1024 * 1024]].concat(),
+    // Files: 32 MB a request together (each of these is under it; the two are over).
+    let half = Part::from_bytes_as(
+        [PDF_BYTES, &vec![b' '; 16_000_000]].concat(),
         "application/pdf",
     )
     .unwrap();
+    let config = triage("gpt-4o", &base(&server)).build().unwrap();
+    let two = run_agent(&config, Input::text("see").part(half.clone()).part(half)).await;
     assert_eq!(
-        refused(&server, &run("gpt-4o", big).await).await,
-        "gpt-4o document application/pdf: 20971555 bytes is more than the 20971520 bytes \
-         a part may have (source: https://platform.openai.com/docs/guides/images-vision)"
+        refused(&server, &two).await,
+        "gpt-4o document application/pdf: the conversation's documents hold 32000070 bytes \
+         together, more than the 32000000 bytes of documents a request may carry (source: \
+         https://platform.openai.com/docs/guides/images-vision and \
+         https://platform.openai.com/docs/guides/pdf-files)"
+    );
+    // An image over 20 MB (20,000,000 bytes).
+    let mut huge = b"\x89PNG\r\n\x1a\n".to_vec();
+    huge.resize(20_000_001, 0);
+    let huge = Part::from_bytes_as(huge, "image/png").unwrap();
+    assert_eq!(
+        refused(&server, &run("gpt-4o", huge).await).await,
+        "gpt-4o image image/png: 20000001 bytes is more than the 20000000 bytes an image may \
+         have (source: https://platform.openai.com/docs/guides/images-vision and \
+         https://platform.openai.com/docs/guides/pdf-files)"
     );
     let audio_url = Part::from_url("https://a.example/x.wav", "audio/wav").unwrap();
     assert_eq!(
@@ -459,7 +474,10 @@ async fn azure_takes_images_by_deployment_name_and_no_file_ids() {
     let caps = client.content_capabilities("gpt-4o");
     assert_eq!(caps.image_types, COMMON_IMAGES);
     assert!(caps.document_types.is_empty() && !caps.file_ids && caps.urls);
-    assert_eq!(caps.max_parts, Some(50));
+    assert_eq!(
+        (caps.max_images, caps.max_image_bytes),
+        (Some(50), Some(20_000_000))
+    );
     assert_eq!(
         caps.source,
         "https://learn.microsoft.com/en-us/azure/ai-foundry/openai/quotas-limits"
@@ -562,8 +580,12 @@ fn openai_capabilities_by_family() {
     assert_eq!(vision.document_types, ["application/pdf"]);
     assert!(vision.audio_types.is_empty());
     assert!(vision.urls && vision.file_ids && !vision.parts_in_tool_results);
-    assert_eq!(vision.max_part_bytes, Some(20 * 1024 * 1024));
-    assert_eq!(vision.max_parts, Some(500));
+    assert_eq!(vision.max_part_bytes, None);
+    assert_eq!(vision.max_image_bytes, Some(20_000_000));
+    assert_eq!(vision.max_images, Some(500));
+    assert_eq!(vision.max_total_document_bytes, Some(32_000_000));
+    assert_eq!(vision.max_pdf_pages, Some(100));
+    assert_eq!(vision.tokens, agent_core::content::TokenRule::OpenAi);
     let audio = client.content_capabilities("gpt-4o-audio-preview");
     assert!(audio.image_types.is_empty());
     assert!(audio.audio_types.contains(&"audio/mpeg"));

@@ -20,6 +20,9 @@ use base64::engine::general_purpose::STANDARD;
 
 /// What precedes a part's inline bytes in compact JSON.
 const INLINE: &str = "\"source\":{\"bytes\":\"";
+/// What every reference holds (and no inline part does): the `LIKE` pattern of
+/// [`Store::collect_blobs`](crate::Store::collect_blobs).
+pub(crate) const REF_MARK: &str = "\"blob\":{\"sha256\":\"";
 /// What precedes a reference's hash.
 const REF: &str = "\"source\":{\"blob\":{\"sha256\":\"";
 

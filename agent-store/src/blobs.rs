@@ -10,17 +10,18 @@
 //! reads the referenced blobs in one query and puts the bytes back, so callers get the
 //! JSON they stored. Records written before blobs (inline base64) load as they are.
 //!
-//! Blobs are never deleted by the store: one that no row references any more (its run
-//! deleted, or a fenced save refused after its blobs were inserted) stays until the
-//! database is cleaned by hand.
+//! A blob that no row references any more (its run, thread or checkpoint deleted by
+//! hand or by a retention job, or a fenced save refused after its blobs were inserted)
+//! stays until [`Store::collect_blobs`] deletes it: the store never deletes one on its
+//! own.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use agent_core::content::Bytes;
 use agent_core::store::StoreError;
 use sqlx::{QueryBuilder, Row};
 
-use crate::db::on_read_pool;
+use crate::db::{on_read_pool, write_tx};
 use crate::errors::db_error;
 use crate::store::Store;
 
@@ -47,6 +48,30 @@ pub struct BlobUsage {
     /// Their bytes together.
     pub bytes: u64,
 }
+
+/// What [`Store::collect_blobs`] deleted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BlobsCollected {
+    /// Blobs deleted (no row referenced them).
+    pub blobs: u64,
+    /// Their bytes together.
+    pub bytes: u64,
+    /// Blobs kept (referenced).
+    pub kept: u64,
+}
+
+/// Every column whose JSON may reference blobs (the ones written through
+/// `blob_refs::externalize`): run records and traces, checkpoint headers and states,
+/// tool-ledger entries, thread messages.
+const REFERENCING: [(&str, &str); 6] = [
+    ("runs", "record"),
+    ("runs", "trace"),
+    ("checkpoints", "header"),
+    ("checkpoints", "state"),
+    ("tool_ledger", "body"),
+    ("thread_messages", "body"),
+];
 
 /// Whether `sha256` is 64 lowercase hex digits.
 fn is_hash(sha256: &str) -> bool {
@@ -106,6 +131,73 @@ impl Store {
         Ok(BlobUsage {
             blobs: u64::try_from(blobs).unwrap_or(0),
             bytes: u64::try_from(bytes).unwrap_or(0),
+        })
+    }
+
+    /// Deletes the blobs that no run record, trace, checkpoint, tool-ledger entry or
+    /// thread message references: the bytes left behind when such rows were deleted
+    /// (the store itself never deletes them), or by a fenced save that was refused after
+    /// its blobs went in. Returns how many blobs and bytes went, and how many stayed.
+    ///
+    /// One write transaction: it reads every referencing column's rows that hold a
+    /// reference (the JSON without the bytes, so far smaller than the blobs), then
+    /// deletes the others in batches. Concurrent writers are safe: every write that
+    /// references a blob inserts it in its own transaction, and that insert waits for
+    /// this one (PostgreSQL: the `blobs` table is locked `SHARE ROW EXCLUSIVE` for the
+    /// collection, which blocks inserts into it and nothing else, so reads and text-only
+    /// writes go on; SQLite: the store's one writing connection runs it like any write),
+    /// so a blob is either seen referenced or inserted again after. Run it from a
+    /// maintenance job, not per run: its cost grows with the rows that hold references.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] / [`StoreError::Backend`] as for
+    /// [`stats`](Self::stats); nothing is deleted then.
+    pub async fn collect_blobs(&self) -> Result<BlobsCollected, StoreError> {
+        self.shared.ready().await?;
+        let pattern = format!("%{}%", refs::REF_MARK);
+        write_tx!(&self.shared, DB, tx => {
+            if self.shared.backend == crate::backend::Backend::Postgres {
+                sqlx::query("LOCK TABLE blobs IN SHARE ROW EXCLUSIVE MODE")
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_error)?;
+            }
+            let mut referenced: HashSet<String> = HashSet::new();
+            for (table, column) in REFERENCING {
+                let sql = format!("SELECT {column} FROM {table} WHERE {column} LIKE $1");
+                let texts: Vec<Option<String>> = sqlx::query_scalar(&sql)
+                    .bind(pattern.as_str())
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(db_error)?;
+                for text in texts.iter().flatten() {
+                    referenced.extend(refs::referenced(text));
+                }
+            }
+            let stored: Vec<(String, i64)> = sqlx::query_as("SELECT sha256, size FROM blobs")
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(db_error)?;
+            let mut collected = BlobsCollected::default();
+            let orphans: Vec<&(String, i64)> = stored
+                .iter()
+                .filter(|(hash, _)| !referenced.contains(hash))
+                .collect();
+            collected.kept = (stored.len() - orphans.len()) as u64;
+            for chunk in orphans.chunks(256) {
+                let mut q = QueryBuilder::<DB>::new("DELETE FROM blobs WHERE sha256 IN (");
+                let mut list = q.separated(", ");
+                for (hash, _) in chunk {
+                    list.push_bind(hash.as_str());
+                }
+                q.push(")");
+                q.build().execute(&mut *tx).await.map_err(db_error)?;
+                for (_, size) in chunk {
+                    collected.blobs += 1;
+                    collected.bytes += u64::try_from(*size).unwrap_or(0);
+                }
+            }
+            collected
         })
     }
 

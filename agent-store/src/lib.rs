@@ -142,7 +142,7 @@ mod writer;
 pub use agent_core::store::StoreError;
 
 pub use backend::Backend;
-pub use blobs::{Blob, BlobUsage};
+pub use blobs::{Blob, BlobUsage, BlobsCollected};
 pub use dashboard::{
     DAY_MS, DayCount, LatencyCount, Overview, PageCursor, RunFilter, RunScope, RunsPage, TurnCount,
 };

@@ -336,7 +336,113 @@ async fn durable_runs_checkpoint_references(place: &Place) {
     store.close().await.unwrap();
 }
 
+/// `collect_blobs` deletes exactly the blobs no run record, trace, checkpoint, ledger
+/// entry or thread message references any more, and what stays loads as before.
+async fn unreferenced_blobs_are_collected(place: &Place) {
+    let store = place.open().await;
+    let part = |seed: u8, size: usize| Part::from_bytes(image(seed, size)).unwrap();
+    let (shared, threaded, checkpointed, traced) = (
+        part(20, 1000),
+        part(21, 1100),
+        part(22, 1200),
+        part(23, 1300),
+    );
+    // A thread with two images, another with one of them.
+    let both = Message::user_with("two photos", vec![shared.clone(), threaded.clone()]);
+    store
+        .append("t1", &ThreadEntry::new("run-1", vec![both.clone()], 1))
+        .await
+        .unwrap();
+    let one = Message::user_with("one photo", vec![shared.clone()]);
+    store
+        .append("t2", &ThreadEntry::new("run-2", vec![one.clone()], 1))
+        .await
+        .unwrap();
+    // A checkpoint holding a third.
+    let mut checkpoint = CheckpointRecord::default();
+    checkpoint.run_id = "gc-durable".into();
+    checkpoint.seq = 1;
+    checkpoint.header =
+        serde_json::to_string(&serde_json::json!({"input": [checkpointed]})).unwrap();
+    checkpoint.state = "{}".into();
+    store.save(&checkpoint).await.unwrap();
+    // A run's record and trace holding a fourth.
+    let config: AgentConfig<String> = AgentConfig::builder("vision")
+        .model("test")
+        .trace_store(store.clone())
+        .build()
+        .unwrap();
+    let run = run_agent_with(
+        &config,
+        Input::text("see").part(traced.clone()),
+        RunOptions::new(),
+    )
+    .await;
+    assert!(run.is_ok(), "{:?}", run.category());
+    store.flush().await.unwrap();
+    assert_eq!(store.stats().await.unwrap().blobs, 4);
+
+    // Everything referenced: nothing goes.
+    let kept = store.collect_blobs().await.unwrap();
+    assert_eq!((kept.blobs, kept.bytes, kept.kept), (0, 0, 4));
+
+    // Thread t1 deleted by hand: its second image is referenced nowhere else, the
+    // first still is (t2).
+    execute(
+        place,
+        "DELETE FROM thread_messages WHERE thread_id = $1",
+        "t1",
+    )
+    .await;
+    let collected = store.collect_blobs().await.unwrap();
+    assert_eq!(
+        (collected.blobs, collected.bytes, collected.kept),
+        (1, 1100, 3)
+    );
+    assert!(store.blob(&sha(&threaded)).await.unwrap().is_none());
+    assert!(store.blob(&sha(&shared)).await.unwrap().is_some());
+    let loaded = Memory::load(&store, "t2", 10).await.unwrap();
+    assert_eq!(loaded.messages, vec![one]);
+
+    // The checkpoint and the run deleted: their images go; t2's stays.
+    execute(
+        place,
+        "DELETE FROM checkpoints WHERE run_id = $1",
+        "gc-durable",
+    )
+    .await;
+    execute(place, "DELETE FROM runs WHERE agent = $1", "vision").await;
+    let collected = store.collect_blobs().await.unwrap();
+    assert_eq!(
+        (collected.blobs, collected.bytes, collected.kept),
+        (2, 2500, 1)
+    );
+    let usage = store.blob_usage().await.unwrap();
+    assert_eq!((usage.blobs, usage.bytes), (1, 1000));
+
+    // A blob collected comes back when a new row references it again.
+    store
+        .append("t3", &ThreadEntry::new("run-3", vec![both.clone()], 1))
+        .await
+        .unwrap();
+    assert_eq!(
+        Memory::load(&store, "t3", 10).await.unwrap().messages,
+        vec![both]
+    );
+    assert_eq!(store.blob_usage().await.unwrap().blobs, 2);
+    store.close().await.unwrap();
+}
+
+/// The SHA-256 of a part's bytes.
+fn sha(part: &Part) -> String {
+    match &part.media().unwrap().source {
+        agent_core::content::Source::Bytes(bytes) => bytes.sha256(),
+        other => panic!("{other:?}"),
+    }
+}
+
 both_backends!(
+    unreferenced_blobs_are_collected,
     durable_runs_checkpoint_references,
     ten_thousand_runs_store_each_image_once,
     threads_and_checkpoints_share_blobs,

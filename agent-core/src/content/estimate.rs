@@ -1,52 +1,146 @@
 //! Token estimates of parts, before a request (the provider's reported usage wins after
 //! it): what the token budget, the context-window check and compaction count for an
-//! image, a document or audio.
+//! image, a document or audio, by the rule of the provider the call goes to
+//! ([`TokenRule`]).
 //!
-//! The rules follow the providers' published formulas, taking the larger where they
-//! differ, so a budget is not passed by surprise:
-//! - an image: `width × height / 750` tokens, at least 85 and at most 1,600 (Anthropic,
-//!   "Calculate image costs", <https://docs.anthropic.com/en/docs/build-with-claude/vision>;
-//!   OpenAI's tiles give 85 to 1,105 at the default detail,
-//!   <https://platform.openai.com/docs/guides/images-vision>; Gemini counts 258 per image
-//!   up to 384 px, <https://ai.google.dev/gemini-api/docs/tokens>); 1,600 when the size
-//!   cannot be read (a URL, a file id, unknown bytes);
-//! - a PDF: 3,000 tokens per page (Anthropic: 1,500 to 3,000 per page of text and the
-//!   page as an image, <https://docs.anthropic.com/en/docs/build-with-claude/pdf-support>;
-//!   Gemini: 258 per page), pages counted from the file; 3,000 when not at hand;
-//! - a text document: its bytes / 4, as text;
-//! - audio: 32 tokens per second (Gemini, "Audio understanding"); a WAV's length from its
-//!   header, else its bytes / 64 (about 16 kbit/s); 960 (30 s) when not at hand.
+//! An image's size is read from its header only (`imagesize`: the first bytes of a
+//! PNG, JPEG, GIF or WebP), never decoded; a PDF's pages are counted from its page
+//! objects. Text-only messages never reach this module (the callers look at a
+//! message's parts first).
 
-use super::part::{Kind, Part, Source};
+use super::part::{Detail, Kind, Part, Source};
 
-/// The estimated input tokens of `part` (0 for text: text is counted as text).
-pub(crate) fn tokens(part: &Part) -> u64 {
-    let Some(media) = part.media() else {
-        return 0;
-    };
-    let bytes = match &media.source {
-        Source::Bytes(bytes) => Some(bytes.as_slice()),
-        _ => None,
-    };
-    match part.kind() {
-        Kind::Image => bytes.and_then(image_tokens).unwrap_or(1_600),
-        Kind::Document if media.media_type == "application/pdf" => {
-            bytes.map_or(3_000, |b| pdf_pages(b).max(1).saturating_mul(3_000))
+/// How a provider counts the input tokens of an image, a document or audio: the rule
+/// the runner's estimates follow for the model a call goes to (from
+/// [`ContentCapabilities::tokens`](crate::llm::ContentCapabilities::tokens)). Every
+/// rule counts a text document as its bytes / 4, audio as 32 tokens a second, and a
+/// part whose size cannot be read (a URL, a file id, bytes of unknown layout) by the
+/// conservative rule's ceiling for its kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TokenRule {
+    /// The larger of the providers' rules, for a client that names none (custom
+    /// clients, compatible servers): an image `width × height / 750` tokens within
+    /// 85..=1,600 (1,600 when its size cannot be read); a PDF 3,000 tokens a page.
+    #[default]
+    Conservative,
+    /// Anthropic (and Claude on Bedrock), "Calculate image costs",
+    /// <https://docs.anthropic.com/en/docs/build-with-claude/vision>: an image whose
+    /// long edge is over 1,568 px is scaled down (aspect kept) to 1,568 px, then costs
+    /// `⌈width × height / 750⌉` tokens, at most 1,600 (an image over ~1,600 tokens,
+    /// about 1.15 megapixels, is scaled down to that); 1,600 when its size cannot be
+    /// read. A PDF: 3,000 tokens a page (1,500 to 3,000 for a page's text, plus the
+    /// page as an image, <https://docs.anthropic.com/en/docs/build-with-claude/pdf-support>).
+    Anthropic,
+    /// OpenAI (and Azure OpenAI), "Calculating costs",
+    /// <https://platform.openai.com/docs/guides/images-vision>: `detail: low` is 85
+    /// tokens; `high` (and `auto` or unset, counted as `high`) scales the image to fit
+    /// in 2,048 × 2,048, then so that its shortest side is 768 px (both only down),
+    /// and costs 170 tokens per 512-px tile plus 85; 1,445 (the most tiles, 2 × 4)
+    /// when its size cannot be read. A PDF: 3,000 tokens a page (its text and an image
+    /// of each page, <https://platform.openai.com/docs/guides/pdf-files>).
+    OpenAi,
+    /// Google Gemini, "Multimodal tokens",
+    /// <https://ai.google.dev/gemini-api/docs/tokens>: an image with both sides at
+    /// most 384 px is 258 tokens; a larger one is cut into 768 × 768 tiles, 258 tokens
+    /// each; a PDF is 258 tokens a page
+    /// (<https://ai.google.dev/gemini-api/docs/document-processing>); audio 32 tokens a
+    /// second.
+    Gemini,
+}
+
+/// The conservative rule's tokens for an image whose size cannot be read.
+const IMAGE_UNKNOWN: u64 = 1_600;
+/// The conservative rule's tokens for a PDF page, and for a PDF whose pages cannot be
+/// counted.
+const PDF_PAGE: u64 = 3_000;
+
+impl TokenRule {
+    /// The estimated input tokens of `part` under this rule (0 for text: text is
+    /// counted as text).
+    pub fn tokens(self, part: &Part) -> u64 {
+        let Some(media) = part.media() else {
+            return 0;
+        };
+        let bytes = match &media.source {
+            Source::Bytes(bytes) => Some(bytes.as_slice()),
+            _ => None,
+        };
+        match part.kind() {
+            Kind::Image => {
+                let size = bytes.and_then(image_size);
+                self.image_tokens(size, media.detail)
+            }
+            Kind::Document if media.media_type == "application/pdf" => {
+                let pages = bytes.map_or(0, pdf_pages);
+                match (self, pages) {
+                    (_, 0) => PDF_PAGE,
+                    (TokenRule::Gemini, pages) => pages.saturating_mul(258),
+                    (_, pages) => pages.saturating_mul(PDF_PAGE),
+                }
+            }
+            Kind::Document => bytes.map_or(PDF_PAGE, |b| (b.len() as u64).div_ceil(4)),
+            Kind::Audio => bytes.map_or(960, audio_tokens),
+            _ => 0,
         }
-        Kind::Document => bytes.map_or(3_000, |b| (b.len() as u64).div_ceil(4)),
-        Kind::Audio => bytes.map_or(960, audio_tokens),
-        _ => 0,
+    }
+
+    /// An image's tokens from its size in pixels (`None`: not readable).
+    fn image_tokens(self, size: Option<(u64, u64)>, detail: Option<Detail>) -> u64 {
+        match self {
+            TokenRule::Conservative => size.map_or(IMAGE_UNKNOWN, |(w, h)| {
+                w.saturating_mul(h).div_ceil(750).clamp(85, IMAGE_UNKNOWN)
+            }),
+            TokenRule::Anthropic => size.map_or(IMAGE_UNKNOWN, |(w, h)| {
+                let (w, h) = fit_long_edge(w, h, 1_568);
+                w.saturating_mul(h).div_ceil(750).min(IMAGE_UNKNOWN)
+            }),
+            TokenRule::OpenAi if detail == Some(Detail::Low) => 85,
+            TokenRule::OpenAi => size.map_or(85 + 170 * 8, |(w, h)| {
+                let (w, h) = fit_long_edge(w, h, 2_048);
+                let (w, h) = fit_short_edge(w, h, 768);
+                85 + 170 * w.div_ceil(512) * h.div_ceil(512)
+            }),
+            TokenRule::Gemini => match size {
+                Some((w, h)) if w <= 384 && h <= 384 => 258,
+                Some((w, h)) => 258 * w.div_ceil(768) * h.div_ceil(768),
+                None => IMAGE_UNKNOWN,
+            },
+        }
     }
 }
 
-/// `width × height / 750`, within 85..=1,600, when the size can be read.
-fn image_tokens(bytes: &[u8]) -> Option<u64> {
-    let size = imagesize::blob_size(bytes).ok()?;
-    let pixels = (size.width as u64).saturating_mul(size.height as u64);
-    Some(pixels.div_ceil(750).clamp(85, 1_600))
+/// `(w, h)` scaled down (aspect kept, pixels rounded down, at least 1) so that the
+/// longer side is at most `max`.
+fn fit_long_edge(w: u64, h: u64, max: u64) -> (u64, u64) {
+    let long = w.max(h);
+    if long <= max {
+        return (w, h);
+    }
+    ((w * max / long).max(1), (h * max / long).max(1))
 }
 
-/// The pages of a PDF: its `/Type /Page` objects (not `/Pages`, the tree's nodes).
+/// `(w, h)` scaled down (aspect kept) so that the shorter side is at most `max`.
+fn fit_short_edge(w: u64, h: u64, max: u64) -> (u64, u64) {
+    let short = w.min(h);
+    if short <= max {
+        return (w, h);
+    }
+    ((w * max / short).max(1), (h * max / short).max(1))
+}
+
+/// An image's width and height in pixels, from its header (`None`: not readable).
+pub(crate) fn image_size(bytes: &[u8]) -> Option<(u64, u64)> {
+    let size = imagesize::blob_size(bytes).ok()?;
+    Some((size.width as u64, size.height as u64))
+}
+
+/// The estimated input tokens of `part` by the conservative rule (0 for text).
+#[cfg(test)]
+fn tokens(part: &Part) -> u64 {
+    TokenRule::Conservative.tokens(part)
+}
+
 /// The pages of `part` when it is a PDF given as bytes (its readable page objects), else 0.
 pub(crate) fn pdf_pages_of(part: &Part) -> usize {
     match part.media() {
@@ -60,6 +154,8 @@ pub(crate) fn pdf_pages_of(part: &Part) -> usize {
     }
 }
 
+/// The pages of a PDF: its `/Type /Page` objects (not `/Pages`, the tree's nodes); 0
+/// when none is readable (page objects in compressed object streams).
 fn pdf_pages(bytes: &[u8]) -> u64 {
     let needle = b"/Type";
     let mut pages = 0;
@@ -75,8 +171,19 @@ fn pdf_pages(bytes: &[u8]) -> u64 {
     pages
 }
 
+/// Where `needle` first occurs in `haystack`: each place of its first byte, then the
+/// rest compared.
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
+    let (&first, rest) = needle.split_first()?;
+    let mut at = 0;
+    while let Some(offset) = haystack[at..].iter().position(|b| *b == first) {
+        let start = at + offset;
+        if haystack[start + 1..].starts_with(rest) {
+            return Some(start);
+        }
+        at = start + 1;
+    }
+    None
 }
 
 /// 32 tokens per second: a WAV's seconds from its header (byte rate at offset 28, data
@@ -114,6 +221,26 @@ mod tests {
         )
         .unwrap();
         assert_eq!(tokens(&pdf), 6_000);
+        assert_eq!(TokenRule::Gemini.tokens(&pdf), 516);
         assert_eq!(tokens(&crate::content::Part::text("x")), 0);
+    }
+
+    #[test]
+    fn sizes_scale_as_documented() {
+        // Anthropic's table: 1000x1000 is ~1,334 tokens, 200x200 ~54, 1092x1092 ~1,590.
+        let anthropic = |w, h| TokenRule::Anthropic.image_tokens(Some((w, h)), None);
+        assert_eq!(anthropic(1_000, 1_000), 1_334);
+        assert_eq!(anthropic(200, 200), 54);
+        assert_eq!(anthropic(1_092, 1_092), 1_590);
+        // OpenAI's examples: 1024x1024 high is 765; 2048x4096 high is 1,105; low is 85.
+        let openai = |w, h, d| TokenRule::OpenAi.image_tokens(Some((w, h)), d);
+        assert_eq!(openai(1_024, 1_024, None), 765);
+        assert_eq!(openai(2_048, 4_096, Some(Detail::High)), 1_105);
+        assert_eq!(openai(4_096, 8_192, Some(Detail::Low)), 85);
+        // Gemini: 258 up to 384 px both sides, then 258 per 768-px tile.
+        let gemini = |w, h| TokenRule::Gemini.image_tokens(Some((w, h)), None);
+        assert_eq!(gemini(384, 384), 258);
+        assert_eq!(gemini(385, 100), 258);
+        assert_eq!(gemini(1_600, 900), 258 * 6);
     }
 }

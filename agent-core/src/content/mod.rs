@@ -17,7 +17,8 @@ mod sniff;
 
 pub use bytes::Bytes;
 pub use error::ContentError;
-pub(crate) use estimate::{pdf_pages_of, tokens as estimated_tokens};
+pub use estimate::TokenRule;
+pub(crate) use estimate::{image_size, pdf_pages_of};
 pub use input::Input;
 pub use part::{Detail, Kind, Media, Part, Source};
 

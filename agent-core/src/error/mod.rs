@@ -361,6 +361,29 @@ pub enum AgentError {
         /// passed).
         reason: String,
     },
+    /// A part of the run's input or history that an agent the run may hand over to
+    /// cannot take with any model of its chain (its primary and fallbacks): the run
+    /// ended before any request, instead of failing at the handoff. Names the agent,
+    /// the model (its primary's, or the last of its chain), the part and why.
+    /// Category `invalid_run`.
+    #[error(
+        "the handoff target {agent} cannot take part {index} ({kind} {media_type}) on \
+         model {model}: {reason}"
+    )]
+    UnsupportedHandoffContent {
+        /// The agent handed over to, by name.
+        agent: String,
+        /// Its model that refused last (as configured).
+        model: String,
+        /// The part's place among the conversation's parts (0-based, oldest first).
+        index: usize,
+        /// Its kind.
+        kind: crate::content::Kind,
+        /// Its media type.
+        media_type: String,
+        /// Why the model cannot take it.
+        reason: String,
+    },
     /// The run paused: the model called tools that need a person's approval, or a tool
     /// said its result comes from outside. Not a failure (ending [`Ending::Paused`]):
     /// the turn's other calls ran, the checkpoint keeps the run, and
@@ -438,9 +461,9 @@ impl AgentError {
             AgentError::Refused { .. } => Category::Refused,
             AgentError::ToolFatal { .. } => Category::ToolFatal,
             AgentError::ContextWindowExceeded { .. } => Category::ContextWindowExceeded,
-            AgentError::InvalidRun { .. } | AgentError::UnsupportedContent { .. } => {
-                Category::InvalidRun
-            }
+            AgentError::InvalidRun { .. }
+            | AgentError::UnsupportedContent { .. }
+            | AgentError::UnsupportedHandoffContent { .. } => Category::InvalidRun,
             AgentError::Paused { .. } => Category::Paused,
             AgentError::Fenced { .. } => Category::Fenced,
             AgentError::GuardrailTripped { .. } => Category::GuardrailTripped,

@@ -2,7 +2,7 @@
 //! large, so that the runner refuses what a model cannot take before any request,
 //! instead of sending it for the provider to reject, or dropping it.
 
-use crate::content::{Kind, Part, Source};
+use crate::content::{Kind, Part, Source, TokenRule};
 
 /// Which content a model takes beside text (see
 /// [`LlmClient::content_capabilities`](super::LlmClient::content_capabilities)): the
@@ -49,6 +49,20 @@ pub struct ContentCapabilities {
     /// whose page objects are in compressed object streams counts none, and the
     /// provider's own check stays the last word).
     pub max_pdf_pages: Option<usize>,
+    /// The most bytes (before base64) the documents of one request may have together,
+    /// when limited apart from other parts (OpenAI: 32 MB of files a request).
+    pub max_total_document_bytes: Option<usize>,
+    /// The largest image, as (width, height) in pixels, when limited (read from the
+    /// image's header when its bytes are at hand; a URL or a file id is not checked).
+    pub max_image_dimensions: Option<(u32, u32)>,
+    /// A smaller pixel limit for requests with many images: `(count, (width,
+    /// height))`, each image at most `width × height` px when a request carries more
+    /// than `count` images (Anthropic: 2,000 × 2,000 px above 20 images).
+    pub many_images_dimensions: Option<(usize, (u32, u32))>,
+    /// How the provider counts a part's input tokens: the rule of the runner's
+    /// estimates (the token budget, the context-window check, compaction) before a
+    /// call; the provider's reported usage wins after it.
+    pub tokens: TokenRule,
     /// Where these facts come from (a provider's documentation page).
     pub source: &'static str,
 }
@@ -75,6 +89,10 @@ impl ContentCapabilities {
         max_documents: None,
         max_total_bytes: None,
         max_pdf_pages: None,
+        max_total_document_bytes: None,
+        max_image_dimensions: None,
+        many_images_dimensions: None,
+        tokens: TokenRule::Conservative,
         source: "",
     };
 
@@ -94,6 +112,10 @@ impl ContentCapabilities {
         max_documents: None,
         max_total_bytes: None,
         max_pdf_pages: None,
+        max_total_document_bytes: None,
+        max_image_dimensions: None,
+        many_images_dimensions: None,
+        tokens: TokenRule::Conservative,
         source: "",
     };
 
@@ -104,12 +126,19 @@ impl ContentCapabilities {
             && self.audio_types.is_empty())
     }
 
-    /// Whether the model takes `part` (its kind, media type and source; its size when
-    /// the bytes are at hand).
+    /// Whether the model takes `part` (its kind, media type and source; its size and,
+    /// for an image, its pixels when the bytes are at hand), alone in a request.
     ///
     /// # Errors
     /// Why not, in words that name the limit (and its source) where one was passed.
     pub fn check(&self, part: &Part) -> Result<(), String> {
+        self.check_among(part, 1)
+    }
+
+    /// [`check`](Self::check) for a part of a request that carries `images` images
+    /// (the pixel limit of [`many_images_dimensions`](Self::many_images_dimensions)
+    /// applies above its count).
+    pub(crate) fn check_among(&self, part: &Part, images: usize) -> Result<(), String> {
         let Some(media) = part.media() else {
             return Ok(());
         };
@@ -177,19 +206,52 @@ impl ContentCapabilities {
                         self.cited()
                     ));
                 }
+                if kind == Kind::Image {
+                    self.check_pixels(bytes.as_slice(), images)?;
+                }
             }
             _ => {}
         }
         Ok(())
     }
 
+    /// Whether an image's pixels (from its header; an unreadable header is not
+    /// refused here) are within the limit for a request of `images` images.
+    fn check_pixels(&self, bytes: &[u8], images: usize) -> Result<(), String> {
+        let many = self
+            .many_images_dimensions
+            .filter(|(count, _)| images > *count);
+        let limit = match (many, self.max_image_dimensions) {
+            (Some((_, many)), Some(max)) => Some((many.0.min(max.0), many.1.min(max.1))),
+            (Some((_, many)), None) => Some(many),
+            (None, max) => max,
+        };
+        let (Some((max_w, max_h)), Some((w, h))) = (limit, crate::content::image_size(bytes))
+        else {
+            return Ok(());
+        };
+        if w <= u64::from(max_w) && h <= u64::from(max_h) {
+            return Ok(());
+        }
+        let when = match many {
+            Some((count, _)) => format!(
+                " when a request carries more than {count} images (this one carries {images})"
+            ),
+            None => String::new(),
+        };
+        Err(format!(
+            "{w}x{h} px is more than the {max_w}x{max_h} px an image may have{when}{}",
+            self.cited()
+        ))
+    }
+
     /// Why a request's parts together break a count or size limit, if they do:
-    /// `images`, `documents` and `parts` counted, `bytes` their bytes together, `pages`
-    /// the PDF pages of the documents.
+    /// `images`, `documents` and `parts` counted, the bytes of all parts and of the
+    /// documents together, `pages` the PDF pages of the documents.
     pub(crate) fn check_totals(
         &self,
         (images, documents, parts): (usize, usize, usize),
-        bytes: usize,
+        (bytes, document_bytes): (usize, usize),
         pages: usize,
     ) -> Option<String> {
         let over = |count: usize, max: Option<usize>| max.filter(|max| count > *max);
@@ -201,6 +263,12 @@ impl ContentCapabilities {
             (documents, max, "documents")
         } else if let Some(max) = over(pages, self.max_pdf_pages) {
             (pages, max, "PDF pages")
+        } else if let Some(max) = over(document_bytes, self.max_total_document_bytes) {
+            return Some(format!(
+                "the conversation's documents hold {document_bytes} bytes together, more than \
+                 the {max} bytes of documents a request may carry{}",
+                self.cited()
+            ));
         } else if let Some(max) = over(bytes, self.max_total_bytes) {
             return Some(format!(
                 "the conversation's parts hold {bytes} bytes together, more than the {max} \

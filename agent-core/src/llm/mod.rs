@@ -12,6 +12,7 @@ mod reasoning;
 mod refusal;
 mod sink;
 
+use crate::content::TokenRule;
 pub use crate::message::{Message, ToolCall, ToolResult};
 use crate::output::OutputMode;
 pub use crate::output::{AnswerMode, OutputSpec};
@@ -311,12 +312,25 @@ pub struct LlmRequest {
     /// The reasoning asked of the model (the builder's `reasoning`), sent as the
     /// provider takes it (see [`Reasoning`]); `None` sends nothing.
     pub reasoning: Option<Reasoning>,
+    /// How the estimates count the request's parts: the rule of the model the runner
+    /// sends it to (its [`ContentCapabilities::tokens`]), set when the run has parts.
+    pub(crate) token_rule: TokenRule,
 }
 
 /// The bytes of one message in the estimate of
 /// [`LlmRequest::estimated_input_tokens`]: text, tool call names and arguments as JSON,
 /// tool results' content.
 pub(crate) fn message_bytes(m: &Message) -> usize {
+    message_bytes_with(m, TokenRule::Conservative)
+}
+
+/// [`message_bytes`] with parts counted by `rule`.
+pub(crate) fn message_bytes_with(m: &Message, rule: TokenRule) -> usize {
+    let part_bytes = |part: &crate::content::Part| {
+        usize::try_from(rule.tokens(part))
+            .unwrap_or(usize::MAX)
+            .saturating_mul(4)
+    };
     match m {
         Message::User { content, parts } if parts.is_empty() => content.len(),
         // A part counts as the text of its estimated tokens (see `content`'s estimates).
@@ -334,17 +348,17 @@ pub(crate) fn message_bytes(m: &Message) -> usize {
         }
         Message::Tool { results } => results
             .iter()
-            .map(|r| r.content.len() + r.parts.iter().map(part_bytes).sum::<usize>())
+            .map(|r| {
+                r.content.len()
+                    + if r.parts.is_empty() {
+                        0
+                    } else {
+                        r.parts.iter().map(part_bytes).sum::<usize>()
+                    }
+            })
             .sum(),
         Message::Paused { text, content } => text.len().max(content.to_string().len()),
     }
-}
-
-/// A part's estimated tokens, as the bytes of text that many tokens are (4 a token).
-fn part_bytes(part: &crate::content::Part) -> usize {
-    usize::try_from(crate::content::estimated_tokens(part))
-        .unwrap_or(usize::MAX)
-        .saturating_mul(4)
 }
 
 impl LlmRequest {
@@ -363,6 +377,7 @@ impl LlmRequest {
             prompt_cache_key: None,
             output: None,
             reasoning: None,
+            token_rule: TokenRule::Conservative,
         }
     }
 
@@ -372,6 +387,9 @@ impl LlmRequest {
     /// JSON), divided by 4, rounded up. Four bytes per token is the usual rule of thumb
     /// for English text with the common tokenizers; it overestimates for JSON-heavy
     /// prompts less than it underestimates for code, which is the safe side for a cap.
+    /// An image, a document or audio counts as the tokens of its provider's published
+    /// rule ([`TokenRule`]: the rule of the model the runner sends the request to, the
+    /// conservative one for a request made by hand).
     pub fn estimated_input_tokens(&self) -> u64 {
         self.estimated_input_tokens_with(&self.messages)
     }
@@ -381,7 +399,11 @@ impl LlmRequest {
     /// request between calls).
     pub(crate) fn estimated_input_tokens_with(&self, messages: &[Message]) -> u64 {
         let mut bytes = self.system.as_ref().map_or(0, String::len);
-        bytes += messages.iter().map(message_bytes).sum::<usize>();
+        let rule = self.token_rule;
+        bytes += messages
+            .iter()
+            .map(|m| message_bytes_with(m, rule))
+            .sum::<usize>();
         bytes += self
             .tools
             .iter()

@@ -200,8 +200,9 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             }
             results.push(done.result);
         }
-        if results.iter().any(|r| !r.parts.is_empty()) {
+        if !self.live.has_parts && results.iter().any(|r| !r.parts.is_empty()) {
             self.live.has_parts = true;
+            self.set_token_rule();
         }
         let stuck = self
             .state

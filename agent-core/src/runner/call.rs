@@ -150,6 +150,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         loop {
             let model = self.model();
             let caps = model.client.content_capabilities(&model.wire_model);
+            self.request.token_rule = caps.tokens;
             let Some(refused) = parts::check_given(&caps, &self.state.messages) else {
                 parts::fit_results(&caps, &mut self.state.messages);
                 return Ok(());

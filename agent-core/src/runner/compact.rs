@@ -6,8 +6,9 @@ use std::sync::Arc;
 use foldhash::HashSet;
 
 use crate::config::{CompactionPlan, ModelEntry};
+use crate::content::TokenRule;
 use crate::limits::Limits;
-use crate::llm::{LlmRequest, TokenUsage, ToolChoice, message_bytes};
+use crate::llm::{LlmRequest, TokenUsage, ToolChoice, message_bytes_with};
 use crate::message::{Message, json_text};
 use crate::pricing::ModelPrice;
 
@@ -49,8 +50,12 @@ conversation below for the agent that continues it: what was asked, what each to
 returned that still matters (facts, numbers, names, ids of records), what was decided, and \
 what is left to do. Do not mention tool call ids. Be brief: at most 300 words.";
 
-fn estimate(messages: &[Message]) -> u64 {
-    (messages.iter().map(message_bytes).sum::<usize>() as u64).div_ceil(4)
+fn estimate(messages: &[Message], rule: TokenRule) -> u64 {
+    (messages
+        .iter()
+        .map(|m| message_bytes_with(m, rule))
+        .sum::<usize>() as u64)
+        .div_ceil(4)
 }
 
 impl Compactor {
@@ -99,7 +104,7 @@ impl Compactor {
     fn history_tokens(&self, request: &LlmRequest, messages: &[Message]) -> u64 {
         match self.basis {
             Some((reported, sent)) if sent <= messages.len() => {
-                reported.saturating_add(estimate(&messages[sent..]))
+                reported.saturating_add(estimate(&messages[sent..], request.token_rule))
             }
             _ => request.estimated_input_tokens_with(messages),
         }

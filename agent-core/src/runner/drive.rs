@@ -44,6 +44,11 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         if let Some(error) = self.missing_state() {
             return Err(error);
         }
+        if self.live.has_parts
+            && let Some(error) = super::parts::check_handoffs(self.agent, &self.state.messages)
+        {
+            return Err(error);
+        }
         let deadline = self.inputs.deadline;
         // What is left of it (all of it, unless the run was resumed after a crash). A
         // deadline too far to represent (`Duration::MAX`) is no deadline.

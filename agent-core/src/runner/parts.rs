@@ -5,7 +5,9 @@
 //! or, when the model takes no such part, is replaced by a note. Never sent for the
 //! provider to reject, never dropped silently.
 
+use crate::config::Compiled;
 use crate::content::Part;
+use crate::error::AgentError;
 use crate::llm::ContentCapabilities;
 use crate::message::Message;
 
@@ -29,6 +31,7 @@ pub(crate) fn check_given<'m>(
 ) -> Option<Refused<'m>> {
     let mut index = 0;
     let mut totals = Totals::default();
+    let images = image_count(messages);
     for message in messages {
         let Message::User { content, parts } = message else {
             message.parts().for_each(|part| totals.add(part));
@@ -37,7 +40,7 @@ pub(crate) fn check_given<'m>(
         let moved = content.starts_with(MOVED_PARTS);
         for part in parts.iter().filter(|p| p.media().is_some()) {
             totals.add(part);
-            if !moved && let Err(reason) = caps.check(part) {
+            if !moved && let Err(reason) = caps.check_among(part, images) {
                 return Some(Refused {
                     index,
                     part,
@@ -48,13 +51,57 @@ pub(crate) fn check_given<'m>(
         }
     }
     let counts = (totals.images, totals.documents, totals.parts);
-    let reason = caps.check_totals(counts, totals.bytes, totals.pages)?;
+    let bytes = (totals.bytes, totals.document_bytes);
+    let reason = caps.check_totals(counts, bytes, totals.pages)?;
     let last = messages.iter().flat_map(Message::parts).last()?;
     Some(Refused {
         index: totals.parts.saturating_sub(1),
         part: last,
         reason,
     })
+}
+
+/// Whether every agent the run may hand the conversation over to (its handoffs, and
+/// theirs, each agent once) can take the parts the user gave with some model of its
+/// chain: the first that cannot, as [`AgentError::UnsupportedHandoffContent`] naming
+/// the agent, its last model, the part and why. A chain's model that cannot is skipped
+/// at the handoff, as a fallback model is, so one model of the chain is enough.
+pub(crate) fn check_handoffs<T>(agent: &Compiled<T>, messages: &[Message]) -> Option<AgentError> {
+    let mut seen: Vec<&str> = vec![agent.name.as_str()];
+    let mut queue: Vec<&Compiled<T>> = agent.handoffs.iter().map(|h| &*h.config.inner).collect();
+    while let Some(target) = queue.pop() {
+        if seen.contains(&target.name.as_str()) {
+            continue;
+        }
+        seen.push(&target.name);
+        let mut last = None;
+        for model in &target.models {
+            let caps = model.client.content_capabilities(&model.wire_model);
+            match check_given(&caps, messages) {
+                None => {
+                    last = None;
+                    break;
+                }
+                Some(refused) => last = Some((model, refused)),
+            }
+        }
+        if let Some((model, refused)) = last {
+            return Some(AgentError::UnsupportedHandoffContent {
+                agent: target.name.clone(),
+                model: model.name.clone(),
+                index: refused.index,
+                kind: refused.part.kind(),
+                media_type: refused
+                    .part
+                    .media()
+                    .map(|m| m.media_type.clone())
+                    .unwrap_or_default(),
+                reason: refused.reason,
+            });
+        }
+        queue.extend(target.handoffs.iter().map(|h| &*h.config.inner));
+    }
+    None
 }
 
 /// The parts of a conversation counted, and their bytes summed.
@@ -64,6 +111,8 @@ struct Totals {
     images: usize,
     documents: usize,
     bytes: usize,
+    /// The bytes of the documents.
+    document_bytes: usize,
     /// The PDF pages of the documents given as bytes.
     pages: usize,
 }
@@ -76,7 +125,10 @@ impl Totals {
         self.parts += 1;
         match part.kind() {
             crate::content::Kind::Image => self.images += 1,
-            crate::content::Kind::Document => self.documents += 1,
+            crate::content::Kind::Document => {
+                self.documents += 1;
+                self.document_bytes += part.byte_len();
+            }
             _ => {}
         }
         self.bytes += part.byte_len();
@@ -90,6 +142,7 @@ impl Totals {
 /// call each came from. Parts in a user message of moved parts that the model cannot
 /// take become notes in that message. Returns whether anything changed.
 pub(crate) fn fit_results(caps: &ContentCapabilities, messages: &mut Vec<Message>) -> bool {
+    let images = image_count(messages);
     let mut changed = false;
     let mut at = 0;
     while at < messages.len() {
@@ -101,7 +154,7 @@ pub(crate) fn fit_results(caps: &ContentCapabilities, messages: &mut Vec<Message
                     for part in std::mem::take(&mut result.parts) {
                         if part.media().is_none() {
                             result.parts.push(part);
-                        } else if let Err(reason) = caps.check(&part) {
+                        } else if let Err(reason) = caps.check_among(&part, images) {
                             result.content.push_str(&note(&part, &reason));
                             changed = true;
                         } else if caps.parts_in_tool_results {
@@ -120,7 +173,7 @@ pub(crate) fn fit_results(caps: &ContentCapabilities, messages: &mut Vec<Message
             }
             Message::User { content, parts } if content.starts_with(MOVED_PARTS) => {
                 for part in std::mem::take(parts) {
-                    match caps.check(&part) {
+                    match caps.check_among(&part, images) {
                         Ok(()) => parts.push(part),
                         Err(reason) => {
                             content.push_str(&note(&part, &reason));
@@ -140,6 +193,15 @@ pub(crate) fn fit_results(caps: &ContentCapabilities, messages: &mut Vec<Message
         at += 1;
     }
     changed
+}
+
+/// The images of a conversation (what a request of it carries).
+fn image_count(messages: &[Message]) -> usize {
+    messages
+        .iter()
+        .flat_map(Message::parts)
+        .filter(|p| p.kind() == crate::content::Kind::Image)
+        .count()
 }
 
 /// The note that stands for a part the model cannot see.

@@ -213,6 +213,16 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         self.request.temperature = agent.temperature;
         self.request.tools = Arc::clone(&agent.table.offered);
         self.live.table = Arc::clone(&agent.table);
+        self.set_token_rule();
+    }
+
+    /// Sets how the request's estimates count parts: by the rule of the model the run
+    /// is on, once the run has parts (a text-only run never asks).
+    pub(super) fn set_token_rule(&mut self) {
+        if self.live.has_parts {
+            let model = self.model();
+            self.request.token_rule = model.client.content_capabilities(&model.wire_model).tokens;
+        }
     }
 
     /// The model entry the run is on (the agent's primary, or a fallback).

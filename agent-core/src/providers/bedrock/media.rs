@@ -197,8 +197,10 @@ const SOURCE: &str =
 /// xls, xlsx, html, txt, md) for Claude 3 and later and Nova Lite, Pro and Premier;
 /// parts in tool results for Claude only (the `ToolResultContentBlock` page: images
 /// "only supported by Anthropic Claude 3 models"); other models, text alone. Bytes
-/// only. Limits (the `Message` page): images at most 3.75 MB (3,750,000 bytes) and 20
-/// a request, documents at most 4.5 MB (4,500,000 bytes) and 5 a request.
+/// only. Limits (the `Message` page): images at most 3.75 MB (3,750,000 bytes), 8,000
+/// px wide and 8,000 px high, and 20 a request, documents at most 4.5 MB (4,500,000
+/// bytes) and 5 a request. Tokens: Claude by Anthropic's rule, other models by the
+/// conservative one.
 pub(crate) fn capabilities(model: &str) -> ContentCapabilities {
     let model = model.to_ascii_lowercase();
     let base = model.rsplit('/').next().unwrap_or(&model);
@@ -231,6 +233,12 @@ pub(crate) fn capabilities(model: &str) -> ContentCapabilities {
         max_document_bytes: Some(4_500_000),
         max_images: Some(20),
         max_documents: Some(5),
+        max_image_dimensions: Some((8_000, 8_000)),
+        tokens: if claude {
+            crate::content::TokenRule::Anthropic
+        } else {
+            crate::content::TokenRule::Conservative
+        },
         source: SOURCE,
         ..ContentCapabilities::TEXT_ONLY
     }

@@ -3,14 +3,9 @@
 //! for `content_capabilities`, unless `ProviderOptions::content_capabilities` says
 //! otherwise.
 
+use crate::content::TokenRule;
 use crate::llm::ContentCapabilities;
 use crate::llm::{COMMON_IMAGES, PDF};
-
-/// OpenAI's image input requirements: PNG, JPEG, WebP and non-animated GIF, up to
-/// 20 MB per image, up to 500 images per request (source: the images and vision
-/// guide, "Image input requirements").
-pub(crate) const OPENAI_IMAGES_SOURCE: &str =
-    "https://platform.openai.com/docs/guides/images-vision";
 
 /// OpenAI's audio input: `input_audio` with `wav` or `mp3` data, on the audio models
 /// of Chat Completions (source: the audio guide).
@@ -21,8 +16,20 @@ pub(crate) const OPENAI_AUDIO_SOURCE: &str = "https://platform.openai.com/docs/g
 pub(crate) const AZURE_SOURCE: &str =
     "https://learn.microsoft.com/en-us/azure/ai-foundry/openai/quotas-limits";
 
-/// The largest image OpenAI and Azure take: 20 MB (taken as 20 MiB), per part.
-const MAX_IMAGE_BYTES: usize = 20 * 1024 * 1024;
+/// The largest image OpenAI and Azure take: 20 MB (20,000,000 bytes, the strict
+/// reading of "MB"), per image.
+const MAX_IMAGE_BYTES: usize = 20_000_000;
+
+/// The most bytes of files one OpenAI request may carry: 32 MB (32,000,000 bytes).
+const MAX_DOCUMENT_TOTAL_BYTES: usize = 32_000_000;
+
+/// Where OpenAI's limits come from, cited in errors: the images and vision guide,
+/// "Image input requirements" (PNG, JPEG, WebP and non-animated GIF, up to 20 MB per
+/// image, up to 500 images per request), and the PDF files guide, "File size
+/// limitations" ("up to 100 pages and 32MB of total content in a single request to
+/// the API, across multiple file inputs").
+const OPENAI_SOURCES: &str = "https://platform.openai.com/docs/guides/images-vision and \
+     https://platform.openai.com/docs/guides/pdf-files";
 
 /// The audio types of `input_audio` (`wav`, `mp3`), with their common aliases.
 pub(crate) const AUDIO: &[&str] = &[
@@ -101,10 +108,11 @@ pub(crate) fn family(model: &str) -> Family {
     if vision { Family::Vision } else { Family::Text }
 }
 
-/// OpenAI Chat Completions (PDF pages: at most 100 a request,
-/// <https://platform.openai.com/docs/guides/pdf-files>): images (`image_url`: URL or data URL) and PDFs (`file`:
-/// data or file id) for vision models; `input_audio` (wav, mp3) for audio models;
-/// tool messages take text only.
+/// OpenAI Chat Completions: images (`image_url`: URL or data URL; 20 MB each, 500 a
+/// request) and PDFs (`file`: data or file id; 32 MB and 100 pages a request
+/// together, <https://platform.openai.com/docs/guides/pdf-files>) for vision models;
+/// `input_audio` (wav, mp3) for audio models; tool messages take text only. No pixel
+/// limit is documented (OpenAI scales a large image down). Tokens by OpenAI's tiles.
 pub(crate) fn chat(model: &str) -> ContentCapabilities {
     match family(model) {
         Family::Vision => ContentCapabilities {
@@ -114,14 +122,25 @@ pub(crate) fn chat(model: &str) -> ContentCapabilities {
             urls: true,
             file_ids: true,
             parts_in_tool_results: false,
-            max_part_bytes: Some(MAX_IMAGE_BYTES),
-            max_parts: Some(500),
-            source: OPENAI_IMAGES_SOURCE,
-            max_pdf_pages: Some(100),
-            ..ContentCapabilities::TEXT_ONLY
+            ..openai_limits()
         },
         Family::Audio => audio(),
         Family::Text => ContentCapabilities::TEXT_ONLY,
+    }
+}
+
+/// OpenAI's limits for vision models, text alone otherwise: images at most 20 MB each
+/// and 500 a request; documents at most 32 MB and 100 PDF pages a request together;
+/// tokens by OpenAI's tiles.
+fn openai_limits() -> ContentCapabilities {
+    ContentCapabilities {
+        max_image_bytes: Some(MAX_IMAGE_BYTES),
+        max_images: Some(500),
+        max_total_document_bytes: Some(MAX_DOCUMENT_TOTAL_BYTES),
+        max_pdf_pages: Some(100),
+        tokens: TokenRule::OpenAi,
+        source: OPENAI_SOURCES,
+        ..ContentCapabilities::TEXT_ONLY
     }
 }
 
@@ -136,6 +155,7 @@ fn audio() -> ContentCapabilities {
         parts_in_tool_results: false,
         max_part_bytes: None,
         max_parts: None,
+        tokens: TokenRule::OpenAi,
         source: OPENAI_AUDIO_SOURCE,
         ..ContentCapabilities::TEXT_ONLY
     }
@@ -153,11 +173,7 @@ pub(crate) fn responses(model: &str) -> ContentCapabilities {
             urls: true,
             file_ids: true,
             parts_in_tool_results: true,
-            max_part_bytes: Some(MAX_IMAGE_BYTES),
-            max_parts: Some(500),
-            source: OPENAI_IMAGES_SOURCE,
-            max_pdf_pages: Some(100),
-            ..ContentCapabilities::TEXT_ONLY
+            ..openai_limits()
         },
         Family::Audio | Family::Text => ContentCapabilities::TEXT_ONLY,
     }
@@ -175,8 +191,9 @@ pub(crate) fn azure_chat(deployment: &str) -> ContentCapabilities {
             urls: true,
             file_ids: false,
             parts_in_tool_results: false,
-            max_part_bytes: Some(MAX_IMAGE_BYTES),
-            max_parts: Some(50),
+            max_image_bytes: Some(MAX_IMAGE_BYTES),
+            max_images: Some(50),
+            tokens: TokenRule::OpenAi,
             source: AZURE_SOURCE,
             ..ContentCapabilities::TEXT_ONLY
         },
@@ -200,8 +217,9 @@ pub(crate) fn azure_responses(deployment: &str) -> ContentCapabilities {
             urls: true,
             file_ids: true,
             parts_in_tool_results: false,
-            max_part_bytes: Some(MAX_IMAGE_BYTES),
-            max_parts: Some(50),
+            max_image_bytes: Some(MAX_IMAGE_BYTES),
+            max_images: Some(50),
+            tokens: TokenRule::OpenAi,
             source: AZURE_SOURCE,
             ..ContentCapabilities::TEXT_ONLY
         },

@@ -120,7 +120,9 @@ const SOURCE: &str = "https://docs.anthropic.com/en/docs/build-with-claude/visio
 /// base64 at most 5 MB (3,750,000 bytes before base64), at most 100 images a request,
 /// a request at most 32 MB (24,000,000 bytes of parts before base64), at most 100 PDF
 /// pages a request (counted where the PDF's page objects are readable; else the API's
-/// 400 decides).
+/// 400 decides), an image at most 8,000 × 8,000 px, or 2,000 × 2,000 px when a request
+/// carries more than 20 images (the vision page, "Before you upload"). Tokens by
+/// Anthropic's rule (`width × height / 750` after the documented downscale).
 pub(crate) fn capabilities(version: Option<(u64, u64)>) -> ContentCapabilities {
     let Some(version) = version.filter(|v| *v >= (3, 0)) else {
         return ContentCapabilities::TEXT_ONLY;
@@ -140,6 +142,9 @@ pub(crate) fn capabilities(version: Option<(u64, u64)>) -> ContentCapabilities {
         max_images: Some(100),
         max_total_bytes: Some(24_000_000),
         max_pdf_pages: (version >= (3, 5)).then_some(100),
+        max_image_dimensions: Some((8_000, 8_000)),
+        many_images_dimensions: Some((20, (2_000, 2_000))),
+        tokens: crate::content::TokenRule::Anthropic,
         source: SOURCE,
         ..ContentCapabilities::TEXT_ONLY
     }

@@ -148,7 +148,9 @@ const SOURCE: &str = "https://ai.google.dev/gemini-api/docs/file-input-methods";
 /// [`IN_RESPONSES`] lists, else beside the responses after a note naming the call);
 /// for earlier models and aliases the runner moves them to the user turn after the
 /// results, with a note naming the call. Limits: inline data at most 100 MB of base64 a request
-/// (75,000,000 bytes of parts before base64), a PDF at most 50 MB.
+/// (75,000,000 bytes of parts before base64), a PDF at most 50 MB; no pixel limit is
+/// documented (Gemini scales and tiles an image). Tokens by Gemini's rule (258 an
+/// image up to 384 px, else 258 per 768-px tile; 258 a PDF page).
 pub(crate) fn capabilities(version: Option<(u32, u32)>) -> ContentCapabilities {
     if version.is_some_and(|v| v < (1, 5)) {
         return ContentCapabilities::TEXT_ONLY;
@@ -162,6 +164,7 @@ pub(crate) fn capabilities(version: Option<(u32, u32)>) -> ContentCapabilities {
         parts_in_tool_results: multimodal_responses(version),
         max_document_bytes: Some(50_000_000),
         max_total_bytes: Some(75_000_000),
+        tokens: crate::content::TokenRule::Gemini,
         source: SOURCE,
         ..ContentCapabilities::TEXT_ONLY
     }
