@@ -41,3 +41,44 @@ async fn python_client_over_http_handshake() {
 async fn python_client_over_http_discover() {
     python_client_over_http("auto", "2026-07-28").await;
 }
+
+/// A body that is not JSON, one over the size limit, and a foreign `Host`: each an HTTP
+/// error without a session, and the endpoint answers the next `initialize`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_http_requests_are_refused_and_the_server_lives() {
+    let path = events_path("http-raw");
+    let service = served::service(&path, true).max_request_bytes(64 * 1024);
+    let (url, stop) = start(service).await;
+    let client = reqwest::Client::new();
+    let post = |body: Vec<u8>| {
+        client
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body)
+    };
+    let not_json = post(b"{this is not json".to_vec()).send().await.unwrap();
+    assert_eq!(not_json.status().as_u16(), 415);
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(64 * 1024)
+    );
+    let oversize = post(huge.into_bytes()).send().await.unwrap();
+    assert_eq!(oversize.status().as_u16(), 413);
+    let text = oversize.text().await.unwrap();
+    assert_eq!(text, "Payload Too Large: request body exceeds 65536 bytes");
+    let foreign = post(b"{}".to_vec())
+        .header("host", "evil.example")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status().as_u16(), 403);
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}});
+    let ok = post(initialize.to_string().into_bytes()).send().await.unwrap();
+    assert_eq!(ok.status().as_u16(), 200);
+    let body = ok.text().await.unwrap();
+    assert!(body.contains(r#""protocolVersion":"2025-11-25""#), "{body}");
+    stop.cancel();
+}
