@@ -184,17 +184,34 @@ async fn stdio_served_bad_input_is_answered_and_the_server_lives() {
     assert_eq!(reply["result"]["protocolVersion"], "2025-11-25", "{reply}");
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string()).await;
     send("{this is not json".to_owned()).await;
-    send(r#"{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": "bad"}"#.to_owned()).await;
+    send(r#"{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": "bad"}"#.to_owned())
+        .await;
     let huge = "x".repeat(agent_mcp::DEFAULT_MAX_REQUEST_BYTES + 1);
-    send(json!({"jsonrpc": "2.0", "id": 90, "method": "tools/call", "params": {
-        "name": "add", "arguments": {"a": 1, "b": 2, "pad": huge}}}).to_string()).await;
+    send(
+        json!({"jsonrpc": "2.0", "id": 90, "method": "tools/call", "params": {
+        "name": "add", "arguments": {"a": 1, "b": 2, "pad": huge}}})
+        .to_string(),
+    )
+    .await;
     send(json!({"jsonrpc": "2.0", "id": 2, "method": "no/such/method"}).to_string()).await;
-    send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-        "params": {"name": "nope", "arguments": {}}}).to_string()).await;
-    send(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
-        "params": {"name": "add", "arguments": {"a": "one", "b": 2}}}).to_string()).await;
-    send(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
-        "params": {"name": "add", "arguments": {"a": 40, "b": 2}}}).to_string()).await;
+    send(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "nope", "arguments": {}}})
+        .to_string(),
+    )
+    .await;
+    send(
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "add", "arguments": {"a": "one", "b": 2}}})
+        .to_string(),
+    )
+    .await;
+    send(
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "add", "arguments": {"a": 40, "b": 2}}})
+        .to_string(),
+    )
+    .await;
     let mut replies = Vec::new();
     while replies.len() < 5 {
         let line = lines.next_line().await.unwrap().unwrap();
@@ -227,7 +244,6 @@ async fn stdio_served_bad_input_is_answered_and_the_server_lives() {
     );
     assert_eq!(by_id(json!(5))["result"]["content"][0]["text"], "42");
     assert!(replies.iter().all(|r| r["id"] != 90), "{replies:?}");
-    drop(send);
     child.kill().await.unwrap();
     let _ = std::fs::remove_file(&path);
 }

@@ -50,7 +50,12 @@ impl<T: AgentOutput + Sync> ServedAgent<T> {
             agent_core::schema::normalize(&mut parameters);
             match object(parameters) {
                 Some(schema) => tool = tool.with_raw_output_schema(schema),
-                None => return Err(format!("the output schema of {} is not an object", self.name)),
+                None => {
+                    return Err(format!(
+                        "the output schema of {} is not an object",
+                        self.name
+                    ));
+                }
             }
         }
         Ok(Entry {

@@ -482,10 +482,7 @@ impl ServerHandler for Handler {
             cancel: context.ct.clone(),
             progress,
         };
-        let result = entry
-            .served
-            .call(arguments, call, &self.inner.shared)
-            .await;
+        let result = entry.served.call(arguments, call, &self.inner.shared).await;
         Ok(result.into())
     }
 }
@@ -539,7 +536,10 @@ mod tests {
         let Err(McpError::Service { message }) = service.into_handler().map(|_| ()) else {
             panic!("expected a service error");
         };
-        assert!(message.contains("two served tools are named \"one\""), "{message}");
+        assert!(
+            message.contains("two served tools are named \"one\""),
+            "{message}"
+        );
         assert!(message.contains("\"bad name\" is not a legal"), "{message}");
     }
 }

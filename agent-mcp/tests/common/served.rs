@@ -37,7 +37,9 @@ async fn wait_forever() -> String {
 /// Fails fatally, quoting the provider key.
 #[tool]
 async fn leak() -> Result<String, ToolError> {
-    Err(ToolError::fatal(format!("the upstream answered 401 for key {KEY}")))
+    Err(ToolError::fatal(format!(
+        "the upstream answered 401 for key {KEY}"
+    )))
 }
 
 /// Adds two integers.
@@ -88,10 +90,22 @@ pub(crate) fn service(events: &Path, secret: bool) -> McpService {
         .unwrap();
     let service = McpService::new("agent-mcp-tests")
         .instructions("Test agents.")
-        .agent("triage", "Triages one ticket.", agent("triage", tools![nap]))
+        .agent(
+            "triage",
+            "Triages one ticket.",
+            agent("triage", tools![nap]),
+        )
         .agent("exhausted", "Never answers well enough.", exhausted)
-        .agent("stuck", "Never answers.", agent("stuck", tools![wait_forever]))
-        .agent("leaky", "Fails quoting a key.", agent("leaky", tools![leak]))
+        .agent(
+            "stuck",
+            "Never answers.",
+            agent("stuck", tools![wait_forever]),
+        )
+        .agent(
+            "leaky",
+            "Fails quoting a key.",
+            agent("leaky", tools![leak]),
+        )
         .tools(tools![add]);
     if secret { service.secret(KEY) } else { service }
 }
@@ -118,11 +132,7 @@ pub(crate) fn run_python(python: &Path, script: &str, args: &[&str]) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/python")
         .join(script);
-    let out = Command::new(python)
-        .arg(path)
-        .args(args)
-        .output()
-        .unwrap();
+    let out = Command::new(python).arg(path).args(args).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -176,7 +186,10 @@ pub(crate) fn check(report: &Value, events: &[String], protocol: &str) {
     assert_eq!(names, ["triage", "exhausted", "stuck", "leaky", "add"]);
     let triage = &tools[0];
     assert_eq!(triage["inputSchema"]["required"], json!(["input"]));
-    assert_eq!(triage["inputSchema"]["properties"]["input"]["type"], "string");
+    assert_eq!(
+        triage["inputSchema"]["properties"]["input"]["type"],
+        "string"
+    );
     assert_eq!(
         triage["outputSchema"],
         json!({
@@ -193,21 +206,39 @@ pub(crate) fn check(report: &Value, events: &[String], protocol: &str) {
     assert_eq!(answer["structuredContent"], json!({"summary": "example"}));
     assert_eq!(answer["content"][0]["text"], r#"{"summary":"example"}"#);
     assert_eq!(answer["_meta"]["agent-core/ending"], "answered");
-    assert_eq!(answer["_meta"]["agent-core/trace_id"].as_str().unwrap().len(), 32);
+    assert_eq!(
+        answer["_meta"]["agent-core/trace_id"]
+            .as_str()
+            .unwrap()
+            .len(),
+        32
+    );
     let progress: Vec<(f64, &str)> = report["progress"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| (p["progress"].as_f64().unwrap(), p["message"].as_str().unwrap()))
+        .map(|p| {
+            (
+                p["progress"].as_f64().unwrap(),
+                p["message"].as_str().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         progress,
-        [(1.0, "LLM call 1"), (2.0, "tool nap answered"), (3.0, "LLM call 2")]
+        [
+            (1.0, "LLM call 1"),
+            (2.0, "tool nap answered"),
+            (3.0, "LLM call 2")
+        ]
     );
 
     let exhausted = &report["exhausted"];
     assert_eq!(exhausted["isError"], true);
-    assert_eq!(exhausted["_meta"]["agent-core/category"], "schema_validation_failed");
+    assert_eq!(
+        exhausted["_meta"]["agent-core/category"],
+        "schema_validation_failed"
+    );
     assert_eq!(exhausted["_meta"]["agent-core/ending"], "exhausted");
     assert!(exhausted.get("structuredContent").is_none());
     let message = exhausted["content"][0]["text"].as_str().unwrap();
