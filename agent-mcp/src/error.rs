@@ -1,6 +1,7 @@
 //! [`McpError`]: why connecting to an MCP server or listing its tools failed.
 
-/// Why [`McpServer::connect`](crate::McpServer::connect) failed.
+/// Why [`McpServer::connect`](crate::McpServer::connect) failed, or why an
+/// [`McpService`](crate::McpService) could not be served.
 ///
 /// Only connecting and listing return it: once connected, every failure of a call (a
 /// dead server, a timeout, a protocol error, a result marked `isError`) is a
@@ -54,5 +55,22 @@ pub enum McpError {
         step: &'static str,
         /// The connect timeout, in milliseconds.
         after_ms: u64,
+    },
+    /// A service to serve is not legal: two tools with one name, a name MCP does not
+    /// allow, a tool that needs approval, or a schema that is no object (every problem
+    /// named, joined by `; `).
+    #[error("cannot serve: {message}")]
+    Service {
+        /// What is wrong.
+        message: String,
+    },
+    /// The streamable HTTP address could not be bound, or the server failed.
+    #[error("cannot serve MCP over HTTP at {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
     },
 }

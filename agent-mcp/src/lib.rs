@@ -49,10 +49,15 @@ mod connection;
 mod error;
 mod listing;
 mod names;
+mod serve;
 mod server;
 mod tool;
 mod watch;
 
 pub use connect::McpTools;
 pub use error::McpError;
+pub use serve::{
+    DEFAULT_ALLOWED_HOSTS, DEFAULT_MAX_REQUEST_BYTES, META_CATEGORY, META_ENDING, META_TRACE_ID,
+    McpService,
+};
 pub use server::{DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, McpServer};

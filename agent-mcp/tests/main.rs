@@ -20,3 +20,4 @@ mod common;
 pub mod field_reports;
 pub mod http;
 pub mod parts;
+pub mod serve;

@@ -40,12 +40,16 @@ fn main() {
         Ok("stdio") => return runtime.block_on(serve(None)),
         Ok("changing") => return runtime.block_on(serve(Some(Default::default()))),
         // A server that exits at once, and one that never answers.
+        Ok("agent") => return runtime.block_on(serve_agents()),
         Ok("exit") => return,
         Ok("silent") => return std::thread::sleep(Duration::from_secs(30)),
         _ => {}
     }
     let (filter, skip) = filters();
-    let cases: [(&str, Case); 9] = cases![
+    let cases: [(&str, Case); 12] = cases![
+        stdio_python_client_calls_the_served_agents_after_a_handshake,
+        stdio_python_client_calls_the_served_agents_after_discover,
+        stdio_served_bad_input_is_answered_and_the_server_lives,
         stdio_tools_are_listed_across_pages_with_legal_names,
         stdio_run_calls_mcp_tools_and_ends_with_a_validated_value,
         stdio_is_error_and_bad_arguments_come_back_as_tool_errors,
@@ -100,6 +104,148 @@ async fn serve(changes: Option<std::sync::Arc<common::Changes>>) {
     };
     let running = server.serve(rmcp::transport::stdio()).await.unwrap();
     let _ = running.waiting().await;
+}
+
+/// Serves `common::served::service` on stdin and stdout, its run endings appended to
+/// the file named by `AGENT_MCP_TEST_EVENTS` (the key is found in the environment).
+async fn serve_agents() {
+    let events = std::env::var(EVENTS).unwrap();
+    common::served::service(std::path::Path::new(&events), false)
+        .serve_stdio()
+        .await
+        .unwrap();
+}
+
+const EVENTS: &str = "AGENT_MCP_TEST_EVENTS";
+
+/// The official Python SDK's client starts this binary as the served agents and checks
+/// them (see `common::served::check`).
+async fn python_client_over_stdio(mode: &'static str, protocol: &str) {
+    use common::served::{KEY, KEY_VAR, check, events, events_path, python, run_python};
+    let Some(python) = python() else { return };
+    let path = events_path(&format!("stdio-{mode}"));
+    let exe = std::env::current_exe().unwrap();
+    let serve = format!("{SERVE}=agent");
+    let events_env = format!("{EVENTS}={}", path.display());
+    let key = format!("{KEY_VAR}={KEY}");
+    let args = [
+        mode,
+        "--stdio",
+        exe.to_str().unwrap(),
+        "--env",
+        &serve,
+        "--env",
+        &events_env,
+        "--env",
+        &key,
+    ];
+    let report = run_python(&python, "serve_client.py", &args);
+    let lines = events(&path, 4);
+    let _ = std::fs::remove_file(&path);
+    check(&report, &lines, protocol);
+}
+
+async fn stdio_python_client_calls_the_served_agents_after_a_handshake() {
+    python_client_over_stdio("legacy", "2025-11-25").await;
+}
+
+async fn stdio_python_client_calls_the_served_agents_after_discover() {
+    python_client_over_stdio("auto", "2026-07-28").await;
+}
+
+/// Malformed JSON-RPC, an oversize line, an unknown method, an unknown tool and
+/// schema-invalid arguments, written raw: each answered with a JSON-RPC error (a line
+/// that is not JSON, or is over the size limit, is dropped: its id cannot be read), and
+/// the server answers the next call.
+async fn stdio_served_bad_input_is_answered_and_the_server_lives() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let path = common::served::events_path("stdio-raw");
+    let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
+        .env(SERVE, "agent")
+        .env(EVENTS, &path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = async |line: String| {
+        stdin.write_all(line.as_bytes()).await.unwrap();
+        stdin.write_all(b"\n").await.unwrap();
+        stdin.flush().await.unwrap();
+    };
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}});
+    send(initialize.to_string()).await;
+    let reply: serde_json::Value =
+        serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(reply["result"]["protocolVersion"], "2025-11-25", "{reply}");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string()).await;
+    send("{this is not json".to_owned()).await;
+    send(r#"{"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": "bad"}"#.to_owned())
+        .await;
+    let huge = "x".repeat(agent_mcp::DEFAULT_MAX_REQUEST_BYTES + 1);
+    send(
+        json!({"jsonrpc": "2.0", "id": 90, "method": "tools/call", "params": {
+        "name": "add", "arguments": {"a": 1, "b": 2, "pad": huge}}})
+        .to_string(),
+    )
+    .await;
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "no/such/method"}).to_string()).await;
+    send(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "nope", "arguments": {}}})
+        .to_string(),
+    )
+    .await;
+    send(
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "add", "arguments": {"a": "one", "b": 2}}})
+        .to_string(),
+    )
+    .await;
+    send(
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "add", "arguments": {"a": 40, "b": 2}}})
+        .to_string(),
+    )
+    .await;
+    let mut replies = Vec::new();
+    while replies.len() < 5 {
+        let line = lines.next_line().await.unwrap().unwrap();
+        replies.push(serde_json::from_str::<serde_json::Value>(&line).unwrap());
+    }
+    let by_id = |id: serde_json::Value| {
+        replies
+            .iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("no reply with id {id}: {replies:?}"))
+            .clone()
+    };
+    // Valid JSON that is no request: -32600 (with no id: none could be read). A line
+    // that is not JSON at all, like the oversize one, gets no reply.
+    let invalid = replies.iter().find(|r| r["id"].is_null()).unwrap();
+    assert_eq!(invalid["error"]["code"], -32600, "{invalid}");
+    assert_eq!(by_id(json!(2))["error"]["code"], -32601);
+    assert_eq!(
+        by_id(json!(3))["error"],
+        json!({"code": -32602, "message": "unknown tool: \"nope\""})
+    );
+    let invalid = by_id(json!(4));
+    assert_eq!(invalid["error"]["code"], -32602);
+    assert!(
+        invalid["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("/a: \"one\" is not of type \"integer\""),
+        "{invalid}"
+    );
+    assert_eq!(by_id(json!(5))["result"]["content"][0]["text"], "42");
+    assert!(replies.iter().all(|r| r["id"] != 90), "{replies:?}");
+    child.kill().await.unwrap();
+    let _ = std::fs::remove_file(&path);
 }
 
 fn server() -> McpServer {

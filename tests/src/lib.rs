@@ -41,6 +41,10 @@ pub struct DurableDoctests;
 pub struct EvaluationDoctests;
 
 #[cfg(doctest)]
+#[doc = include_str!("../../docs/interop.md")]
+pub struct InteropDoctests;
+
+#[cfg(doctest)]
 #[doc = include_str!("../../docs/local-models.md")]
 pub struct LocalModelsDoctests;
 

@@ -99,6 +99,21 @@ impl<U: AgentOutput> AgentConfig<U> {
     }
 }
 
+impl<U: AgentOutput> AgentConfig<U> {
+    /// The validated answer of `result` (a run of this config) as JSON, as an agent used
+    /// as a tool returns it and the stores keep it: the submitted `submit_output`
+    /// arguments in tool mode, the JSON read from the reply in native and prompted
+    /// modes, the text as a JSON string for a `String` output. `None` when the run did
+    /// not answer. What a server that serves this agent to another process sends (an
+    /// MCP tool's `structuredContent`, `agent-mcp`'s `McpService`).
+    pub fn answer_json(&self, result: &crate::AgentResult<U>) -> Option<Value> {
+        result
+            .outcome
+            .is_ok()
+            .then(|| super::stores::output_value(&self.inner, result))
+    }
+}
+
 impl<U> AgentTool<U> {
     /// A typed input: the tool's parameters are `I`'s JSON Schema (an
     /// `#[agent_type]` struct, or any `JsonSchema` type whose schema is an object), and

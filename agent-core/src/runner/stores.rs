@@ -326,7 +326,7 @@ pub(crate) async fn before_run<T>(
 /// The output as stored: the answer as a JSON value (the submitted arguments in tool
 /// mode, the JSON read out of the reply in native and prompted modes), the escalation's
 /// arguments, or else the text as a JSON string; `null` for none.
-pub(super) fn output_value<T>(cfg: &Compiled<T>, result: &AgentResult<T>) -> Value {
+pub(crate) fn output_value<T>(cfg: &Compiled<T>, result: &AgentResult<T>) -> Value {
     if result.output.is_empty() {
         return Value::Null;
     }

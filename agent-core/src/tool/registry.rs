@@ -169,6 +169,13 @@ impl ToolRegistry {
         self.entries.iter().map(|e| &e.definition)
     }
 
+    /// The tools, in registration order (a source's as of its snapshot when it was
+    /// added): what a server that offers these tools to another process (an MCP
+    /// server, `agent-mcp`'s `McpService`) calls.
+    pub fn tools(&self) -> impl ExactSizeIterator<Item = &Arc<dyn Tool>> + '_ {
+        self.entries.iter().map(|e| &e.tool)
+    }
+
     /// The tool names, in registration order.
     pub fn names(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
         self.entries.iter().map(|e| e.definition.name.as_str())

@@ -11,6 +11,8 @@ use agent_core::{
     agent_output,
     llm::{LlmRequest, Message, ToolResult},
 };
+pub(crate) mod served;
+
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ResourceContents, ServerCapabilities,
