@@ -1,0 +1,4 @@
+//! agent-interop's integration tests: one binary, each file a module.
+
+pub mod a2a_server;
+pub mod common;
