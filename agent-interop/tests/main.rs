@@ -1,4 +1,5 @@
 //! agent-interop's integration tests: one binary, each file a module.
 
+pub mod a2a_client;
 pub mod a2a_server;
 pub mod common;

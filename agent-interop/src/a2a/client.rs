@@ -319,17 +319,16 @@ fn apply(
             metadata: message.metadata,
         });
     } else if let Some(update) = event.status_update {
-        let t = task
-            .as_mut()
-            .ok_or_else(|| A2aError::Malformed("a status update before the task".into()))?;
+        // A continued task's stream may start with updates (the SDK's does).
+        let t = task.get_or_insert_with(|| skeleton(&update.task_id, &update.context_id));
+        guard.task_id = Some(t.id.clone());
         t.status = update.status;
         if update.metadata.is_some() {
             t.metadata = update.metadata;
         }
     } else if let Some(update) = event.artifact_update {
-        let t = task
-            .as_mut()
-            .ok_or_else(|| A2aError::Malformed("an artifact before the task".into()))?;
+        let t = task.get_or_insert_with(|| skeleton(&update.task_id, &update.context_id));
+        guard.task_id = Some(t.id.clone());
         match t
             .artifacts
             .iter_mut()
@@ -343,6 +342,18 @@ fn apply(
         return Err(A2aError::Malformed("an empty stream event".into()));
     }
     Ok(())
+}
+
+/// A working task known by its id alone (its first event was an update).
+fn skeleton(id: &str, context_id: &str) -> Task {
+    Task {
+        id: id.to_owned(),
+        context_id: context_id.to_owned(),
+        status: super::mapping::status(TaskState::Working, None),
+        artifacts: Vec::new(),
+        history: Vec::new(),
+        metadata: None,
+    }
 }
 
 /// Sends `CancelTask` for a task whose wait was dropped or ran out.
