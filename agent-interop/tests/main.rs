@@ -2,4 +2,5 @@
 
 pub mod a2a_client;
 pub mod a2a_server;
+pub mod ag_ui;
 pub mod common;

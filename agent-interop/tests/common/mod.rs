@@ -38,6 +38,11 @@ async fn lookup_order(order_id: String) -> Result<String, String> {
     Ok(format!("{order_id}: shipped"))
 }
 
+/// The `lookup_order` tool.
+pub fn order_tools() -> agent_core::ToolRegistry {
+    tools![lookup_order]
+}
+
 /// The triage agent on the built-in test model: it answers at once.
 pub fn answering() -> AgentConfig<Triage> {
     AgentConfig::<Triage>::builder("triage")
