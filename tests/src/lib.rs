@@ -45,6 +45,10 @@ pub struct EvaluationDoctests;
 pub struct LocalModelsDoctests;
 
 #[cfg(doctest)]
+#[doc = include_str!("../../docs/interop.md")]
+pub struct InteropDoctests;
+
+#[cfg(doctest)]
 #[doc = include_str!("../../docs/loop.md")]
 pub struct LoopDoctests;
 
