@@ -458,10 +458,10 @@ impl A2aTool {
             TaskState::Completed => {
                 let parts: Vec<&Part> =
                     task.artifacts.iter().flat_map(|a| a.parts.iter()).collect();
-                if let [part] = parts.as_slice() {
-                    if let Some(data) = &part.data {
-                        return Ok(data.to_string());
-                    }
+                if let [part] = parts.as_slice()
+                    && let Some(data) = &part.data
+                {
+                    return Ok(data.to_string());
                 }
                 Ok(parts
                     .iter()

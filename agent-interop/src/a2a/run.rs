@@ -2,7 +2,8 @@
 //! a client that goes away loses nothing: the task's end is stored either way), its
 //! end written to the task store.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use agent_core::durable::{Decisions, resume_agent_with};
 use agent_core::stream::{StreamEvent, resume_agent_stream_with, run_agent_stream_with};
@@ -11,12 +12,23 @@ use tokio::sync::mpsc;
 
 use super::jsonrpc::{RpcCode, RpcError};
 use super::mapping::{self, decisions_of, input_of, status};
-use super::server::Shared;
-use super::tasks::TaskRecord;
+use super::tasks::{TaskRecord, TaskStore};
 use super::types::{
-    Message, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatusUpdateEvent,
+    AgentCard, Message, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
+    TaskStatusUpdateEvent,
 };
 use crate::ids::fresh_id;
+
+/// What every request shares.
+pub(crate) struct Shared<T> {
+    pub(crate) config: AgentConfig<T>,
+    pub(crate) tasks: Arc<dyn TaskStore>,
+    pub(crate) card: AgentCard,
+    pub(crate) url_set: bool,
+    pub(crate) max_body_bytes: usize,
+    /// The cancellation tokens of the runs going on in this process, by task id.
+    pub(crate) live: Mutex<HashMap<String, CancellationToken>>,
+}
 
 /// What a message starts: a new run, or a paused run resumed with decisions.
 pub(crate) enum Started {

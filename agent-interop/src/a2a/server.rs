@@ -6,7 +6,7 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 
 use agent_core::output::{ESCALATE_TO_HUMAN, SUBMIT_OUTPUT};
-use agent_core::{AgentConfig, AgentOutput, CancellationToken};
+use agent_core::{AgentConfig, AgentOutput};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use super::jsonrpc::{self, RpcCode, RpcError};
 use super::mapping::with_history;
-use super::run::{self, Started};
+use super::run::{self, Shared, Started};
 use super::tasks::{InMemoryTasks, TaskStore};
 use super::types::{
     AGENT_CARD_PATH, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, PROTOCOL_VERSION,
@@ -61,17 +61,6 @@ impl<T: AgentOutput> std::fmt::Debug for A2aServer<T> {
             .field("max_body_bytes", &self.max_body_bytes)
             .finish_non_exhaustive()
     }
-}
-
-/// What every request shares.
-pub(crate) struct Shared<T> {
-    pub(crate) config: AgentConfig<T>,
-    pub(crate) tasks: Arc<dyn TaskStore>,
-    pub(crate) card: AgentCard,
-    pub(crate) url_set: bool,
-    pub(crate) max_body_bytes: usize,
-    /// The cancellation tokens of the runs going on in this process, by task id.
-    pub(crate) live: Mutex<HashMap<String, CancellationToken>>,
 }
 
 impl<T: AgentOutput + Sync> A2aServer<T> {

@@ -156,13 +156,11 @@ impl Mapper {
             }
             StreamEvent::ToolResult {
                 id, name, content, ..
-            } => {
-                if name != SUBMIT_OUTPUT {
-                    out.push(event(
-                        "TOOL_CALL_RESULT",
-                        json!({"messageId": fresh_id(), "toolCallId": id, "content": content, "role": "tool"}),
-                    ));
-                }
+            } if name != SUBMIT_OUTPUT => {
+                out.push(event(
+                    "TOOL_CALL_RESULT",
+                    json!({"messageId": fresh_id(), "toolCallId": id, "content": content, "role": "tool"}),
+                ));
             }
             StreamEvent::PartialOutput { value, .. } => {
                 self.close_text(&mut out);

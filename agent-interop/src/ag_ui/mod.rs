@@ -252,13 +252,13 @@ async fn drive<T: AgentOutput + Sync>(
     };
     let mut stream = stream;
     while let Some(event) = stream.next().await {
-        if let agent_core::stream::StreamEvent::Finished(result) = &event {
-            if let Ok(mut paused) = shared.paused.lock() {
-                if result.ending() == agent_core::Ending::Paused {
-                    paused.insert(thread_id.clone(), agent_run.clone());
-                } else {
-                    paused.remove(&thread_id);
-                }
+        if let agent_core::stream::StreamEvent::Finished(result) = &event
+            && let Ok(mut paused) = shared.paused.lock()
+        {
+            if result.ending() == agent_core::Ending::Paused {
+                paused.insert(thread_id.clone(), agent_run.clone());
+            } else {
+                paused.remove(&thread_id);
             }
         }
         for value in mapper.map(&event) {
