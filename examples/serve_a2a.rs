@@ -20,22 +20,29 @@ use agent_examples::model::ModelChoice;
 use agent_examples::triage::{base_config, data_dir};
 use agent_interop::a2a::A2aServer;
 
-#[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1);
-    let addr = args.next().unwrap_or_else(|| "127.0.0.1:8700".to_owned());
+/// The A2A routes of the triage agent; with `store` (a SQLite path or a PostgreSQL URL)
+/// its tasks and checkpoints live there.
+pub async fn app(store: Option<String>) -> Result<axum::Router, Box<dyn std::error::Error>> {
     let choice = ModelChoice::resolve(None);
     eprintln!("{}", choice.banner());
     let builder = choice.apply(base_config(&data_dir())?);
-    let server = match args.next() {
+    let server = match store {
         Some(target) => {
             let store = agent_store::Store::open(&target).await?;
             A2aServer::new(builder.checkpoints(store.clone()).build()?).tasks(store)
         }
         None => A2aServer::new(builder.build()?),
     };
+    Ok(server.router())
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let addr = args.next().unwrap_or_else(|| "127.0.0.1:8700".to_owned());
+    let app = app(args.next()).await?;
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     eprintln!("serving the triage agent over A2A at http://{addr}/");
-    axum::serve(listener, server.router()).await?;
+    axum::serve(listener, app).await?;
     Ok(())
 }
