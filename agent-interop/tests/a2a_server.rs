@@ -6,7 +6,7 @@
 use agent_interop::a2a::A2aServer;
 use serde_json::{Value, json};
 
-use crate::common::{self, Place, answering, approving, sdk_client, serve};
+use crate::common::{self, Place, answering, approving, sdk_client, serve, waiting};
 
 fn no_violations(line: &Value) {
     assert!(
@@ -303,4 +303,58 @@ async fn a_task_survives_a_restart_on_postgres() {
     };
     survives_a_restart(&place).await;
     place.remove().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_goes_away_loses_nothing_and_cancel_task_stops_the_run() {
+    let url = serve(A2aServer::new(waiting()).router()).await;
+    let send = json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "Where is it?"}]}}});
+    let mut response = reqwest::Client::new()
+        .post(&url)
+        .body(send.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let mut text = String::new();
+    while !text.contains("\n\n") {
+        let chunk = response.chunk().await.unwrap().unwrap();
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let first: Value =
+        serde_json::from_str(text.lines().next().unwrap().strip_prefix("data: ").unwrap()).unwrap();
+    let id = first["result"]["task"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        first["result"]["task"]["status"]["state"],
+        "TASK_STATE_WORKING"
+    );
+    drop(response); // the client goes away mid-stream
+
+    // The run goes on: the task is still working.
+    let get = json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": id}});
+    let (_, reply) = post(&url, get.to_string()).await;
+    assert_eq!(
+        reply["result"]["status"]["state"], "TASK_STATE_WORKING",
+        "{reply}"
+    );
+
+    let cancel = json!({"jsonrpc": "2.0", "id": 3, "method": "CancelTask", "params": {"id": id}});
+    let (_, reply) = post(&url, cancel.to_string()).await;
+    assert_eq!(
+        reply["result"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{reply}"
+    );
+    // The cancelled run's own end says canceled too, whichever is stored last.
+    let (_, reply) = post(&url, get.to_string()).await;
+    assert_eq!(
+        reply["result"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{reply}"
+    );
+    let (_, reply) = post(&url, cancel.to_string()).await;
+    assert_eq!(reply["error"]["code"], -32002, "{reply}");
 }

@@ -43,6 +43,23 @@ pub fn order_tools() -> agent_core::ToolRegistry {
     tools![lookup_order]
 }
 
+/// Wait for a parcel that never comes.
+#[tool]
+async fn wait_for_parcel(order_id: String) -> Result<String, String> {
+    std::future::pending::<()>().await;
+    Ok(order_id)
+}
+
+/// The triage agent whose first turn calls a tool that never returns: its run goes on
+/// until it is cancelled.
+pub fn waiting() -> AgentConfig<Triage> {
+    AgentConfig::<Triage>::builder("waiting")
+        .llm(TestModel::new().calling_tools_first())
+        .tools(tools![wait_for_parcel])
+        .build()
+        .unwrap()
+}
+
 /// The triage agent on the built-in test model: it answers at once.
 pub fn answering() -> AgentConfig<Triage> {
     AgentConfig::<Triage>::builder("triage")
