@@ -133,6 +133,7 @@ mod errors;
 mod memory;
 mod migrations;
 mod options;
+mod protocol_tasks;
 mod records;
 mod rollups;
 mod stats;
@@ -148,5 +149,6 @@ pub use dashboard::{
 };
 pub use documents::Documents;
 pub use options::StoreOptions;
+pub use protocol_tasks::ProtocolTask;
 pub use stats::StoreStats;
 pub use store::Store;

@@ -139,6 +139,22 @@ CREATE TABLE IF NOT EXISTS blobs (
 );
 ";
 
+/// Protocol tasks (`src/protocol_tasks.rs`): an A2A task served by agent-interop, its
+/// JSON whole, by protocol and id. `updated_at_ms` in ms since the Unix epoch.
+const MIGRATION_9: &str = "
+CREATE TABLE IF NOT EXISTS protocol_tasks (
+    protocol TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    context_id TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    body TEXT NOT NULL,
+    updated_at_ms BIGINT NOT NULL,
+    PRIMARY KEY (protocol, task_id)
+);
+";
+
 impl<'s> MigrationSource<'s> for Migrations {
     fn resolve(
         self,
@@ -206,6 +222,13 @@ impl<'s> MigrationSource<'s> for Migrations {
                 Cow::Borrowed("blobs: the bytes of content parts, once, by SHA-256"),
                 MigrationType::Simple,
                 Cow::Owned(MIGRATION_8.replace("{blob}", blob)),
+                false,
+            ),
+            Migration::new(
+                9,
+                Cow::Borrowed("protocol tasks: A2A tasks served over the store"),
+                MigrationType::Simple,
+                Cow::Borrowed(MIGRATION_9),
                 false,
             ),
         ];

@@ -13,3 +13,4 @@
 // `dead_code` nor `unreachable_pub` applied to them); in public modules they still are.
 pub mod delegation;
 pub mod one_idea;
+pub mod serve_a2a;
