@@ -50,11 +50,27 @@
 mod anthropic;
 #[cfg(feature = "bedrock")]
 mod bedrock;
-#[cfg_attr(not(all(feature = "openai", feature = "anthropic", feature = "gemini", feature = "bedrock")), allow(dead_code))]
+#[cfg_attr(
+    not(all(
+        feature = "openai",
+        feature = "anthropic",
+        feature = "gemini",
+        feature = "bedrock"
+    )),
+    allow(dead_code)
+)]
 mod classify;
 #[cfg(feature = "openai")]
 mod embeddings;
-#[cfg_attr(not(all(feature = "openai", feature = "anthropic", feature = "gemini", feature = "bedrock")), allow(dead_code))]
+#[cfg_attr(
+    not(all(
+        feature = "openai",
+        feature = "anthropic",
+        feature = "gemini",
+        feature = "bedrock"
+    )),
+    allow(dead_code)
+)]
 mod encoded;
 #[cfg(feature = "bedrock")]
 mod eventstream;
@@ -63,15 +79,55 @@ mod eventstream;
 pub(crate) mod fuzzing;
 #[cfg(feature = "gemini")]
 mod gemini;
-#[cfg_attr(not(all(feature = "openai", feature = "anthropic", feature = "gemini", feature = "bedrock")), allow(dead_code))]
+#[cfg_attr(
+    not(all(
+        feature = "openai",
+        feature = "anthropic",
+        feature = "gemini",
+        feature = "bedrock"
+    )),
+    allow(dead_code)
+)]
 mod glue;
-#[cfg_attr(not(all(feature = "openai", feature = "anthropic", feature = "gemini", feature = "bedrock")), allow(dead_code))]
+#[cfg_attr(
+    not(all(
+        feature = "openai",
+        feature = "anthropic",
+        feature = "gemini",
+        feature = "bedrock"
+    )),
+    allow(dead_code)
+)]
 mod history;
-#[cfg_attr(not(all(feature = "openai", feature = "anthropic", feature = "gemini", feature = "bedrock")), allow(dead_code))]
+#[cfg_attr(
+    not(all(
+        feature = "openai",
+        feature = "anthropic",
+        feature = "gemini",
+        feature = "bedrock"
+    )),
+    allow(dead_code)
+)]
 pub(crate) mod http;
-#[cfg_attr(not(all(feature = "openai", feature = "anthropic", feature = "gemini", feature = "bedrock")), allow(dead_code))]
+#[cfg_attr(
+    not(all(
+        feature = "openai",
+        feature = "anthropic",
+        feature = "gemini",
+        feature = "bedrock"
+    )),
+    allow(dead_code)
+)]
 mod inline;
-#[cfg_attr(not(all(feature = "openai", feature = "anthropic", feature = "gemini", feature = "bedrock")), allow(dead_code))]
+#[cfg_attr(
+    not(all(
+        feature = "openai",
+        feature = "anthropic",
+        feature = "gemini",
+        feature = "bedrock"
+    )),
+    allow(dead_code)
+)]
 mod normalize;
 #[cfg(feature = "openai")]
 mod openai;
@@ -86,7 +142,15 @@ mod openai;
     allow(dead_code)
 )]
 mod routing;
-#[cfg_attr(not(all(feature = "openai", feature = "anthropic", feature = "gemini", feature = "bedrock")), allow(dead_code))]
+#[cfg_attr(
+    not(all(
+        feature = "openai",
+        feature = "anthropic",
+        feature = "gemini",
+        feature = "bedrock"
+    )),
+    allow(dead_code)
+)]
 mod sse;
 
 use std::fmt;

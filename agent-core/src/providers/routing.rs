@@ -4,13 +4,13 @@ use std::sync::Arc;
 
 use crate::error::ConfigError;
 use crate::llm::LlmClient;
-use crate::providers::http::HttpPool;
 #[cfg(feature = "anthropic")]
 use crate::providers::AnthropicClient;
 #[cfg(feature = "bedrock")]
 use crate::providers::BedrockClient;
 #[cfg(feature = "gemini")]
 use crate::providers::GeminiClient;
+use crate::providers::http::HttpPool;
 use crate::providers::{ApiKey, AwsCredentials, ProviderOptions};
 #[cfg(feature = "openai")]
 use crate::providers::{OpenAiClient, OpenAiResponsesClient};
@@ -86,13 +86,13 @@ impl Target<'_> {
 /// Whether this build of agent-core has the provider feature `feature` (`openai`,
 /// `anthropic`, `gemini`, `bedrock`).
 pub(crate) fn built(feature: &str) -> bool {
-    match feature {
-        "openai" => cfg!(feature = "openai"),
-        "anthropic" => cfg!(feature = "anthropic"),
-        "gemini" => cfg!(feature = "gemini"),
-        "bedrock" => cfg!(feature = "bedrock"),
-        _ => false,
-    }
+    const BUILT: [(&str, bool); 4] = [
+        ("openai", cfg!(feature = "openai")),
+        ("anthropic", cfg!(feature = "anthropic")),
+        ("gemini", cfg!(feature = "gemini")),
+        ("bedrock", cfg!(feature = "bedrock")),
+    ];
+    BUILT.iter().any(|&(name, on)| on && name == feature)
 }
 
 fn responses_only(model: &str) -> bool {
@@ -448,7 +448,9 @@ mod tests {
             ("AWS_REGION", "us-east-1"),
             ("AWS_BEARER_TOKEN_BEDROCK", "bedrock-api-key-xxxx"),
         ]);
-        route_built(model, &ProviderOptions::default(), &env, &|f| on.contains(&f))
+        route_built(model, &ProviderOptions::default(), &env, &|f| {
+            on.contains(&f)
+        })
     }
 
     #[test]
@@ -484,7 +486,10 @@ mod tests {
                 text.contains(&format!("Cargo feature \"{feature}\"")),
                 "{text}"
             );
-            assert!(text.contains(&format!("features = [\"{feature}\"]")), "{text}");
+            assert!(
+                text.contains(&format!("features = [\"{feature}\"]")),
+                "{text}"
+            );
         }
         // The other providers still route when one is off.
         let gpt = routed_with_features("gpt-5-mini", &["openai"]).unwrap();
