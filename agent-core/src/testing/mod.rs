@@ -2,7 +2,7 @@
 //! every request; [`TestModel`] (model name `test`) answers any config with
 //! schema-valid arguments, no script and no network. [`CrashAt`] and [`HangAt`] wrap a
 //! checkpoint store to make a run "die" at a chosen write; with the `conformance`
-//! feature, [`conformance`] is the store trait tests as functions any backend can run.
+//! feature, `conformance` holds the store trait tests as functions any backend can run.
 
 #[cfg(feature = "conformance")]
 #[cfg_attr(docsrs, doc(cfg(feature = "conformance")))]
