@@ -19,7 +19,7 @@ use agent_core::store::{
     CheckpointRecord, CheckpointStore, ConfigDifference, InMemoryCheckpoints, LedgerEntry,
     SaveOutcome, StoreFuture,
 };
-use agent_core::testing::ScriptedModel;
+use agent_core::testing::{CrashAt, ScriptedModel};
 use agent_core::{
     AgentConfig, AgentResult, RunOptions, Tool, ToolContext,
     config::Backoff,
@@ -78,83 +78,6 @@ impl Tool for KeyTool {
 
     fn irreversible(&self) -> bool {
         self.irreversible
-    }
-}
-
-/// A checkpoint store that passes writes to `inner` until write number `crash_at`
-/// (1-based), which hangs forever after signalling `reached`: the process "dies" there.
-#[derive(Clone)]
-struct CrashAt {
-    inner: InMemoryCheckpoints,
-    crash_at: u64,
-    writes: Arc<AtomicU64>,
-    reached: Arc<Notify>,
-}
-
-impl CrashAt {
-    fn new(inner: InMemoryCheckpoints, crash_at: u64) -> Self {
-        Self {
-            inner,
-            crash_at,
-            writes: Arc::new(AtomicU64::new(0)),
-            reached: Arc::new(Notify::new()),
-        }
-    }
-
-    fn gate(&self) -> bool {
-        let n = self.writes.fetch_add(1, Ordering::SeqCst) + 1;
-        if n == self.crash_at {
-            self.reached.notify_one();
-            return true;
-        }
-        false
-    }
-}
-
-impl CheckpointStore for CrashAt {
-    fn save<'a>(&'a self, checkpoint: &'a CheckpointRecord) -> StoreFuture<'a, ()> {
-        if self.gate() {
-            return Box::pin(std::future::pending());
-        }
-        self.inner.save(checkpoint)
-    }
-
-    fn save_fenced<'a>(
-        &'a self,
-        checkpoint: &'a CheckpointRecord,
-        taken_at: u64,
-    ) -> StoreFuture<'a, SaveOutcome> {
-        if self.gate() {
-            return Box::pin(std::future::pending());
-        }
-        self.inner.save_fenced(checkpoint, taken_at)
-    }
-    fn record_tool_fenced<'a>(
-        &'a self,
-        entry: &'a LedgerEntry,
-        writer: &'a str,
-    ) -> StoreFuture<'a, SaveOutcome> {
-        if self.gate() {
-            return Box::pin(std::future::pending());
-        }
-        self.inner.record_tool_fenced(entry, writer)
-    }
-    fn load<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Option<CheckpointRecord>> {
-        self.inner.load(run_id)
-    }
-
-    fn record_tool<'a>(&'a self, entry: &'a LedgerEntry) -> StoreFuture<'a, ()> {
-        if self.gate() {
-            return Box::pin(std::future::pending());
-        }
-        self.inner.record_tool(entry)
-    }
-
-    fn unfinished<'a>(&'a self, limit: usize) -> StoreFuture<'a, Vec<CheckpointRecord>> {
-        self.inner.unfinished(limit)
-    }
-    fn ledger<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Vec<LedgerEntry>> {
-        self.inner.ledger(run_id)
     }
 }
 
@@ -275,7 +198,7 @@ async fn a_run_resumed_after_a_crash_at_any_boundary_ends_like_the_uninterrupted
         );
         tokio::select! {
             _ = run => panic!("the run ended before write {crash_at}"),
-            () = crashing.reached.notified() => {}
+            () = crashing.reached().notified() => {}
         }
         // A new "process": a new model and new tools on the same stored state.
         let second = ByTurn::new(four_call_script());
@@ -355,7 +278,7 @@ async fn a_run_that_used_7_of_8_llm_calls_has_1_left_after_a_resume() {
     let cfg = build(first.clone(), Arc::new(crashing.clone()));
     tokio::select! {
         _ = run_agent_with(&cfg, "go", RunOptions::new().run_id("r8")) => panic!("ended"),
-        () = crashing.reached.notified() => {}
+        () = crashing.reached().notified() => {}
     }
     assert_eq!(first.requests(), 8);
     let second = ByTurn::new(steps);
@@ -392,7 +315,7 @@ async fn an_irreversible_call_interrupted_mid_way_is_not_run_again_and_is_outcom
     let cfg = build(ByTurn::new(steps.clone()), Arc::new(crashing.clone()));
     tokio::select! {
         _ = run_agent_with(&cfg, "mail ada", RunOptions::new().run_id("m1")) => panic!("ended"),
-        () = crashing.reached.notified() => {}
+        () = crashing.reached().notified() => {}
     }
     assert_eq!(email.keys(), vec!["m1:e1".to_owned()]);
     let cfg = build(ByTurn::new(steps), Arc::new(inner));
@@ -446,7 +369,7 @@ async fn resume_errors_are_typed_and_send_nothing() {
     let cfg = config(model.clone(), crashing.clone(), &[&lookup]);
     tokio::select! {
         _ = run_agent_with(&cfg, "go", RunOptions::new().run_id("t1")) => panic!("ended"),
-        () = crashing.reached.notified() => {}
+        () = crashing.reached().notified() => {}
     }
     let stored = inner.load("t1").await.unwrap().unwrap();
     let sent = model.requests();
@@ -880,7 +803,7 @@ async fn c48_two_resumes_of_one_run_at_once_one_goes_on_the_other_is_fenced() {
     let cfg = config(ByTurn::new(email_script()), crashing.clone(), &[&email]);
     tokio::select! {
         _ = run_agent_with(&cfg, "mail ada", RunOptions::new().run_id("f1")) => panic!("ended"),
-        () = crashing.reached.notified() => {}
+        () = crashing.reached().notified() => {}
     }
     assert_eq!(inner.load("f1").await.unwrap().unwrap().seq, 2);
     // Two processes resume it at the same moment: both read seq 2 before either claims.

@@ -9,13 +9,8 @@
 use crate::common;
 use crate::common::by_turn::ByTurn;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use agent_core::store::{
-    CheckpointRecord, CheckpointStore, InMemoryCheckpoints, LedgerEntry, SaveOutcome, StoreFuture,
-};
-use agent_core::testing::ScriptedModel;
+use agent_core::store::{CheckpointRecord, CheckpointStore, InMemoryCheckpoints, LedgerEntry};
+use agent_core::testing::{CrashAt, ScriptedModel};
 use agent_core::{
     AgentConfig, AgentResult, OutputMode, RunOptions,
     config::Backoff,
@@ -25,81 +20,6 @@ use agent_core::{
 };
 use common::{Behaviour, TestTool, Triage, valid};
 use serde_json::{Value, json};
-use tokio::sync::Notify;
-
-/// A checkpoint store that passes writes to `inner` until write number `crash_at`
-/// (1-based), which hangs forever after signalling `reached`: the process "dies" there.
-#[derive(Clone)]
-struct CrashAt {
-    inner: InMemoryCheckpoints,
-    crash_at: u64,
-    writes: Arc<AtomicU64>,
-    reached: Arc<Notify>,
-}
-
-impl CrashAt {
-    fn new(inner: InMemoryCheckpoints, crash_at: u64) -> Self {
-        Self {
-            inner,
-            crash_at,
-            writes: Arc::new(AtomicU64::new(0)),
-            reached: Arc::new(Notify::new()),
-        }
-    }
-
-    fn gate(&self) -> bool {
-        let n = self.writes.fetch_add(1, Ordering::SeqCst) + 1;
-        if n == self.crash_at {
-            self.reached.notify_one();
-            return true;
-        }
-        false
-    }
-}
-
-impl CheckpointStore for CrashAt {
-    fn save<'a>(&'a self, checkpoint: &'a CheckpointRecord) -> StoreFuture<'a, ()> {
-        if self.gate() {
-            return Box::pin(std::future::pending());
-        }
-        self.inner.save(checkpoint)
-    }
-    fn save_fenced<'a>(
-        &'a self,
-        checkpoint: &'a CheckpointRecord,
-        taken_at: u64,
-    ) -> StoreFuture<'a, SaveOutcome> {
-        if self.gate() {
-            return Box::pin(std::future::pending());
-        }
-        self.inner.save_fenced(checkpoint, taken_at)
-    }
-    fn record_tool_fenced<'a>(
-        &'a self,
-        entry: &'a LedgerEntry,
-        writer: &'a str,
-    ) -> StoreFuture<'a, SaveOutcome> {
-        if self.gate() {
-            return Box::pin(std::future::pending());
-        }
-        self.inner.record_tool_fenced(entry, writer)
-    }
-    fn load<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Option<CheckpointRecord>> {
-        self.inner.load(run_id)
-    }
-    fn record_tool<'a>(&'a self, entry: &'a LedgerEntry) -> StoreFuture<'a, ()> {
-        if self.gate() {
-            return Box::pin(std::future::pending());
-        }
-        self.inner.record_tool(entry)
-    }
-    fn unfinished<'a>(&'a self, limit: usize) -> StoreFuture<'a, Vec<CheckpointRecord>> {
-        self.inner.unfinished(limit)
-    }
-    fn ledger<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Vec<LedgerEntry>> {
-        self.inner.ledger(run_id)
-    }
-}
 
 /// What a crash must not change about a result.
 fn shape(result: &AgentResult<Triage>) -> Value {
@@ -121,7 +41,7 @@ fn shape(result: &AgentResult<Triage>) -> Value {
 /// over the same store).
 async fn crash_and_resume(
     crash_at: u64,
-    make: impl Fn(CrashAt) -> AgentConfig<Triage>,
+    make: impl Fn(CrashAt<InMemoryCheckpoints>) -> AgentConfig<Triage>,
 ) -> AgentResult<Triage> {
     let memory = InMemoryCheckpoints::new();
     let crashing = CrashAt::new(memory.clone(), crash_at);
@@ -130,7 +50,7 @@ async fn crash_and_resume(
     let run = run_agent_with(&config, "My parcel A-1 is late", options);
     tokio::select! {
         result = run => panic!("the run ended before write {crash_at}: {:?}", result.outcome),
-        () = crashing.reached.notified() => {}
+        () = crashing.reached().notified() => {}
     }
     let fresh = CrashAt::new(memory, u64::MAX);
     resume_agent(&make(fresh), "r1").await.unwrap()
@@ -167,7 +87,7 @@ async fn c63_a_run_resumed_after_a_handoff_goes_on_with_the_agent_it_was_handed_
     billing_steps.extend(lookup_then_answer());
     let billing_model = ByTurn::named("billing-model", billing_steps);
     let lookup = TestTool::new("lookup", Behaviour::Echo);
-    let make = |store: CrashAt| -> AgentConfig<Triage> {
+    let make = |store: CrashAt<InMemoryCheckpoints>| -> AgentConfig<Triage> {
         let billing = AgentConfig::<Triage>::builder("billing")
             .llm(billing_model.clone())
             .tool(lookup.clone())
@@ -268,7 +188,7 @@ async fn c63_a_run_resumed_after_a_fallback_switch_goes_on_with_the_model_it_swi
     let lookup = TestTool::new("lookup", Behaviour::Echo);
     let primary_url = format!("{}/v1", primary.uri());
     let fallback_url = format!("{}/v1", fallback.uri());
-    let make = |store: CrashAt| -> AgentConfig<Triage> {
+    let make = |store: CrashAt<InMemoryCheckpoints>| -> AgentConfig<Triage> {
         AgentConfig::<Triage>::builder("triage")
             .model("dispatch/a")
             .provider(

@@ -68,6 +68,7 @@ pub mod providers_secrets;
 pub mod run_future_is_send;
 pub mod run_options;
 pub mod shared_connections;
+pub mod store_conformance;
 pub mod streaming;
 pub mod streaming_runs;
 pub mod sweep;

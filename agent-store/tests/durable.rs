@@ -20,12 +20,10 @@ use crate::common;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use agent_core::store::{
-    CheckpointRecord, CheckpointStore, LedgerEntry, LedgerStatus, SaveOutcome, StoreFuture,
-};
+use agent_core::store::{CheckpointRecord, CheckpointStore, LedgerEntry, SaveOutcome, StoreFuture};
+use agent_core::testing::{HangAt, conformance};
 use agent_core::{
     AgentConfig, AgentOutput, RunOptions, Tool, ToolContext,
     config::Backoff,
@@ -157,71 +155,6 @@ impl Tool for Effect {
     }
 }
 
-/// Passes writes to the store, except write number `at` (1-based): it prints
-/// `boundary N` and hangs there, for the parent to kill the process.
-struct HangAt {
-    inner: Store,
-    at: u64,
-    writes: AtomicU64,
-}
-
-impl HangAt {
-    fn gate(&self) -> bool {
-        let n = self.writes.fetch_add(1, Ordering::SeqCst) + 1;
-        if n == self.at {
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "boundary {n}").unwrap();
-            out.flush().unwrap();
-            return true;
-        }
-        false
-    }
-}
-
-impl CheckpointStore for HangAt {
-    fn save<'a>(&'a self, checkpoint: &'a CheckpointRecord) -> StoreFuture<'a, ()> {
-        if self.gate() {
-            return Box::pin(std::future::pending());
-        }
-        self.inner.save(checkpoint)
-    }
-    fn save_fenced<'a>(
-        &'a self,
-        checkpoint: &'a CheckpointRecord,
-        taken_at: u64,
-    ) -> StoreFuture<'a, SaveOutcome> {
-        if self.gate() {
-            return Box::pin(std::future::pending());
-        }
-        self.inner.save_fenced(checkpoint, taken_at)
-    }
-    fn record_tool_fenced<'a>(
-        &'a self,
-        entry: &'a LedgerEntry,
-        writer: &'a str,
-    ) -> StoreFuture<'a, SaveOutcome> {
-        if self.gate() {
-            return Box::pin(std::future::pending());
-        }
-        self.inner.record_tool_fenced(entry, writer)
-    }
-    fn load<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Option<CheckpointRecord>> {
-        self.inner.load(run_id)
-    }
-    fn record_tool<'a>(&'a self, entry: &'a LedgerEntry) -> StoreFuture<'a, ()> {
-        if self.gate() {
-            return Box::pin(std::future::pending());
-        }
-        self.inner.record_tool(entry)
-    }
-    fn unfinished<'a>(&'a self, limit: usize) -> StoreFuture<'a, Vec<CheckpointRecord>> {
-        self.inner.unfinished(limit)
-    }
-    fn ledger<'a>(&'a self, run_id: &'a str) -> StoreFuture<'a, Vec<LedgerEntry>> {
-        self.inner.ledger(run_id)
-    }
-}
-
 /// The child: resumes the run, or starts it when nothing is stored; prints `started`,
 /// then `done {json}` with the result's outcome, transcript and usage.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -247,11 +180,7 @@ async fn child_resumes_or_runs() {
     let config: AgentConfig<Answer> = AgentConfig::builder("durable")
         .llm(ByTurn(script(&kind)))
         .backoff(Backoff::none())
-        .checkpoints(HangAt {
-            inner: store.clone(),
-            at,
-            writes: AtomicU64::new(0),
-        })
+        .checkpoints(HangAt::new(store.clone(), at))
         .tool(tool("lookup", false))
         .tool(tool("stock", false))
         .tool(tool("send_email", true))
@@ -363,37 +292,12 @@ fn effect_lines(file: &Path) -> Vec<String> {
         .collect()
 }
 
+/// The `CheckpointStore` rows (the conformance kit's test), then agent-store's own
+/// rules: an empty run id refused, the database's integrity check.
 async fn checkpoints_and_the_ledger_round_trip(place: &Place) {
+    conformance::checkpoints_and_the_ledger_round_trip(place).await;
     let store = place.open().await;
-    assert_eq!(store.load("r1").await.unwrap(), None);
-    let mut record = CheckpointRecord::default();
-    record.run_id = "r1".into();
-    record.seq = 1;
-    record.fingerprint = "f".into();
-    record.header = "{\"a\":1}".into();
-    record.state = "{\"text\":\"nul \\u0000 and é\"}".into();
-    store.save(&record).await.unwrap();
-    record.seq = 2;
-    record.finished = true;
-    store.save(&record).await.unwrap();
-    assert_eq!(store.load("r1").await.unwrap(), Some(record));
-    let started: LedgerEntry = serde_json::from_value(json!({
-        "run_id": "r1", "call_id": "c1", "tool": "t", "arguments_hash": "00",
-        "status": {"status": "started"}
-    }))
-    .unwrap();
-    store.record_tool(&started).await.unwrap();
-    let mut done = started.clone();
-    done.status = serde_json::from_value(
-        json!({"status": "completed", "content": "ok\u{0}", "is_error": false, "fatal": false}),
-    )
-    .unwrap();
-    store.record_tool(&done).await.unwrap();
-    let ledger = store.ledger("r1").await.unwrap();
-    assert_eq!(ledger, vec![done]);
-    assert!(matches!(ledger[0].status, LedgerStatus::Completed { .. }));
-    assert_eq!(store.ledger("r2").await.unwrap(), vec![]);
-    assert!(store.load("").await.is_err());
+    assert!(store.load("").await.is_err(), "an empty run id is refused");
     store.check_integrity().await.unwrap();
     store.close().await.unwrap();
 }
@@ -488,255 +392,17 @@ async fn killed_at_random_points(place: &Place) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-fn checkpoint(run_id: &str, seq: u64, writer: &str) -> CheckpointRecord {
-    let mut record = CheckpointRecord::default();
-    record.run_id = run_id.into();
-    record.seq = seq;
-    record.fingerprint = "f".into();
-    record.header = "{}".into();
-    record.state = format!("{{\"by\":\"{writer}\",\"seq\":{seq}}}");
-    record.writer = writer.into();
-    record
-}
-
-fn started(run_id: &str, call_id: &str) -> LedgerEntry {
-    serde_json::from_value(json!({
-        "run_id": run_id, "call_id": call_id, "tool": "send_email", "arguments_hash": "00",
-        "status": {"status": "started"}
-    }))
-    .unwrap()
-}
-
-fn completed(run_id: &str, call_id: &str) -> LedgerEntry {
-    serde_json::from_value(json!({
-        "run_id": run_id, "call_id": call_id, "tool": "send_email", "arguments_hash": "00",
-        "status": {"status": "completed", "content": "sent", "is_error": false, "fatal": false}
-    }))
-    .unwrap()
-}
-
-/// A boundary (`save_boundary`: finished entries, the checkpoint, started entries) on
-/// the real backends: stored whole; refused with its checkpoint when another writer took
-/// the run over (its started entries then not stored, its finished ones stored); and
-/// many boundaries of many runs at once, each stored whole (the writer's batches).
+/// A boundary is one write (the conformance kit's test).
 async fn a_boundary_is_one_write(place: &Place) {
-    use SaveOutcome::{Fenced, Saved};
-    let store = place.open().await;
-    let sorted = |mut entries: Vec<LedgerEntry>| {
-        entries.sort_by(|a, b| a.call_id.cmp(&b.call_id));
-        entries
-    };
-    let first = checkpoint("b1", 1, "a");
-    assert_eq!(store.save_fenced(&first, 0).await.unwrap(), Saved);
-    let next = checkpoint("b1", 2, "a");
-    let entries = [completed("b1", "c0"), started("b1", "c1")];
-    assert_eq!(
-        store
-            .save_boundary(Some((&next, 0)), &entries, "a")
-            .await
-            .unwrap(),
-        Saved
-    );
-    assert_eq!(store.load("b1").await.unwrap(), Some(next));
-    assert_eq!(sorted(store.ledger("b1").await.unwrap()), entries.to_vec());
-    // Another process takes the run over from seq 2.
-    let claim = checkpoint("b1", 3, "b");
-    assert_eq!(store.save_fenced(&claim, 2).await.unwrap(), Saved);
-    let late = checkpoint("b1", 3, "a");
-    let entries = [completed("b1", "c1"), started("b1", "c2")];
-    assert_eq!(
-        store
-            .save_boundary(Some((&late, 0)), &entries, "a")
-            .await
-            .unwrap(),
-        Fenced
-    );
-    assert_eq!(store.load("b1").await.unwrap(), Some(claim.clone()));
-    // c1's result is kept (a finished entry is stored whatever the fence); c2 never
-    // started.
-    assert_eq!(
-        sorted(store.ledger("b1").await.unwrap()),
-        vec![completed("b1", "c0"), completed("b1", "c1")]
-    );
-    // Entries alone: the started one is fenced by the stored checkpoint's writer.
-    let alone = [started("b1", "c3")];
-    assert_eq!(
-        store.save_boundary(None, &alone, "a").await.unwrap(),
-        Fenced
-    );
-    assert_eq!(store.save_boundary(None, &alone, "b").await.unwrap(), Saved);
-    assert_eq!(store.save_boundary(None, &[], "b").await.unwrap(), Saved);
-    assert_eq!(store.load("b1").await.unwrap(), Some(claim));
-    // A boundary that takes the run over (from seq 3): its started entry is checked
-    // after its checkpoint, so it is the new writer's.
-    let taken = checkpoint("b1", 4, "c");
-    let start = [started("b1", "c4")];
-    assert_eq!(
-        store
-            .save_boundary(Some((&taken, 3)), &start, "c")
-            .await
-            .unwrap(),
-        Saved
-    );
-    assert_eq!(store.load("b1").await.unwrap(), Some(taken));
-    // c0, c1 completed; c3 and c4 started.
-    assert_eq!(store.ledger("b1").await.unwrap().len(), 4);
-    // 64 runs' boundaries at once, two per run (a checkpoint with a started entry, then
-    // the completed entry with the next checkpoint): every one stored whole.
-    let runs: Vec<String> = (0..64).map(|i| format!("m{i}")).collect();
-    let turns = futures::future::join_all(runs.iter().map(|run| {
-        let store = &store;
-        async move {
-            let pending = checkpoint(run, 1, "w");
-            let start = [started(run, "c1")];
-            let a = store.save_boundary(Some((&pending, 0)), &start, "w").await;
-            let after = checkpoint(run, 2, "w");
-            let done = [completed(run, "c1")];
-            let b = store.save_boundary(Some((&after, 0)), &done, "w").await;
-            (a.unwrap(), b.unwrap())
-        }
-    }))
-    .await;
-    assert!(turns.iter().all(|t| *t == (Saved, Saved)), "{turns:?}");
-    for run in &runs {
-        assert_eq!(
-            store.load(run).await.unwrap(),
-            Some(checkpoint(run, 2, "w"))
-        );
-        assert_eq!(store.ledger(run).await.unwrap(), vec![completed(run, "c1")]);
-    }
+    conformance::a_boundary_is_one_write(place).await;
 }
 
 // C48.
-/// The fenced writes on the real backends: the rule, 8 claims at once (exactly one
-/// wins), and a `started` entry racing a take-over 40 times (the entry is fenced, or the
-/// taker's ledger read after its claim sees it: never both missed).
+/// The fenced writes keep one writer (the conformance kit's test: the rule, 8 handles
+/// claiming at once, a `started` entry racing a take-over), then the integrity check.
 async fn c48_fenced_writes_keep_one_writer(place: &Place) {
-    use SaveOutcome::{Fenced, Saved};
+    conformance::fenced_writes_keep_one_writer(place).await;
     let store = place.open().await;
-    // A fresh run: written only while nothing is stored.
-    assert_eq!(
-        store
-            .save_fenced(&checkpoint("w1", 1, "a"), 0)
-            .await
-            .unwrap(),
-        Saved
-    );
-    assert_eq!(
-        store
-            .save_fenced(&checkpoint("w1", 1, "b"), 0)
-            .await
-            .unwrap(),
-        Fenced
-    );
-    // The writer goes on; a resumer takes over from seq 2; the first writer is out.
-    assert_eq!(
-        store
-            .save_fenced(&checkpoint("w1", 2, "a"), 0)
-            .await
-            .unwrap(),
-        Saved
-    );
-    assert_eq!(
-        store
-            .save_fenced(&checkpoint("w1", 3, "b"), 2)
-            .await
-            .unwrap(),
-        Saved
-    );
-    assert_eq!(
-        store
-            .save_fenced(&checkpoint("w1", 3, "a"), 0)
-            .await
-            .unwrap(),
-        Fenced
-    );
-    assert_eq!(
-        store
-            .save_fenced(&checkpoint("w1", 4, "a"), 2)
-            .await
-            .unwrap(),
-        Fenced
-    );
-    assert_eq!(
-        store.load("w1").await.unwrap(),
-        Some(checkpoint("w1", 3, "b"))
-    );
-    // Ledger: only the stored writer (or anyone, for a run with no checkpoint).
-    assert_eq!(
-        store
-            .record_tool_fenced(&started("w1", "c1"), "a")
-            .await
-            .unwrap(),
-        Fenced
-    );
-    assert_eq!(store.ledger("w1").await.unwrap(), vec![]);
-    assert_eq!(
-        store
-            .record_tool_fenced(&started("w1", "c1"), "b")
-            .await
-            .unwrap(),
-        Saved
-    );
-    assert_eq!(store.ledger("w1").await.unwrap(), vec![started("w1", "c1")]);
-    assert_eq!(
-        store
-            .record_tool_fenced(&started("w9", "c1"), "z")
-            .await
-            .unwrap(),
-        Saved
-    );
-    // Eight processes claim from seq 3 at once, each on its own connection pool.
-    let stores: Vec<Store> = futures::future::join_all((0..8).map(|_| place.open())).await;
-    let claims: Vec<_> = (0..8)
-        .map(|i| checkpoint("w1", 4, &format!("p{i}")))
-        .collect();
-    let outcomes =
-        futures::future::join_all(stores.iter().zip(&claims).map(|(s, c)| s.save_fenced(c, 3)))
-            .await;
-    let won: Vec<usize> = (0..8).filter(|&i| outcomes[i] == Ok(Saved)).collect();
-    assert_eq!(won.len(), 1, "{outcomes:?}");
-    assert_eq!(
-        store.load("w1").await.unwrap(),
-        Some(claims[won[0]].clone())
-    );
-    // A `started` entry of the owner against a take-over, on two pools, 40 times.
-    let (owner, taker) = (&stores[0], &stores[1]);
-    let (mut fenced, mut seen) = (0, 0);
-    for round in 0..40 {
-        let run = format!("race{round}");
-        owner
-            .save_fenced(&checkpoint(&run, 1, "a"), 0)
-            .await
-            .unwrap();
-        let entry = started(&run, "c1");
-        let (start, ledger) = tokio::join!(owner.record_tool_fenced(&entry, "a"), async {
-            assert_eq!(
-                taker
-                    .save_fenced(&checkpoint(&run, 2, "b"), 1)
-                    .await
-                    .unwrap(),
-                Saved
-            );
-            taker.ledger(&run).await.unwrap()
-        });
-        match start.unwrap() {
-            Fenced => fenced += 1,
-            _ => {
-                assert_eq!(
-                    ledger,
-                    vec![entry],
-                    "round {round}: a started entry was missed"
-                );
-                seen += 1;
-            }
-        }
-    }
-    eprintln!("started against a take-over: {fenced} fenced, {seen} seen by the taker");
-    assert_eq!(fenced + seen, 40);
-    for s in stores {
-        s.close().await.unwrap();
-    }
     store.check_integrity().await.unwrap();
     store.close().await.unwrap();
 }

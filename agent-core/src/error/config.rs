@@ -118,6 +118,22 @@ pub enum ConfigError {
         /// What is wrong.
         message: String,
     },
+    /// The model name routes to a provider whose Cargo feature is off in this build
+    /// (`bedrock/` without the `bedrock` feature, for example; see docs/providers.md,
+    /// "Cargo features"). Raised at `build()`, before any request.
+    #[error(
+        "model {model:?} routes to {provider}, whose adapter is not built: turn on agent-core's \
+         Cargo feature {feature:?} (agent-core = {{ version = \"...\", features = [\"{feature}\"] }})"
+    )]
+    ProviderFeatureOff {
+        /// The model name.
+        model: String,
+        /// The provider, as the route table names it (`AWS Bedrock`, `OpenAI`, ...).
+        provider: &'static str,
+        /// The Cargo feature that builds it: `openai`, `anthropic`, `gemini` or
+        /// `bedrock`.
+        feature: &'static str,
+    },
     /// A tool needs approval (`#[tool(requires_approval)]`, or the config has an
     /// `.approval(..)` policy) but the config has no checkpoint store: a paused run
     /// could not be kept until the decision comes.

@@ -10,7 +10,15 @@
 //! | `azure/DEPLOYMENT` | Azure OpenAI Chat Completions ([`OpenAiClient::azure`]) | `AZURE_OPENAI_ENDPOINT`, `AZURE_OPENAI_API_KEY` (the `api-key` header) or a bearer token, `AZURE_OPENAI_API_VERSION` optional (default `2024-10-21`) |
 //! | `openai-responses/NAME`; the Responses-only `-pro`, `-codex`, `-deep-research` OpenAI names | OpenAI Responses API ([`OpenAiResponsesClient::openai`]) | as `gpt-` |
 //! | `azure-responses/DEPLOYMENT` | Azure OpenAI Responses API, v1 ([`OpenAiResponsesClient::azure`]) | as `azure/`, no API version |
-//! | `bedrock/MODEL_ID` | AWS Bedrock Converse API ([`BedrockClient`]) | `AWS_REGION` (else `AWS_DEFAULT_REGION`); `AWS_BEARER_TOKEN_BEDROCK` (a Bedrock API key), else `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN` optional (SigV4) |
+//! | `bedrock/MODEL_ID` | AWS Bedrock Converse API (`BedrockClient`, with the `bedrock` feature) | `AWS_REGION` (else `AWS_DEFAULT_REGION`); `AWS_BEARER_TOKEN_BEDROCK` (a Bedrock API key), else `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN` optional (SigV4) |
+//!
+//! Each provider builds with its Cargo feature: `openai` (the OpenAI, Azure and
+//! OpenAI-compatible rows, and [`EmbeddingClient`]), `anthropic`, `gemini` (these three
+//! on by default) and `bedrock` (off by default: it adds the AWS signing and
+//! event-stream crates). A name whose provider's feature is off is recognized and
+//! rejected when the config is built, with
+//! [`ConfigError::ProviderFeatureOff`](crate::ConfigError::ProviderFeatureOff) naming
+//! the feature; the `test` model routes in every build.
 //!
 //! `o1`, `o3` and `o4` match the bare name or the name followed by `-` (`o3`, `o4-mini`).
 //! For `ollama/`, `dispatch/`, `azure/`, `openai-responses/`, `azure-responses/` and
@@ -36,33 +44,132 @@
 //! process-wide state is touched: other reqwest or rustls users in the same program are
 //! unaffected.
 
+// Each provider's adapter builds with its Cargo feature (docs/providers.md, "Cargo
+// features"); the shared parts always build, some unused when a provider is off.
+#[cfg(feature = "anthropic")]
 mod anthropic;
+#[cfg(feature = "bedrock")]
 mod bedrock;
+#[cfg_attr(
+    not(all(
+        feature = "openai",
+        feature = "anthropic",
+        feature = "gemini",
+        feature = "bedrock"
+    )),
+    allow(dead_code)
+)]
 mod classify;
+#[cfg(feature = "openai")]
 mod embeddings;
+#[cfg_attr(
+    not(all(
+        feature = "openai",
+        feature = "anthropic",
+        feature = "gemini",
+        feature = "bedrock"
+    )),
+    allow(dead_code)
+)]
 mod encoded;
+#[cfg(feature = "bedrock")]
 mod eventstream;
 
 #[cfg(feature = "fuzzing")]
 pub(crate) mod fuzzing;
+#[cfg(feature = "gemini")]
 mod gemini;
+#[cfg_attr(
+    not(all(
+        feature = "openai",
+        feature = "anthropic",
+        feature = "gemini",
+        feature = "bedrock"
+    )),
+    allow(dead_code)
+)]
 mod glue;
+#[cfg_attr(
+    not(all(
+        feature = "openai",
+        feature = "anthropic",
+        feature = "gemini",
+        feature = "bedrock"
+    )),
+    allow(dead_code)
+)]
 mod history;
+#[cfg_attr(
+    not(all(
+        feature = "openai",
+        feature = "anthropic",
+        feature = "gemini",
+        feature = "bedrock"
+    )),
+    allow(dead_code)
+)]
 pub(crate) mod http;
+#[cfg_attr(
+    not(all(
+        feature = "openai",
+        feature = "anthropic",
+        feature = "gemini",
+        feature = "bedrock"
+    )),
+    allow(dead_code)
+)]
 mod inline;
+#[cfg_attr(
+    not(all(
+        feature = "openai",
+        feature = "anthropic",
+        feature = "gemini",
+        feature = "bedrock"
+    )),
+    allow(dead_code)
+)]
 mod normalize;
+#[cfg(feature = "openai")]
 mod openai;
 
+#[cfg_attr(
+    not(all(
+        feature = "openai",
+        feature = "anthropic",
+        feature = "gemini",
+        feature = "bedrock"
+    )),
+    allow(dead_code)
+)]
 mod routing;
+#[cfg_attr(
+    not(all(
+        feature = "openai",
+        feature = "anthropic",
+        feature = "gemini",
+        feature = "bedrock"
+    )),
+    allow(dead_code)
+)]
 mod sse;
 
 use std::fmt;
 use std::time::Duration;
 
+#[cfg(feature = "anthropic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "anthropic")))]
 pub use anthropic::AnthropicClient;
+#[cfg(feature = "bedrock")]
+#[cfg_attr(docsrs, doc(cfg(feature = "bedrock")))]
 pub use bedrock::BedrockClient;
+#[cfg(feature = "openai")]
+#[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
 pub use embeddings::EmbeddingClient;
+#[cfg(feature = "gemini")]
+#[cfg_attr(docsrs, doc(cfg(feature = "gemini")))]
 pub use gemini::GeminiClient;
+#[cfg(feature = "openai")]
+#[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
 pub use openai::{OpenAiClient, OpenAiResponsesClient};
 pub use routing::PREFIXES;
 pub(crate) use routing::{Route, route};

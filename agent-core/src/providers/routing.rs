@@ -4,11 +4,16 @@ use std::sync::Arc;
 
 use crate::error::ConfigError;
 use crate::llm::LlmClient;
+#[cfg(feature = "anthropic")]
+use crate::providers::AnthropicClient;
+#[cfg(feature = "bedrock")]
+use crate::providers::BedrockClient;
+#[cfg(feature = "gemini")]
+use crate::providers::GeminiClient;
 use crate::providers::http::HttpPool;
-use crate::providers::{
-    AnthropicClient, ApiKey, AwsCredentials, BedrockClient, GeminiClient, OpenAiClient,
-    OpenAiResponsesClient, ProviderOptions,
-};
+use crate::providers::{ApiKey, AwsCredentials, ProviderOptions};
+#[cfg(feature = "openai")]
+use crate::providers::{OpenAiClient, OpenAiResponsesClient};
 
 /// The routable prefixes, for error messages.
 pub const PREFIXES: &str = "claude-, gpt-, o1, o3, o4, chatgpt-, gemini-, ollama/, dispatch/, \
@@ -32,7 +37,8 @@ pub(crate) struct Route {
 /// [`ConfigError::UnknownModel`] for a name with no known prefix,
 /// [`ConfigError::MissingEnv`] when the provider's key or URL is not set,
 /// [`ConfigError::InvalidProvider`] for an empty name after `ollama/` or `dispatch/`, a
-/// malformed URL, or a key that cannot be sent in a header.
+/// malformed URL, or a key that cannot be sent in a header,
+/// [`ConfigError::ProviderFeatureOff`] for a provider whose Cargo feature is off.
 pub(crate) fn route(model: &str, options: &ProviderOptions) -> Result<Route, ConfigError> {
     route_with(model, options, &|var| {
         std::env::var(var).ok().filter(|v| !v.trim().is_empty())
@@ -61,6 +67,34 @@ enum Target<'m> {
 /// the `-codex` models and the `-deep-research` models (source: each model's page,
 /// "Endpoints", <https://platform.openai.com/docs/models>). Every other OpenAI name
 /// stays on Chat Completions (`docs/providers.md`, "OpenAI Responses API").
+impl Target<'_> {
+    /// The provider, as an error names it, and the Cargo feature that builds its
+    /// adapter.
+    fn feature(&self) -> (&'static str, &'static str) {
+        match self {
+            Self::Anthropic => ("Anthropic", "anthropic"),
+            Self::Gemini => ("Google Gemini", "gemini"),
+            Self::Bedrock(_) => ("AWS Bedrock", "bedrock"),
+            Self::OpenAi | Self::Responses(_) => ("OpenAI", "openai"),
+            Self::Azure(_) | Self::AzureResponses(_) => ("Azure OpenAI", "openai"),
+            Self::Ollama(_) => ("Ollama (OpenAI-compatible)", "openai"),
+            Self::Dispatch(_) => ("an OpenAI-compatible server", "openai"),
+        }
+    }
+}
+
+/// Whether this build of agent-core has the provider feature `feature` (`openai`,
+/// `anthropic`, `gemini`, `bedrock`).
+pub(crate) fn built(feature: &str) -> bool {
+    const BUILT: [(&str, bool); 4] = [
+        ("openai", cfg!(feature = "openai")),
+        ("anthropic", cfg!(feature = "anthropic")),
+        ("gemini", cfg!(feature = "gemini")),
+        ("bedrock", cfg!(feature = "bedrock")),
+    ];
+    BUILT.iter().any(|&(name, on)| on && name == feature)
+}
+
 fn responses_only(model: &str) -> bool {
     let has = |segment: &str| model.ends_with(segment) || model.contains(&format!("{segment}-"));
     has("-pro") || has("-codex") || has("-deep-research")
@@ -111,12 +145,41 @@ pub(crate) fn route_with(
     options: &ProviderOptions,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Route, ConfigError> {
+    route_built(model, options, env, &built)
+}
+
+/// [`route_with`] with an injectable set of built provider features (for tests: a
+/// provider whose feature is off).
+#[cfg_attr(
+    not(all(
+        feature = "openai",
+        feature = "anthropic",
+        feature = "gemini",
+        feature = "bedrock"
+    )),
+    allow(unused_variables, unused_mut, unreachable_code)
+)]
+fn route_built(
+    model: &str,
+    options: &ProviderOptions,
+    env: &dyn Fn(&str) -> Option<String>,
+    built: &dyn Fn(&str) -> bool,
+) -> Result<Route, ConfigError> {
     let Some(target) = target(model) else {
         return Err(ConfigError::UnknownModel {
             model: model.to_owned(),
             prefixes: PREFIXES.to_owned(),
         });
     };
+    let (provider, feature) = target.feature();
+    let off = || ConfigError::ProviderFeatureOff {
+        model: model.to_owned(),
+        provider,
+        feature,
+    };
+    if !built(feature) {
+        return Err(off());
+    }
     let settings = Settings {
         model,
         options,
@@ -132,6 +195,7 @@ pub(crate) fn route_with(
     };
     resolved.pool.clone_from(&pool);
     let (client, wire_model): (Arc<dyn LlmClient>, &str) = match target {
+        #[cfg(feature = "anthropic")]
         Target::Anthropic => {
             resolved.api_key = Some(settings.required_key("ANTHROPIC_API_KEY")?);
             resolved.base_url = url_or_env("ANTHROPIC_BASE_URL");
@@ -140,6 +204,7 @@ pub(crate) fn route_with(
                 model,
             )
         }
+        #[cfg(feature = "openai")]
         Target::OpenAi => {
             resolved.api_key = Some(settings.required_key("OPENAI_API_KEY")?);
             resolved.base_url = url_or_env("OPENAI_BASE_URL");
@@ -148,6 +213,7 @@ pub(crate) fn route_with(
                 model,
             )
         }
+        #[cfg(feature = "gemini")]
         Target::Gemini => {
             resolved.api_key = Some(settings.required_key("GEMINI_API_KEY")?);
             resolved.base_url = url_or_env("GEMINI_BASE_URL");
@@ -156,12 +222,14 @@ pub(crate) fn route_with(
                 model,
             )
         }
+        #[cfg(feature = "openai")]
         Target::Ollama(name) => {
             let name = non_empty_name(name, "ollama/").map_err(invalid)?;
             resolved.base_url = Some(settings.ollama_base_url());
             let client = OpenAiClient::build_compatible("ollama", &resolved).map_err(invalid)?;
             (Arc::new(client), name)
         }
+        #[cfg(feature = "openai")]
         Target::Dispatch(name) => {
             let name = non_empty_name(name, "dispatch/").map_err(invalid)?;
             let (base, key) = settings.dispatch()?;
@@ -170,6 +238,7 @@ pub(crate) fn route_with(
             let client = OpenAiClient::build_compatible("dispatch", &resolved).map_err(invalid)?;
             (Arc::new(client), name)
         }
+        #[cfg(feature = "openai")]
         Target::Azure(name) => {
             let name = non_empty_name(name, "azure/").map_err(invalid)?;
             resolved.base_url = Some(
@@ -186,6 +255,7 @@ pub(crate) fn route_with(
             let client = OpenAiClient::build_azure(name, &resolved).map_err(invalid)?;
             (Arc::new(client), name)
         }
+        #[cfg(feature = "openai")]
         Target::Responses(name) => {
             let name = non_empty_name(name, "openai-responses/").map_err(invalid)?;
             resolved.api_key = Some(settings.required_key("OPENAI_API_KEY")?);
@@ -193,6 +263,7 @@ pub(crate) fn route_with(
             let client = OpenAiResponsesClient::build_openai(&resolved).map_err(invalid)?;
             (Arc::new(client), name)
         }
+        #[cfg(feature = "openai")]
         Target::AzureResponses(name) => {
             let name = non_empty_name(name, "azure-responses/").map_err(invalid)?;
             resolved.base_url = Some(
@@ -205,12 +276,16 @@ pub(crate) fn route_with(
             let client = OpenAiResponsesClient::build_azure(&resolved).map_err(invalid)?;
             (Arc::new(client), name)
         }
+        #[cfg(feature = "bedrock")]
         Target::Bedrock(name) => {
             let name = non_empty_name(name, "bedrock/").map_err(invalid)?;
             settings.bedrock(&mut resolved)?;
             let client = BedrockClient::build(&resolved).map_err(invalid)?;
             (Arc::new(client), name)
         }
+        // A provider whose feature is off (answered above, before the pool).
+        #[allow(unreachable_patterns)]
+        _ => return Err(off()),
     };
     Ok(Route {
         client,
@@ -364,6 +439,86 @@ mod tests {
 
     fn routed(model: &str, pairs: &[(&str, &str)]) -> Result<Route, ConfigError> {
         route_with(model, &ProviderOptions::default(), &env_of(pairs))
+    }
+
+    /// Routes `model` in a build where only `on` provider features are built.
+    fn routed_with_features(model: &str, on: &[&str]) -> Result<Route, ConfigError> {
+        let env = env_of(&[
+            ("OPENAI_API_KEY", "sk-xxxxxxxx"),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_BEARER_TOKEN_BEDROCK", "bedrock-api-key-xxxx"),
+        ]);
+        route_built(model, &ProviderOptions::default(), &env, &|f| {
+            on.contains(&f)
+        })
+    }
+
+    #[test]
+    fn a_provider_whose_feature_is_off_is_a_config_error_naming_the_feature() {
+        let cases = [
+            ("bedrock/anthropic.claude-3-haiku", "AWS Bedrock", "bedrock"),
+            ("claude-sonnet-4-5", "Anthropic", "anthropic"),
+            ("gemini-2.5-flash", "Google Gemini", "gemini"),
+            ("gpt-5-mini", "OpenAI", "openai"),
+            ("o3-pro", "OpenAI", "openai"),
+            ("openai-responses/gpt-5", "OpenAI", "openai"),
+            ("azure/prod", "Azure OpenAI", "openai"),
+            ("azure-responses/prod", "Azure OpenAI", "openai"),
+            ("ollama/llama3.2", "Ollama (OpenAI-compatible)", "openai"),
+            ("dispatch/gemma", "an OpenAI-compatible server", "openai"),
+        ];
+        for (model, provider, feature) in cases {
+            let error = match routed_with_features(model, &[]) {
+                Err(error) => error,
+                Ok(_) => panic!("{model} routed with no provider built"),
+            };
+            assert_eq!(
+                error,
+                ConfigError::ProviderFeatureOff {
+                    model: model.to_owned(),
+                    provider,
+                    feature,
+                },
+                "{model}"
+            );
+            let text = error.to_string();
+            assert!(
+                text.contains(&format!("Cargo feature \"{feature}\"")),
+                "{text}"
+            );
+            assert!(
+                text.contains(&format!("features = [\"{feature}\"]")),
+                "{text}"
+            );
+        }
+        // The other providers still route when one is off.
+        let gpt = routed_with_features("gpt-5-mini", &["openai"]).unwrap();
+        assert_eq!(gpt.client.provider(), "openai");
+        let bedrock_off = routed_with_features("bedrock/m", &["openai"]).err();
+        assert!(
+            matches!(
+                bedrock_off,
+                Some(ConfigError::ProviderFeatureOff {
+                    feature: "bedrock",
+                    ..
+                })
+            ),
+            "{bedrock_off:?}"
+        );
+        // An unknown name is still UnknownModel, not a feature error.
+        assert!(matches!(
+            routed_with_features("llama-3", &[]),
+            Err(ConfigError::UnknownModel { .. })
+        ));
+    }
+
+    #[test]
+    fn built_reports_this_builds_provider_features() {
+        assert_eq!(built("openai"), cfg!(feature = "openai"));
+        assert_eq!(built("anthropic"), cfg!(feature = "anthropic"));
+        assert_eq!(built("gemini"), cfg!(feature = "gemini"));
+        assert_eq!(built("bedrock"), cfg!(feature = "bedrock"));
+        assert!(!built("plot"));
     }
 
     #[test]

@@ -58,7 +58,8 @@ pub(crate) enum Framing {
     Sse,
     /// AWS event-stream binary messages (`application/vnd.amazon.eventstream`), read
     /// by [`eventstream`](super::eventstream): the `:event-type` (or `:exception-type`)
-    /// header and the JSON payload.
+    /// header and the JSON payload. Bedrock's, with the `bedrock` feature.
+    #[cfg(feature = "bedrock")]
     EventStream,
 }
 
@@ -67,6 +68,7 @@ impl Framing {
     pub(crate) fn media_type(self) -> &'static str {
         match self {
             Self::Sse => "text/event-stream",
+            #[cfg(feature = "bedrock")]
             Self::EventStream => "application/vnd.amazon.eventstream",
         }
     }
@@ -176,6 +178,7 @@ where
 {
     match framing {
         Framing::Sse => Box::pin(SseByteStream::new(chunks).map(sse_event)),
+        #[cfg(feature = "bedrock")]
         Framing::EventStream => Box::pin(super::eventstream::events(chunks)),
     }
 }

@@ -76,6 +76,16 @@ impl Place {
     }
 }
 
+/// A place is a backend of the conformance kit: each `open` is a new handle (its own
+/// connection pool) on the same database.
+impl agent_core::testing::conformance::Backend for Place {
+    type Store = Store;
+
+    fn open(&self) -> agent_core::testing::conformance::Opening<'_, Store> {
+        Box::pin(Place::open(self))
+    }
+}
+
 /// A fresh SQLite place (the file does not exist yet).
 pub(crate) fn sqlite_place() -> Place {
     let dir = std::env::temp_dir().join(unique("agent_store_test"));
