@@ -44,6 +44,7 @@
 //! # }
 //! ```
 
+mod client;
 mod connect;
 mod connection;
 mod error;
@@ -54,6 +55,7 @@ mod server;
 mod tool;
 mod watch;
 
+pub use client::{Elicitation, ElicitationFuture, McpSampling};
 pub use connect::McpTools;
 pub use error::McpError;
 pub use serve::{
