@@ -342,3 +342,89 @@ fn prompt(params: &CreateMessageRequestParams) -> Result<(String, String), Error
     }
     Ok((system, input))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+    use agent_core::tool::StateMap;
+
+    fn request(value: Value) -> CreateMessageRequestParams {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn the_last_user_message_is_the_input_and_earlier_ones_a_transcript() {
+        let params = request(json!({
+            "messages": [
+                {"role": "user", "content": {"type": "text", "text": "Q1"}},
+                {"role": "assistant", "content": {"type": "text", "text": "A1"}},
+                {"role": "user", "content": [{"type": "text", "text": "Q2"},
+                    {"type": "text", "text": "more"}]}
+            ],
+            "systemPrompt": "Be brief.",
+            "maxTokens": 10
+        }));
+        let (system, input) = prompt(&params).unwrap();
+        assert_eq!(
+            system,
+            "Be brief.\n\nThe conversation so far:\nuser: Q1\nassistant: A1"
+        );
+        assert_eq!(input, "Q2\nmore");
+        let alone = request(json!({
+            "messages": [{"role": "user", "content": {"type": "text", "text": "Hi"}}],
+            "maxTokens": 10
+        }));
+        assert_eq!(prompt(&alone).unwrap(), (String::new(), "Hi".to_owned()));
+    }
+
+    #[test]
+    fn images_an_assistant_last_and_no_messages_are_invalid_params() {
+        let image = request(json!({
+            "messages": [{"role": "user", "content": {"type": "image", "data": "AAAA",
+                "mimeType": "image/png"}}],
+            "maxTokens": 10
+        }));
+        let error = prompt(&image).unwrap_err();
+        assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+        assert!(error.message.contains("text content only"));
+        let last = request(json!({
+            "messages": [{"role": "assistant", "content": {"type": "text", "text": "A"}}],
+            "maxTokens": 10
+        }));
+        assert!(prompt(&last).unwrap_err().message.contains("user's"));
+        let none = request(json!({"messages": [], "maxTokens": 10}));
+        assert!(prompt(&none).unwrap_err().message.contains("at least one"));
+    }
+
+    #[test]
+    fn answers_are_checked_against_the_schema_without_showing_the_value() {
+        let schema = json!({"type": "object", "properties": {
+            "guests": {"type": "integer", "minimum": 1}}, "required": ["guests"]});
+        assert_eq!(check(&schema, &json!({"guests": 2})), Ok(()));
+        let why = check(&schema, &json!({"guests": "s3cr3t"})).unwrap_err();
+        assert!(why.starts_with("at '/guests'"), "{why}");
+        assert!(!why.contains("s3cr3t"), "{why}");
+        assert!(check(&schema, &json!({})).is_err());
+    }
+
+    fn context(trace: &str) -> ToolContext {
+        ToolContext::new("call_1", "t", Arc::from(trace), Arc::new(StateMap::new()))
+    }
+
+    #[test]
+    fn a_request_belongs_to_the_one_run_with_calls_in_flight() {
+        let calls = Arc::new(Calls::default());
+        assert!(calls.current().unwrap_err().contains("no tool call"));
+        let first = calls.enter(context("trace-a"));
+        let second = calls.enter(context("trace-a"));
+        assert_eq!(calls.current().unwrap().trace_id(), "trace-a");
+        let other = calls.enter(context("trace-b"));
+        assert!(calls.current().unwrap_err().contains("several runs"));
+        drop((first, second));
+        assert_eq!(calls.current().unwrap().trace_id(), "trace-b");
+        drop(other);
+        assert!(calls.current().is_err());
+    }
+}

@@ -219,3 +219,87 @@ async fn elicitation_without_a_handler_is_refused() {
     );
     tools.close();
 }
+
+/// The Python server over streamable HTTP, killed on drop.
+struct HttpServer(std::process::Child);
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the Python server on a free port and connects to it with `configure` applied,
+/// retrying while it starts (bounded at 30 s).
+async fn over_http(
+    python: &std::path::Path,
+    configure: impl Fn(McpServer) -> McpServer,
+) -> (HttpServer, McpTools) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/asking_server.py");
+    let child = std::process::Command::new(python)
+        .arg(script)
+        .args(["--http", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let guard = HttpServer(child);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    for _ in 0..300 {
+        match configure(McpServer::http(&url)).connect().await {
+            Ok(tools) => return (guard, tools),
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
+        }
+    }
+    panic!("the Python MCP server did not start at {url}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampling_and_elicitation_over_streamable_http() {
+    let Some(python) = python() else { return };
+    let sampler = ScriptedModel::new().respond(turn(LlmResponse::text("Short."), 30, 7));
+    let handle = sampler.clone();
+    let (_server, tools) = over_http(&python, move |server| {
+        server
+            .sampling(McpSampling::model("sampler-1").llm(handle.clone()))
+            .elicitation(|_, _| async {
+                Elicitation::Accept(json!({"date": "2027-01-01", "guests": 2}))
+            })
+    })
+    .await;
+    let model = ScriptedModel::new();
+    let calls = [
+        model.call("summarize", json!({"text": "A long story about a cat."})),
+        model.call("book", json!({})),
+        model.call("submit_output", json!({"summary": "done"})),
+    ];
+    let [summarize, book, submit] = calls;
+    let model = model
+        .respond(turn(LlmResponse::tool_calls(vec![summarize]), 100, 10))
+        .respond(turn(LlmResponse::tool_calls(vec![book]), 100, 10))
+        .respond(turn(LlmResponse::tool_calls(vec![submit]), 100, 10));
+    let result = run_agent(&config(&model, &tools), "summarize and book").await;
+    assert_eq!(result.outcome.as_ref().unwrap().summary, "done");
+    assert_eq!(
+        answered(&model, 0).0,
+        json!({"role": "assistant", "model": "sampler-1", "stop_reason": "endTurn",
+            "text": "Short."})
+    );
+    assert_eq!(
+        answered(&model, 1).0,
+        json!({"action": "accept", "data": {"date": "2027-01-01", "guests": 2}})
+    );
+    assert_eq!(result.usage.children.len(), 1);
+    assert_eq!(
+        (result.usage.input_tokens, result.usage.output_tokens),
+        (330, 37)
+    );
+    tools.close();
+}

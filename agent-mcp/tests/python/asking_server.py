@@ -2,13 +2,15 @@
 client: `summarize` sends `sampling/createMessage`, `book` sends `elicitation/create`,
 `capabilities` tells what the client declared.
 
-    python asking_server.py
+    python asking_server.py               (stdio)
+    python asking_server.py --http PORT   (streamable HTTP at http://127.0.0.1:PORT/mcp)
 
 Each tool returns one JSON object the Rust tests assert on: what the client answered,
 or `{"error": ...}` with the client's JSON-RPC error.
 """
 
 import json
+import sys
 import warnings
 
 import mcp_types as types
@@ -82,4 +84,7 @@ async def book(ctx: Context) -> str:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    if len(sys.argv) > 2 and sys.argv[1] == "--http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")
