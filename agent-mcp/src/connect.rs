@@ -12,6 +12,7 @@ use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 
+use crate::client::{Calls, Client};
 use crate::connection::Connection;
 use crate::error::McpError;
 use crate::listing::Listing;
@@ -72,9 +73,22 @@ impl McpServer {
         let deadline =
             tokio::time::Instant::now() + limit.min(Duration::from_secs(u64::from(u32::MAX)));
         let changed = Arc::new(AtomicU64::new(0));
+        let calls = Arc::new(Calls::default());
+        let client = Client {
+            label: label.clone(),
+            sampling: self.sampling,
+            elicitation: self.elicitation,
+            calls: Arc::clone(&calls),
+        };
         let started = tokio::time::timeout_at(
             deadline,
-            start(self.transport, &label, &secrets, Arc::clone(&changed)),
+            start(
+                self.transport,
+                client,
+                &label,
+                &secrets,
+                Arc::clone(&changed),
+            ),
         )
         .await;
         let service = match started {
@@ -108,6 +122,7 @@ impl McpServer {
             label,
             call_timeout: self.call_timeout,
             secrets,
+            calls,
         });
         let tools = map_tools(self.prefix.as_deref(), listed, &connection);
         let listing = Listing::new(connection, self.prefix, changed, tools, limit);
@@ -119,10 +134,11 @@ impl McpServer {
 
 async fn start(
     transport: Transport,
+    client: Client,
     label: &str,
     secrets: &[String],
     changed: Arc<AtomicU64>,
-) -> Result<RunningService<RoleClient, ()>, McpError> {
+) -> Result<RunningService<RoleClient, Client>, McpError> {
     let initialize = |e: &dyn fmt::Display| McpError::Initialize {
         server: label.to_owned(),
         message: scrub(e.to_string(), secrets),
@@ -137,7 +153,7 @@ async fn start(
                 inner: child,
                 changed,
             };
-            ().serve(watched).await.map_err(|e| initialize(&e))
+            client.serve(watched).await.map_err(|e| initialize(&e))
         }
         Transport::Http {
             url,
@@ -167,7 +183,7 @@ async fn start(
                 inner: transport,
                 changed,
             };
-            ().serve(watched).await.map_err(|e| initialize(&e))
+            client.serve(watched).await.map_err(|e| initialize(&e))
         }
     }
 }

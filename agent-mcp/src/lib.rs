@@ -23,6 +23,12 @@
 //! `progressToken` starts it again, and the run's deadline
 //! ([`ToolContext::deadline`](agent_core::ToolContext::deadline)) bounds the whole call.
 //!
+//! A server may ask back during a call: [`McpServer::sampling`] lets it ask for an LLM
+//! completion (answered by an allowed model, counted in the calling run's usage; see
+//! [`McpSampling`]) and [`McpServer::elicitation`] for input (answered by a handler, the
+//! answer checked against the requested schema). Without them neither capability is
+//! declared and such requests get a JSON-RPC error. See `docs/interop.md`.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use agent_core::{AgentConfig, ToolRegistry, run_agent};
@@ -44,6 +50,7 @@
 //! # }
 //! ```
 
+mod client;
 mod connect;
 mod connection;
 mod error;
@@ -54,6 +61,7 @@ mod server;
 mod tool;
 mod watch;
 
+pub use client::{Elicitation, ElicitationFuture, McpSampling};
 pub use connect::McpTools;
 pub use error::McpError;
 pub use serve::{

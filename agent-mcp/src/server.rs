@@ -59,6 +59,8 @@ pub struct McpServer {
     pub(crate) prefix: Option<String>,
     pub(crate) call_timeout: Duration,
     pub(crate) connect_timeout: Duration,
+    pub(crate) sampling: Option<crate::client::McpSampling>,
+    pub(crate) elicitation: Option<crate::client::ElicitationHandler>,
 }
 
 /// The default [`McpServer::call_timeout`]: 30 s.
@@ -93,7 +95,41 @@ impl McpServer {
             prefix: None,
             call_timeout: DEFAULT_CALL_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            sampling: None,
+            elicitation: None,
         }
+    }
+
+    /// Lets the server ask for LLM completions during its tool calls
+    /// (`sampling/createMessage`), answered by `model` and counted in the calling run's
+    /// usage and caps (see [`McpSampling`](crate::McpSampling)). Declares the `sampling`
+    /// capability at the handshake. Without it (the default) no capability is declared
+    /// and every request gets a JSON-RPC error saying sampling is not allowed.
+    #[must_use]
+    pub fn sampling(mut self, model: crate::McpSampling) -> Self {
+        self.sampling = Some(model);
+        self
+    }
+
+    /// Lets the server ask for input during its tool calls (`elicitation/create`, form
+    /// mode, MCP 2025-11-25), answered at once by `handler`: it gets the request's message
+    /// and requested schema (a JSON object schema) and returns
+    /// [`Elicitation::Accept`](crate::Elicitation::Accept) with the values,
+    /// `Decline` or `Cancel`. An accepted value is checked against the requested schema
+    /// before it is sent; one that does not match is sent as `decline` (and logged as
+    /// a warning). Declares the `elicitation` capability (`form`) at the handshake.
+    /// Without a handler (the default) nothing is declared and every request gets a
+    /// JSON-RPC error saying elicitation is not allowed; URL-mode requests always do.
+    #[must_use]
+    pub fn elicitation<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(String, serde_json::Value) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = crate::Elicitation> + Send + 'static,
+    {
+        self.elicitation = Some(std::sync::Arc::new(move |message, schema| {
+            Box::pin(handler(message, schema)) as crate::client::ElicitationFuture
+        }));
+        self
     }
 
     /// Names the server's tools `prefix_<name>` for the model, to keep them apart from
@@ -228,6 +264,8 @@ impl fmt::Debug for McpServer {
             .field("prefix", &self.prefix)
             .field("call_timeout", &self.call_timeout)
             .field("connect_timeout", &self.connect_timeout)
+            .field("sampling", &self.sampling)
+            .field("elicitation", &self.elicitation.is_some())
             .finish()
     }
 }

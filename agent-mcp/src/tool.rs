@@ -88,7 +88,7 @@ impl Tool for McpTool {
     /// [`call_content`](Tool::call_content).
     fn call<'a>(&'a self, arguments: Value, context: ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
-            let content = self.call_mcp(arguments, context.deadline()).await?;
+            let content = self.call_mcp(arguments, context).await?;
             let mut text = content.text;
             for part in &content.parts {
                 text.push_str(&format!("\n[{}]", part.describe()));
@@ -100,7 +100,7 @@ impl Tool for McpTool {
     /// The result's text and its image, audio and embedded resource content as parts
     /// (see [`map_result`]).
     fn call_content<'a>(&'a self, arguments: Value, context: ToolContext) -> ContentFuture<'a> {
-        Box::pin(self.call_mcp(arguments, context.deadline()))
+        Box::pin(self.call_mcp(arguments, context))
     }
 
     fn irreversible(&self) -> bool {
@@ -112,14 +112,18 @@ impl McpTool {
     /// One `tools/call`. The call timeout is an idle timeout: each
     /// `notifications/progress` the server sends with this call's `progressToken`
     /// starts it again (C37), and `deadline` (the run's) bounds the whole wait, progress
-    /// or not. A call given up on is cancelled (`notifications/cancelled`), also when the
+    /// or not. While it is in flight, the server's sampling requests run as children
+    /// of the calling run (see [`McpSampling`](crate::McpSampling)). A call given up on is cancelled (`notifications/cancelled`), also when the
     /// runner drops it.
     async fn call_mcp(
         &self,
         arguments: Value,
-        deadline: Option<tokio::time::Instant>,
+        context: ToolContext,
     ) -> Result<ToolContent, ToolError> {
+        let deadline = context.deadline();
         let connection = &self.connection;
+        // The server's sampling requests during this call are this run's.
+        let _in_flight = connection.calls.enter(context);
         let label = &connection.label;
         let mut params = CallToolRequestParams::new(self.mcp_name.clone());
         if let Value::Object(map) = arguments {
