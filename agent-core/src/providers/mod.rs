@@ -10,6 +10,7 @@
 //! | `azure/DEPLOYMENT` | Azure OpenAI Chat Completions ([`OpenAiClient::azure`]) | `AZURE_OPENAI_ENDPOINT`, `AZURE_OPENAI_API_KEY` (the `api-key` header) or a bearer token, `AZURE_OPENAI_API_VERSION` optional (default `2024-10-21`) |
 //! | `openai-responses/NAME`; the Responses-only `-pro`, `-codex`, `-deep-research` OpenAI names | OpenAI Responses API ([`OpenAiResponsesClient::openai`]) | as `gpt-` |
 //! | `azure-responses/DEPLOYMENT` | Azure OpenAI Responses API, v1 ([`OpenAiResponsesClient::azure`]) | as `azure/`, no API version |
+//! | `vertex/gemini-*`, `vertex/claude-*` | Google Cloud Vertex AI ([`VertexClient`]): Gemini (Google publisher) or Claude (Anthropic publisher) | `GOOGLE_CLOUD_PROJECT`, `GOOGLE_CLOUD_LOCATION`; `GOOGLE_OAUTH_ACCESS_TOKEN` (an access token), else `GOOGLE_APPLICATION_CREDENTIALS` (a service-account key file) |
 //! | `bedrock/MODEL_ID` | AWS Bedrock Converse API ([`BedrockClient`]) | `AWS_REGION` (else `AWS_DEFAULT_REGION`); `AWS_BEARER_TOKEN_BEDROCK` (a Bedrock API key), else `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN` optional (SigV4) |
 //!
 //! `o1`, `o3` and `o4` match the bare name or the name followed by `-` (`o3`, `o4-mini`).
@@ -55,6 +56,7 @@ mod openai;
 
 mod routing;
 mod sse;
+mod vertex;
 
 use std::fmt;
 use std::time::Duration;
@@ -66,6 +68,7 @@ pub use gemini::GeminiClient;
 pub use openai::{OpenAiClient, OpenAiResponsesClient};
 pub use routing::PREFIXES;
 pub(crate) use routing::{Route, route};
+pub use vertex::{ANTHROPIC_VERTEX_VERSION, GcpServiceAccount, VertexClient};
 
 /// An API key. Its `Debug` and `Display` never show the key, and the adapters remove it
 /// from every error message they build.
@@ -169,7 +172,9 @@ pub struct ProviderOptions {
     /// <https://learn.microsoft.com/en-us/azure/ai-services/openai/reference#authentication>).
     /// For `bedrock/`, a Bedrock API key (else `AWS_BEARER_TOKEN_BEDROCK`; source:
     /// <https://docs.aws.amazon.com/bedrock/latest/userguide/api-keys-use.html>).
-    /// Only the `azure/` and `bedrock/` routes read it; `None` by default.
+    /// For `vertex/`, a Google OAuth 2.0 access token (else `GOOGLE_OAUTH_ACCESS_TOKEN`),
+    /// used as given, never refreshed.
+    /// Only the `azure/`, `bedrock/` and `vertex/` routes read it; `None` by default.
     pub bearer_token: Option<ApiKey>,
     /// The Azure OpenAI `api-version` query parameter (else `AZURE_OPENAI_API_VERSION`,
     /// else [`OpenAiClient::AZURE_API_VERSION`], `2024-10-21`). Only the `azure/` route
@@ -189,6 +194,17 @@ pub struct ProviderOptions {
     /// [`bearer_token`](Self::bearer_token) (a Bedrock API key, else
     /// `AWS_BEARER_TOKEN_BEDROCK`) is used instead when set.
     pub aws_credentials: Option<AwsCredentials>,
+    /// Vertex AI only (`vertex/`): the Google Cloud project id (else
+    /// `GOOGLE_CLOUD_PROJECT`).
+    pub gcp_project: Option<String>,
+    /// Vertex AI only (`vertex/`): the location, such as `us-central1` or `global`
+    /// (else `GOOGLE_CLOUD_LOCATION`).
+    pub gcp_location: Option<String>,
+    /// Vertex AI only (`vertex/`): the service-account key access tokens are obtained
+    /// with (else the file `GOOGLE_APPLICATION_CREDENTIALS` names). A
+    /// [`bearer_token`](Self::bearer_token) (an access token, else
+    /// `GOOGLE_OAUTH_ACCESS_TOKEN`) is used instead when set.
+    pub gcp_service_account: Option<GcpServiceAccount>,
     /// The whole-request timeout, connect to last body byte (default 600 s, as the
     /// official SDKs).
     pub request_timeout: Duration,
@@ -222,6 +238,9 @@ impl Default for ProviderOptions {
             store_responses: false,
             aws_region: None,
             aws_credentials: None,
+            gcp_project: None,
+            gcp_location: None,
+            gcp_service_account: None,
             request_timeout: Duration::from_secs(600),
             connect_timeout: Duration::from_secs(5),
             max_response_bytes: 32 * 1024 * 1024,
@@ -278,6 +297,27 @@ impl ProviderOptions {
     #[must_use]
     pub fn with_aws_credentials(mut self, credentials: AwsCredentials) -> Self {
         self.aws_credentials = Some(credentials);
+        self
+    }
+
+    /// Sets the Google Cloud project (see [`gcp_project`](Self::gcp_project)).
+    #[must_use]
+    pub fn with_gcp_project(mut self, project: impl Into<String>) -> Self {
+        self.gcp_project = Some(project.into());
+        self
+    }
+
+    /// Sets the Vertex AI location (see [`gcp_location`](Self::gcp_location)).
+    #[must_use]
+    pub fn with_gcp_location(mut self, location: impl Into<String>) -> Self {
+        self.gcp_location = Some(location.into());
+        self
+    }
+
+    /// Sets the service-account key (see [`gcp_service_account`](Self::gcp_service_account)).
+    #[must_use]
+    pub fn with_gcp_service_account(mut self, account: GcpServiceAccount) -> Self {
+        self.gcp_service_account = Some(account);
         self
     }
 

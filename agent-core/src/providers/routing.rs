@@ -7,12 +7,12 @@ use crate::llm::LlmClient;
 use crate::providers::http::HttpPool;
 use crate::providers::{
     AnthropicClient, ApiKey, AwsCredentials, BedrockClient, GeminiClient, OpenAiClient,
-    OpenAiResponsesClient, ProviderOptions,
+    OpenAiResponsesClient, ProviderOptions, VertexClient,
 };
 
 /// The routable prefixes, for error messages.
 pub const PREFIXES: &str = "claude-, gpt-, o1, o3, o4, chatgpt-, gemini-, ollama/, dispatch/, \
-     azure/, openai-responses/, azure-responses/, bedrock/";
+     azure/, openai-responses/, azure-responses/, bedrock/, vertex/";
 
 /// The host Ollama listens on when `OLLAMA_HOST` is not set.
 const OLLAMA_DEFAULT_HOST: &str = "http://127.0.0.1:11434";
@@ -54,6 +54,8 @@ enum Target<'m> {
     AzureResponses(&'m str),
     /// AWS Bedrock Converse: `bedrock/MODEL_ID`.
     Bedrock(&'m str),
+    /// Google Cloud Vertex AI: `vertex/gemini-*` or `vertex/claude-*`.
+    Vertex(&'m str),
 }
 
 /// Whether an OpenAI model is served by the Responses API alone, so that its bare name
@@ -84,6 +86,9 @@ fn target(model: &str) -> Option<Target<'_>> {
     }
     if let Some(name) = model.strip_prefix("bedrock/") {
         return Some(Target::Bedrock(name));
+    }
+    if let Some(name) = model.strip_prefix("vertex/") {
+        return Some(Target::Vertex(name));
     }
     if model.starts_with("claude-") {
         return Some(Target::Anthropic);
@@ -211,6 +216,18 @@ pub(crate) fn route_with(
             let client = BedrockClient::build(&resolved).map_err(invalid)?;
             (Arc::new(client), name)
         }
+        Target::Vertex(name) => {
+            let name = non_empty_name(name, "vertex/").map_err(invalid)?;
+            if !crate::providers::vertex::serves(name) {
+                return Err(invalid(format!(
+                    "vertex/ serves gemini-* (Google) and claude-* (Anthropic) models, \
+                     not {name:?}"
+                )));
+            }
+            settings.vertex(&mut resolved)?;
+            let client = VertexClient::build(&resolved).map_err(invalid)?;
+            (Arc::new(client), name)
+        }
     };
     Ok(Route {
         client,
@@ -321,6 +338,52 @@ impl Settings<'_> {
     }
 }
 
+impl Settings<'_> {
+    /// Vertex AI's settings: the project (`GOOGLE_CLOUD_PROJECT`), the location
+    /// (`GOOGLE_CLOUD_LOCATION`), and an access token (the options' bearer token, else
+    /// `GOOGLE_OAUTH_ACCESS_TOKEN`) or else a service-account key (the options', else
+    /// the JSON file `GOOGLE_APPLICATION_CREDENTIALS` names). Source: "Set up
+    /// Application Default Credentials",
+    /// <https://cloud.google.com/docs/authentication/application-default-credentials>.
+    /// The file is read here, at build, so a missing or bad key fails before any
+    /// request.
+    fn vertex(&self, resolved: &mut ProviderOptions) -> Result<(), ConfigError> {
+        let env = self.env;
+        resolved.gcp_project = Some(
+            self.options
+                .gcp_project
+                .clone()
+                .or_else(|| env("GOOGLE_CLOUD_PROJECT"))
+                .ok_or_else(|| self.missing("GOOGLE_CLOUD_PROJECT"))?,
+        );
+        resolved.gcp_location = Some(
+            self.options
+                .gcp_location
+                .clone()
+                .or_else(|| env("GOOGLE_CLOUD_LOCATION"))
+                .ok_or_else(|| self.missing("GOOGLE_CLOUD_LOCATION"))?,
+        );
+        if resolved.bearer_token.is_some() || resolved.gcp_service_account.is_some() {
+            return Ok(());
+        }
+        if let Some(token) = env("GOOGLE_OAUTH_ACCESS_TOKEN") {
+            resolved.bearer_token = Some(ApiKey::new(token));
+            return Ok(());
+        }
+        let path = env("GOOGLE_APPLICATION_CREDENTIALS")
+            .ok_or_else(|| self.missing("GOOGLE_APPLICATION_CREDENTIALS"))?;
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            self.invalid(format!(
+                "GOOGLE_APPLICATION_CREDENTIALS names {path:?}, which cannot be read: {e}"
+            ))
+        })?;
+        let account = crate::providers::GcpServiceAccount::from_json(&text)
+            .map_err(|e| self.invalid(format!("GOOGLE_APPLICATION_CREDENTIALS ({path:?}): {e}")))?;
+        resolved.gcp_service_account = Some(account);
+        Ok(())
+    }
+}
+
 pub(crate) fn non_empty_name<'m>(name: &'m str, prefix: &str) -> Result<&'m str, String> {
     if name.trim().is_empty() {
         Err(format!(
@@ -377,6 +440,9 @@ mod tests {
             ("AZURE_OPENAI_API_KEY", "azure-key-xxxxxxxx"),
             ("AWS_REGION", "us-east-1"),
             ("AWS_BEARER_TOKEN_BEDROCK", "bedrock-api-key-xxxx"),
+            ("GOOGLE_CLOUD_PROJECT", "my-project"),
+            ("GOOGLE_CLOUD_LOCATION", "us-central1"),
+            ("GOOGLE_OAUTH_ACCESS_TOKEN", "ya29.test-token-xxxx"),
         ];
         let cases = [
             ("claude-sonnet-4-5", "anthropic", "claude-sonnet-4-5"),
@@ -401,6 +467,16 @@ mod tests {
                 "bedrock/us.amazon.nova-pro-v1:0",
                 "aws.bedrock",
                 "us.amazon.nova-pro-v1:0",
+            ),
+            (
+                "vertex/gemini-2.5-flash",
+                "gcp.vertex_ai",
+                "gemini-2.5-flash",
+            ),
+            (
+                "vertex/claude-sonnet-4-5@20250929",
+                "gcp.vertex_ai",
+                "claude-sonnet-4-5@20250929",
             ),
         ];
         for (model, provider, wire) in cases {
@@ -503,6 +579,44 @@ mod tests {
             ("AWS_SECRET_ACCESS_KEY", "secret-xxxx"),
         ];
         assert_eq!(routed("bedrock/m", &keys).unwrap().wire_model, "m");
+        assert_eq!(var("vertex/gemini-2.5-pro"), "GOOGLE_CLOUD_PROJECT");
+        let project = [("GOOGLE_CLOUD_PROJECT", "p")];
+        match routed("vertex/claude-opus-4-1", &project) {
+            Err(ConfigError::MissingEnv { var, .. }) => assert_eq!(var, "GOOGLE_CLOUD_LOCATION"),
+            other => panic!("{:?}", other.map(|r| r.wire_model)),
+        }
+        let place = [
+            ("GOOGLE_CLOUD_PROJECT", "p"),
+            ("GOOGLE_CLOUD_LOCATION", "global"),
+        ];
+        match routed("vertex/gemini-2.5-pro", &place) {
+            Err(ConfigError::MissingEnv { var, .. }) => {
+                assert_eq!(var, "GOOGLE_APPLICATION_CREDENTIALS");
+            }
+            other => panic!("{:?}", other.map(|r| r.wire_model)),
+        }
+        let unreadable = [
+            ("GOOGLE_CLOUD_PROJECT", "p"),
+            ("GOOGLE_CLOUD_LOCATION", "global"),
+            ("GOOGLE_APPLICATION_CREDENTIALS", "/nonexistent/key.json"),
+        ];
+        match routed("vertex/gemini-2.5-pro", &unreadable) {
+            Err(ConfigError::InvalidProvider { message, .. }) => {
+                assert!(message.contains("/nonexistent/key.json"), "{message}");
+            }
+            other => panic!("{:?}", other.map(|r| r.wire_model)),
+        }
+        // Only Gemini and Claude names: no other publisher is wired.
+        let token = [
+            ("GOOGLE_CLOUD_PROJECT", "p"),
+            ("GOOGLE_CLOUD_LOCATION", "global"),
+            ("GOOGLE_OAUTH_ACCESS_TOKEN", "ya29.x"),
+        ];
+        assert!(matches!(
+            routed("vertex/llama-3.3-70b", &token),
+            Err(ConfigError::InvalidProvider { .. })
+        ));
+        assert!(routed("vertex/claude-haiku-4-5@20251001", &token).is_ok());
         // Ollama needs nothing: it has a default host.
         assert!(routed("ollama/qwen3", &[]).is_ok());
     }
