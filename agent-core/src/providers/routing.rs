@@ -5,6 +5,7 @@ use std::sync::Arc;
 use crate::error::ConfigError;
 use crate::llm::LlmClient;
 use crate::providers::http::HttpPool;
+use crate::providers::vertex::Unresolved;
 use crate::providers::{
     AnthropicClient, ApiKey, AwsCredentials, BedrockClient, GeminiClient, OpenAiClient,
     OpenAiResponsesClient, ProviderOptions, VertexClient,
@@ -224,7 +225,12 @@ pub(crate) fn route_with(
                      not {name:?}"
                 )));
             }
-            settings.vertex(&mut resolved)?;
+            crate::providers::vertex::resolve(options, &mut resolved, env).map_err(
+                |e| match e {
+                    Unresolved::Missing(var) => settings.missing(var),
+                    Unresolved::Invalid(message) => settings.invalid(message),
+                },
+            )?;
             let client = VertexClient::build(&resolved).map_err(invalid)?;
             (Arc::new(client), name)
         }
@@ -334,52 +340,6 @@ impl Settings<'_> {
             }
             resolved.aws_credentials = Some(credentials);
         }
-        Ok(())
-    }
-}
-
-impl Settings<'_> {
-    /// Vertex AI's settings: the project (`GOOGLE_CLOUD_PROJECT`), the location
-    /// (`GOOGLE_CLOUD_LOCATION`), and an access token (the options' bearer token, else
-    /// `GOOGLE_OAUTH_ACCESS_TOKEN`) or else a service-account key (the options', else
-    /// the JSON file `GOOGLE_APPLICATION_CREDENTIALS` names). Source: "Set up
-    /// Application Default Credentials",
-    /// <https://cloud.google.com/docs/authentication/application-default-credentials>.
-    /// The file is read here, at build, so a missing or bad key fails before any
-    /// request.
-    fn vertex(&self, resolved: &mut ProviderOptions) -> Result<(), ConfigError> {
-        let env = self.env;
-        resolved.gcp_project = Some(
-            self.options
-                .gcp_project
-                .clone()
-                .or_else(|| env("GOOGLE_CLOUD_PROJECT"))
-                .ok_or_else(|| self.missing("GOOGLE_CLOUD_PROJECT"))?,
-        );
-        resolved.gcp_location = Some(
-            self.options
-                .gcp_location
-                .clone()
-                .or_else(|| env("GOOGLE_CLOUD_LOCATION"))
-                .ok_or_else(|| self.missing("GOOGLE_CLOUD_LOCATION"))?,
-        );
-        if resolved.bearer_token.is_some() || resolved.gcp_service_account.is_some() {
-            return Ok(());
-        }
-        if let Some(token) = env("GOOGLE_OAUTH_ACCESS_TOKEN") {
-            resolved.bearer_token = Some(ApiKey::new(token));
-            return Ok(());
-        }
-        let path = env("GOOGLE_APPLICATION_CREDENTIALS")
-            .ok_or_else(|| self.missing("GOOGLE_APPLICATION_CREDENTIALS"))?;
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            self.invalid(format!(
-                "GOOGLE_APPLICATION_CREDENTIALS names {path:?}, which cannot be read: {e}"
-            ))
-        })?;
-        let account = crate::providers::GcpServiceAccount::from_json(&text)
-            .map_err(|e| self.invalid(format!("GOOGLE_APPLICATION_CREDENTIALS ({path:?}): {e}")))?;
-        resolved.gcp_service_account = Some(account);
         Ok(())
     }
 }

@@ -2,15 +2,20 @@
 //! the Gemini API's request and response bodies) and Claude models (the Anthropic
 //! publisher, the Messages API's bodies), authorized with an OAuth 2.0 access token.
 //!
-//! Sources: the `generateContent` / `streamGenerateContent` reference,
-//! <https://cloud.google.com/vertex-ai/generative-ai/docs/reference/rest/v1/projects.locations.endpoints/generateContent>;
-//! "Use Anthropic's Claude models",
+//! Sources: the REST reference (`projects.locations.publishers.models.generateContent`
+//! and `streamGenerateContent`),
+//! <https://cloud.google.com/vertex-ai/generative-ai/docs/reference/rest-rpc>, and the
+//! method's page (`POST https://{service-endpoint}/v1/{model}:generateContent`, scope
+//! `cloud-platform`),
+//! <https://cloud.google.com/vertex-ai/docs/reference/rest/v1beta1/projects.locations.endpoints/generateContent>;
+//! "Request predictions with Claude models",
 //! <https://cloud.google.com/vertex-ai/generative-ai/docs/partner-models/claude/use-claude>
 //! (`rawPredict` / `streamRawPredict`, `anthropic_version: vertex-2023-10-16`, no
 //! `model` in the body); the rules that matter here are in `docs/providers.md`,
 //! "Vertex AI".
 
 mod auth;
+mod env;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -23,7 +28,6 @@ use crate::error::ConfigError;
 use crate::llm::{
     LlmClient, LlmError, LlmFuture, LlmRequest, LlmResponse, OutputCapabilities, StreamSink,
 };
-use crate::providers::classify::redact;
 use crate::providers::glue::{self, Streams, Wire};
 use crate::providers::http::{Reply, Transport, parse_url, traced};
 use crate::providers::sse::{Assembler, Framing};
@@ -31,6 +35,7 @@ use crate::providers::{AnthropicClient, ApiKey, GeminiClient, ProviderOptions};
 
 pub use auth::GcpServiceAccount;
 use auth::TokenSource;
+pub(crate) use env::{Unresolved, resolve};
 
 /// The `anthropic_version` a Claude request on Vertex AI carries in its body (source:
 /// "Use Anthropic's Claude models", Vertex AI documentation).
@@ -251,8 +256,11 @@ impl VertexClient {
                 glue::streamed_round_trip(&wire, request, sink).await
             }
         };
+        // A server that echoed the token would not have it shown.
         outcome.map_err(|mut error| {
-            error.message = redact(std::mem::take(&mut error.message), Some(&token));
+            if !token.expose().is_empty() && error.message.contains(token.expose()) {
+                error.message = error.message.replace(token.expose(), "<redacted>");
+            }
             error
         })
     }
