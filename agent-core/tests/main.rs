@@ -65,6 +65,7 @@ pub mod providers_prompt_cache;
 pub mod providers_reasoning;
 pub mod providers_responses;
 pub mod providers_secrets;
+pub mod providers_vertex;
 pub mod run_future_is_send;
 pub mod run_options;
 pub mod shared_connections;

@@ -127,6 +127,12 @@ impl Transport {
         self.key.as_ref()
     }
 
+    /// The pooled HTTP client (for a provider's side calls, such as Vertex AI's token
+    /// exchange).
+    pub(crate) fn client(&self) -> &Client {
+        &self.client
+    }
+
     /// The endpoint URL.
     pub(crate) fn url(&self) -> &Url {
         &self.url

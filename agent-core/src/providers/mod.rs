@@ -10,11 +10,12 @@
 //! | `azure/DEPLOYMENT` | Azure OpenAI Chat Completions ([`OpenAiClient::azure`]) | `AZURE_OPENAI_ENDPOINT`, `AZURE_OPENAI_API_KEY` (the `api-key` header) or a bearer token, `AZURE_OPENAI_API_VERSION` optional (default `2024-10-21`) |
 //! | `openai-responses/NAME`; the Responses-only `-pro`, `-codex`, `-deep-research` OpenAI names | OpenAI Responses API ([`OpenAiResponsesClient::openai`]) | as `gpt-` |
 //! | `azure-responses/DEPLOYMENT` | Azure OpenAI Responses API, v1 ([`OpenAiResponsesClient::azure`]) | as `azure/`, no API version |
+//! | `vertex/gemini-*`, `vertex/claude-*` | Google Cloud Vertex AI ([`VertexClient`]): Gemini (Google publisher) or Claude (Anthropic publisher) | `GOOGLE_CLOUD_PROJECT`, `GOOGLE_CLOUD_LOCATION`; `GOOGLE_OAUTH_ACCESS_TOKEN` (an access token), else `GOOGLE_APPLICATION_CREDENTIALS` (a service-account key file) |
 //! | `bedrock/MODEL_ID` | AWS Bedrock Converse API (`BedrockClient`, with the `bedrock` feature) | `AWS_REGION` (else `AWS_DEFAULT_REGION`); `AWS_BEARER_TOKEN_BEDROCK` (a Bedrock API key), else `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN` optional (SigV4) |
 //!
 //! Each provider builds with its Cargo feature: `openai` (the OpenAI, Azure and
-//! OpenAI-compatible rows, and [`EmbeddingClient`]), `anthropic`, `gemini` (these three
-//! on by default) and `bedrock` (off by default: it adds the AWS signing and
+//! OpenAI-compatible rows, and [`EmbeddingClient`]), `anthropic`, `gemini`, `vertex` (Google Cloud Vertex AI: Gemini and Claude there;
+//! it turns `gemini` and `anthropic` on; these four on by default) and `bedrock` (off by default: it adds the AWS signing and
 //! event-stream crates). A name whose provider's feature is off is recognized and
 //! rejected when the config is built, with
 //! [`ConfigError::ProviderFeatureOff`](crate::ConfigError::ProviderFeatureOff) naming
@@ -152,6 +153,8 @@ mod routing;
     allow(dead_code)
 )]
 mod sse;
+#[cfg(feature = "vertex")]
+mod vertex;
 
 use std::fmt;
 use std::time::Duration;
@@ -173,6 +176,9 @@ pub use gemini::GeminiClient;
 pub use openai::{OpenAiClient, OpenAiResponsesClient};
 pub use routing::PREFIXES;
 pub(crate) use routing::{Route, route};
+#[cfg(feature = "vertex")]
+#[cfg_attr(docsrs, doc(cfg(feature = "vertex")))]
+pub use vertex::{ANTHROPIC_VERTEX_VERSION, GcpServiceAccount, VertexClient};
 
 /// An API key. Its `Debug` and `Display` never show the key, and the adapters remove it
 /// from every error message they build.
@@ -276,7 +282,9 @@ pub struct ProviderOptions {
     /// <https://learn.microsoft.com/en-us/azure/ai-services/openai/reference#authentication>).
     /// For `bedrock/`, a Bedrock API key (else `AWS_BEARER_TOKEN_BEDROCK`; source:
     /// <https://docs.aws.amazon.com/bedrock/latest/userguide/api-keys-use.html>).
-    /// Only the `azure/` and `bedrock/` routes read it; `None` by default.
+    /// For `vertex/`, a Google OAuth 2.0 access token (else `GOOGLE_OAUTH_ACCESS_TOKEN`),
+    /// used as given, never refreshed.
+    /// Only the `azure/`, `bedrock/` and `vertex/` routes read it; `None` by default.
     pub bearer_token: Option<ApiKey>,
     /// The Azure OpenAI `api-version` query parameter (else `AZURE_OPENAI_API_VERSION`,
     /// else [`OpenAiClient::AZURE_API_VERSION`], `2024-10-21`). Only the `azure/` route
@@ -296,6 +304,18 @@ pub struct ProviderOptions {
     /// [`bearer_token`](Self::bearer_token) (a Bedrock API key, else
     /// `AWS_BEARER_TOKEN_BEDROCK`) is used instead when set.
     pub aws_credentials: Option<AwsCredentials>,
+    /// Vertex AI only (`vertex/`): the Google Cloud project id (else
+    /// `GOOGLE_CLOUD_PROJECT`).
+    pub gcp_project: Option<String>,
+    /// Vertex AI only (`vertex/`): the location, such as `us-central1` or `global`
+    /// (else `GOOGLE_CLOUD_LOCATION`).
+    pub gcp_location: Option<String>,
+    /// Vertex AI only (`vertex/`): the service-account key access tokens are obtained
+    /// with (else the file `GOOGLE_APPLICATION_CREDENTIALS` names). A
+    /// [`bearer_token`](Self::bearer_token) (an access token, else
+    /// `GOOGLE_OAUTH_ACCESS_TOKEN`) is used instead when set.
+    #[cfg(feature = "vertex")]
+    pub gcp_service_account: Option<GcpServiceAccount>,
     /// The whole-request timeout, connect to last body byte (default 600 s, as the
     /// official SDKs).
     pub request_timeout: Duration,
@@ -329,6 +349,10 @@ impl Default for ProviderOptions {
             store_responses: false,
             aws_region: None,
             aws_credentials: None,
+            gcp_project: None,
+            gcp_location: None,
+            #[cfg(feature = "vertex")]
+            gcp_service_account: None,
             request_timeout: Duration::from_secs(600),
             connect_timeout: Duration::from_secs(5),
             max_response_bytes: 32 * 1024 * 1024,
@@ -385,6 +409,28 @@ impl ProviderOptions {
     #[must_use]
     pub fn with_aws_credentials(mut self, credentials: AwsCredentials) -> Self {
         self.aws_credentials = Some(credentials);
+        self
+    }
+
+    /// Sets the Google Cloud project (see [`gcp_project`](Self::gcp_project)).
+    #[must_use]
+    pub fn with_gcp_project(mut self, project: impl Into<String>) -> Self {
+        self.gcp_project = Some(project.into());
+        self
+    }
+
+    /// Sets the Vertex AI location (see [`gcp_location`](Self::gcp_location)).
+    #[must_use]
+    pub fn with_gcp_location(mut self, location: impl Into<String>) -> Self {
+        self.gcp_location = Some(location.into());
+        self
+    }
+
+    /// Sets the service-account key (see [`gcp_service_account`](Self::gcp_service_account)).
+    #[cfg(feature = "vertex")]
+    #[must_use]
+    pub fn with_gcp_service_account(mut self, account: GcpServiceAccount) -> Self {
+        self.gcp_service_account = Some(account);
         self
     }
 

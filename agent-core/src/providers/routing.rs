@@ -10,14 +10,18 @@ use crate::providers::AnthropicClient;
 use crate::providers::BedrockClient;
 #[cfg(feature = "gemini")]
 use crate::providers::GeminiClient;
+#[cfg(feature = "vertex")]
+use crate::providers::VertexClient;
 use crate::providers::http::HttpPool;
+#[cfg(feature = "vertex")]
+use crate::providers::vertex::Unresolved;
 use crate::providers::{ApiKey, AwsCredentials, ProviderOptions};
 #[cfg(feature = "openai")]
 use crate::providers::{OpenAiClient, OpenAiResponsesClient};
 
 /// The routable prefixes, for error messages.
 pub const PREFIXES: &str = "claude-, gpt-, o1, o3, o4, chatgpt-, gemini-, ollama/, dispatch/, \
-     azure/, openai-responses/, azure-responses/, bedrock/";
+     azure/, openai-responses/, azure-responses/, bedrock/, vertex/";
 
 /// The host Ollama listens on when `OLLAMA_HOST` is not set.
 const OLLAMA_DEFAULT_HOST: &str = "http://127.0.0.1:11434";
@@ -60,6 +64,8 @@ enum Target<'m> {
     AzureResponses(&'m str),
     /// AWS Bedrock Converse: `bedrock/MODEL_ID`.
     Bedrock(&'m str),
+    /// Google Cloud Vertex AI: `vertex/gemini-*` or `vertex/claude-*`.
+    Vertex(&'m str),
 }
 
 /// Whether an OpenAI model is served by the Responses API alone, so that its bare name
@@ -75,6 +81,7 @@ impl Target<'_> {
             Self::Anthropic => ("Anthropic", "anthropic"),
             Self::Gemini => ("Google Gemini", "gemini"),
             Self::Bedrock(_) => ("AWS Bedrock", "bedrock"),
+            Self::Vertex(_) => ("Google Vertex AI", "vertex"),
             Self::OpenAi | Self::Responses(_) => ("OpenAI", "openai"),
             Self::Azure(_) | Self::AzureResponses(_) => ("Azure OpenAI", "openai"),
             Self::Ollama(_) => ("Ollama (OpenAI-compatible)", "openai"),
@@ -84,13 +91,14 @@ impl Target<'_> {
 }
 
 /// Whether this build of agent-core has the provider feature `feature` (`openai`,
-/// `anthropic`, `gemini`, `bedrock`).
+/// `anthropic`, `gemini`, `bedrock`, `vertex`).
 pub(crate) fn built(feature: &str) -> bool {
-    const BUILT: [(&str, bool); 4] = [
+    const BUILT: [(&str, bool); 5] = [
         ("openai", cfg!(feature = "openai")),
         ("anthropic", cfg!(feature = "anthropic")),
         ("gemini", cfg!(feature = "gemini")),
         ("bedrock", cfg!(feature = "bedrock")),
+        ("vertex", cfg!(feature = "vertex")),
     ];
     BUILT.iter().any(|&(name, on)| on && name == feature)
 }
@@ -118,6 +126,9 @@ fn target(model: &str) -> Option<Target<'_>> {
     }
     if let Some(name) = model.strip_prefix("bedrock/") {
         return Some(Target::Bedrock(name));
+    }
+    if let Some(name) = model.strip_prefix("vertex/") {
+        return Some(Target::Vertex(name));
     }
     if model.starts_with("claude-") {
         return Some(Target::Anthropic);
@@ -281,6 +292,24 @@ fn route_built(
             let name = non_empty_name(name, "bedrock/").map_err(invalid)?;
             settings.bedrock(&mut resolved)?;
             let client = BedrockClient::build(&resolved).map_err(invalid)?;
+            (Arc::new(client), name)
+        }
+        #[cfg(feature = "vertex")]
+        Target::Vertex(name) => {
+            let name = non_empty_name(name, "vertex/").map_err(invalid)?;
+            if !crate::providers::vertex::serves(name) {
+                return Err(invalid(format!(
+                    "vertex/ serves gemini-* (Google) and claude-* (Anthropic) models, \
+                     not {name:?}"
+                )));
+            }
+            crate::providers::vertex::resolve(options, &mut resolved, env).map_err(
+                |e| match e {
+                    Unresolved::Missing(var) => settings.missing(var),
+                    Unresolved::Invalid(message) => settings.invalid(message),
+                },
+            )?;
+            let client = VertexClient::build(&resolved).map_err(invalid)?;
             (Arc::new(client), name)
         }
         // A provider whose feature is off (answered above, before the pool).
@@ -532,6 +561,9 @@ mod tests {
             ("AZURE_OPENAI_API_KEY", "azure-key-xxxxxxxx"),
             ("AWS_REGION", "us-east-1"),
             ("AWS_BEARER_TOKEN_BEDROCK", "bedrock-api-key-xxxx"),
+            ("GOOGLE_CLOUD_PROJECT", "my-project"),
+            ("GOOGLE_CLOUD_LOCATION", "us-central1"),
+            ("GOOGLE_OAUTH_ACCESS_TOKEN", "ya29.test-token-xxxx"),
         ];
         let cases = [
             ("claude-sonnet-4-5", "anthropic", "claude-sonnet-4-5"),
@@ -556,6 +588,16 @@ mod tests {
                 "bedrock/us.amazon.nova-pro-v1:0",
                 "aws.bedrock",
                 "us.amazon.nova-pro-v1:0",
+            ),
+            (
+                "vertex/gemini-2.5-flash",
+                "gcp.vertex_ai",
+                "gemini-2.5-flash",
+            ),
+            (
+                "vertex/claude-sonnet-4-5@20250929",
+                "gcp.vertex_ai",
+                "claude-sonnet-4-5@20250929",
             ),
         ];
         for (model, provider, wire) in cases {
@@ -658,6 +700,44 @@ mod tests {
             ("AWS_SECRET_ACCESS_KEY", "secret-xxxx"),
         ];
         assert_eq!(routed("bedrock/m", &keys).unwrap().wire_model, "m");
+        assert_eq!(var("vertex/gemini-2.5-pro"), "GOOGLE_CLOUD_PROJECT");
+        let project = [("GOOGLE_CLOUD_PROJECT", "p")];
+        match routed("vertex/claude-opus-4-1", &project) {
+            Err(ConfigError::MissingEnv { var, .. }) => assert_eq!(var, "GOOGLE_CLOUD_LOCATION"),
+            other => panic!("{:?}", other.map(|r| r.wire_model)),
+        }
+        let place = [
+            ("GOOGLE_CLOUD_PROJECT", "p"),
+            ("GOOGLE_CLOUD_LOCATION", "global"),
+        ];
+        match routed("vertex/gemini-2.5-pro", &place) {
+            Err(ConfigError::MissingEnv { var, .. }) => {
+                assert_eq!(var, "GOOGLE_APPLICATION_CREDENTIALS");
+            }
+            other => panic!("{:?}", other.map(|r| r.wire_model)),
+        }
+        let unreadable = [
+            ("GOOGLE_CLOUD_PROJECT", "p"),
+            ("GOOGLE_CLOUD_LOCATION", "global"),
+            ("GOOGLE_APPLICATION_CREDENTIALS", "/nonexistent/key.json"),
+        ];
+        match routed("vertex/gemini-2.5-pro", &unreadable) {
+            Err(ConfigError::InvalidProvider { message, .. }) => {
+                assert!(message.contains("/nonexistent/key.json"), "{message}");
+            }
+            other => panic!("{:?}", other.map(|r| r.wire_model)),
+        }
+        // Only Gemini and Claude names: no other publisher is wired.
+        let token = [
+            ("GOOGLE_CLOUD_PROJECT", "p"),
+            ("GOOGLE_CLOUD_LOCATION", "global"),
+            ("GOOGLE_OAUTH_ACCESS_TOKEN", "ya29.x"),
+        ];
+        assert!(matches!(
+            routed("vertex/llama-3.3-70b", &token),
+            Err(ConfigError::InvalidProvider { .. })
+        ));
+        assert!(routed("vertex/claude-haiku-4-5@20251001", &token).is_ok());
         // Ollama needs nothing: it has a default host.
         assert!(routed("ollama/qwen3", &[]).is_ok());
     }

@@ -98,6 +98,16 @@ impl AnthropicClient {
             cache: WireCache::default(),
         })
     }
+
+    /// A client over a transport made elsewhere (Vertex AI: no key header, a bearer
+    /// token added per request, the URL per model).
+    #[cfg(feature = "vertex")]
+    pub(crate) fn with_transport(transport: Transport) -> Self {
+        Self {
+            transport,
+            cache: WireCache::default(),
+        }
+    }
 }
 
 impl Wire for AnthropicClient {

@@ -132,6 +132,17 @@ impl GeminiClient {
         })
     }
 
+    /// A client over a transport made elsewhere (Vertex AI: no key header, a bearer
+    /// token added per request), posting to `{models}/{model}:generateContent`.
+    #[cfg(feature = "vertex")]
+    pub(crate) fn with_transport(transport: Transport, models: Url) -> Self {
+        Self {
+            transport,
+            models,
+            cache: WireCache::default(),
+        }
+    }
+
     /// The endpoint a request for `model` is posted to
     /// (`.../v1beta/models/{model}:generateContent`; a leading `models/` in the name is
     /// dropped, and characters that would change the path are percent-encoded).
