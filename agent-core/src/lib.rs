@@ -90,6 +90,7 @@ extern crate self as agent_core;
 
 // The public modules: each is a part of the crate under its own name.
 pub mod config;
+pub mod conformance;
 pub mod content;
 pub mod error;
 pub mod eval;

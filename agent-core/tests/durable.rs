@@ -15,11 +15,12 @@ use crate::common::by_turn::ByTurn;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use agent_core::conformance::CrashAt;
 use agent_core::store::{
     CheckpointRecord, CheckpointStore, ConfigDifference, InMemoryCheckpoints, LedgerEntry,
     SaveOutcome, StoreFuture,
 };
-use agent_core::testing::{CrashAt, ScriptedModel};
+use agent_core::testing::ScriptedModel;
 use agent_core::{
     AgentConfig, AgentResult, RunOptions, Tool, ToolContext,
     config::Backoff,

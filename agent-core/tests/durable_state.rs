@@ -9,8 +9,9 @@
 use crate::common;
 use crate::common::by_turn::ByTurn;
 
+use agent_core::conformance::CrashAt;
 use agent_core::store::{CheckpointRecord, CheckpointStore, InMemoryCheckpoints, LedgerEntry};
-use agent_core::testing::{CrashAt, ScriptedModel};
+use agent_core::testing::ScriptedModel;
 use agent_core::{
     AgentConfig, AgentResult, OutputMode, RunOptions,
     config::Backoff,

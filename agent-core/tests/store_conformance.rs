@@ -4,8 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+use agent_core::conformance::{Backend, Opening};
 use agent_core::durable::InMemoryCheckpoints;
-use agent_core::testing::conformance::{Backend, Opening};
 
 /// One in-memory store; every handle is a clone of it (clones share the data).
 struct InMemory(InMemoryCheckpoints);

@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use agent_core::conformance::{self, HangAt};
 use agent_core::store::{CheckpointRecord, CheckpointStore, LedgerEntry, SaveOutcome, StoreFuture};
-use agent_core::testing::{HangAt, conformance};
 use agent_core::{
     AgentConfig, AgentOutput, RunOptions, Tool, ToolContext,
     config::Backoff,

@@ -7,7 +7,7 @@
 
 use crate::common;
 
-use agent_core::testing::conformance;
+use agent_core::conformance;
 use common::Place;
 
 /// Memory across runs (the conformance kit's test), then the store closes cleanly.

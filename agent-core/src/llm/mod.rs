@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 mod content;
 mod error;
+mod estimate;
 mod reasoning;
 mod refusal;
 mod sink;
@@ -19,6 +20,7 @@ pub use crate::output::{AnswerMode, OutputSpec};
 use crate::tool::ToolDefinition;
 pub use content::{COMMON_IMAGES, ContentCapabilities, PDF};
 pub use error::{LlmError, LlmErrorCause, LlmErrorKind};
+pub(crate) use estimate::{message_bytes, message_bytes_with};
 pub use reasoning::{Effort, Reasoning};
 pub use refusal::RefusalReason;
 pub use sink::{StreamDelta, StreamSink};
@@ -315,50 +317,6 @@ pub struct LlmRequest {
     /// How the estimates count the request's parts: the rule of the model the runner
     /// sends it to (its [`ContentCapabilities::tokens`]), set when the run has parts.
     pub(crate) token_rule: TokenRule,
-}
-
-/// The bytes of one message in the estimate of
-/// [`LlmRequest::estimated_input_tokens`]: text, tool call names and arguments as JSON,
-/// tool results' content.
-pub(crate) fn message_bytes(m: &Message) -> usize {
-    message_bytes_with(m, TokenRule::Conservative)
-}
-
-/// [`message_bytes`] with parts counted by `rule`.
-pub(crate) fn message_bytes_with(m: &Message, rule: TokenRule) -> usize {
-    let part_bytes = |part: &crate::content::Part| {
-        usize::try_from(rule.tokens(part))
-            .unwrap_or(usize::MAX)
-            .saturating_mul(4)
-    };
-    match m {
-        Message::User { content, parts } if parts.is_empty() => content.len(),
-        // A part counts as the text of its estimated tokens (see `content`'s estimates).
-        Message::User { content, parts } => {
-            content.len() + parts.iter().map(part_bytes).sum::<usize>()
-        }
-        Message::Assistant {
-            text, tool_calls, ..
-        } => {
-            text.len()
-                + tool_calls
-                    .iter()
-                    .map(|c| c.name.len() + c.arguments.to_string().len())
-                    .sum::<usize>()
-        }
-        Message::Tool { results } => results
-            .iter()
-            .map(|r| {
-                r.content.len()
-                    + if r.parts.is_empty() {
-                        0
-                    } else {
-                        r.parts.iter().map(part_bytes).sum::<usize>()
-                    }
-            })
-            .sum(),
-        Message::Paused { text, content } => text.len().max(content.to_string().len()),
-    }
 }
 
 impl LlmRequest {

@@ -7,7 +7,7 @@ use rmcp::model::{CallToolResult, ContentBlock, MetaObject, ProgressNotification
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::{Call, CallFuture, Entry, Served, Shared, object};
+use super::call::{Call, CallFuture, Entry, Served, Shared, object};
 
 /// The run metadata key of the MCP request id a served run answers.
 const META_REQUEST_ID: &str = "mcp.request_id";
@@ -136,8 +136,11 @@ impl<T: AgentOutput + Sync> Served for ServedAgent<T> {
             }
             let ending = result.ending();
             let mut meta = MetaObject(serde_json::Map::new());
-            meta.insert(super::META_ENDING.to_owned(), json!(ending.as_str()));
-            meta.insert(super::META_TRACE_ID.to_owned(), json!(result.trace_id));
+            meta.insert(super::call::META_ENDING.to_owned(), json!(ending.as_str()));
+            meta.insert(
+                super::call::META_TRACE_ID.to_owned(),
+                json!(result.trace_id),
+            );
             let answer = self.config.answer_json(&result);
             match result.outcome {
                 Ok(_) => {
@@ -155,7 +158,7 @@ impl<T: AgentOutput + Sync> Served for ServedAgent<T> {
                 }
                 Err(error) => {
                     let category = error.category();
-                    meta.insert(super::META_CATEGORY.to_owned(), json!(category));
+                    meta.insert(super::call::META_CATEGORY.to_owned(), json!(category));
                     let text = shared.scrub(format!(
                         "the {} agent did not answer ({category}, ending {ending}): {error}",
                         self.name

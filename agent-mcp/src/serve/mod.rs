@@ -2,41 +2,34 @@
 //! stdio and streamable HTTP.
 
 mod agent;
-mod http;
+mod call;
 mod plain;
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
-use agent_core::schema::SchemaValidator;
 use agent_core::tool::StateMap;
 use agent_core::{AgentConfig, AgentOutput, Tool, ToolRegistry};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressToken, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::{Peer, RequestContext};
+use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::McpError;
-
-pub use http::DEFAULT_ALLOWED_HOSTS;
+use call::{Call, Entry, Shared};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 /// The largest JSON-RPC message [`McpService`] reads by default: 4 MiB (bytes). A larger
 /// HTTP request body is answered with HTTP 413 and a JSON-RPC error; a larger stdio
 /// line is dropped (its id cannot be read, so it gets no answer) and the server goes on.
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
 
-/// The `_meta` key of a failed agent call's error category (`budget_exhausted`, ...).
-pub const META_CATEGORY: &str = "agent-core/category";
-/// The `_meta` key of a served run's ending (`answered`, `exhausted`, `paused`, ...).
-pub const META_ENDING: &str = "agent-core/ending";
-/// The `_meta` key of a served run's trace id (32 lowercase hex digits).
-pub const META_TRACE_ID: &str = "agent-core/trace_id";
+pub use call::{META_CATEGORY, META_ENDING, META_TRACE_ID};
 
 /// Agents and tools served to MCP clients (an IDE, a desktop assistant, another agent),
 /// as MCP tools, over stdio ([`serve_stdio`](Self::serve_stdio)) or streamable HTTP
@@ -93,44 +86,6 @@ pub struct McpService {
     allowed_hosts: Vec<String>,
 }
 
-/// One served tool: what `tools/list` shows, its argument validator, and its call.
-pub(crate) struct Entry {
-    tool: rmcp::model::Tool,
-    validator: SchemaValidator,
-    served: Arc<dyn Served>,
-}
-
-/// The future of one served call: always a result (a failure is `isError: true`).
-pub(crate) type CallFuture<'a> = Pin<Box<dyn Future<Output = CallToolResult> + Send + 'a>>;
-
-/// A served tool's call, after the arguments validated.
-pub(crate) trait Served: Send + Sync + 'static {
-    fn call<'a>(&'a self, arguments: Value, call: Call, shared: &'a Shared) -> CallFuture<'a>;
-}
-
-/// What a served call knows of its request.
-pub(crate) struct Call {
-    /// The JSON-RPC request id, as text.
-    pub(crate) request_id: String,
-    /// Cancelled when the client sends `notifications/cancelled` for the request.
-    pub(crate) cancel: CancellationToken,
-    /// Where progress goes, when the client asked for it.
-    pub(crate) progress: Option<(Peer<RoleServer>, ProgressToken)>,
-}
-
-/// What every call of one service shares.
-pub(crate) struct Shared {
-    pub(crate) state: Arc<StateMap>,
-    pub(crate) secrets: Vec<String>,
-}
-
-impl Shared {
-    /// `message` with every secret replaced by `<redacted>`.
-    pub(crate) fn scrub(&self, message: String) -> String {
-        crate::server::scrub(message, &self.secrets)
-    }
-}
-
 impl McpService {
     /// A service named `name` (the `serverInfo.name` clients see), version this
     /// crate's, with no tools yet.
@@ -144,7 +99,7 @@ impl McpService {
             secrets: Vec::new(),
             problems: Vec::new(),
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
-            allowed_hosts: http::DEFAULT_ALLOWED_HOSTS
+            allowed_hosts: DEFAULT_ALLOWED_HOSTS
                 .iter()
                 .map(|h| (*h).to_owned())
                 .collect(),
@@ -338,7 +293,7 @@ impl McpService {
         let addr = listener
             .local_addr()
             .unwrap_or_else(|_| std::net::SocketAddr::from(([0, 0, 0, 0], 0)));
-        let router = http::router(self, shutdown.child_token())?;
+        let router = http_router(self, shutdown.child_token())?;
         axum::serve(listener, router)
             .with_graceful_shutdown(shutdown.cancelled_owned())
             .await
@@ -356,7 +311,7 @@ impl McpService {
     /// # Errors
     /// [`McpError::Service`] for an illegal service.
     pub fn router(self, shutdown: CancellationToken) -> Result<axum::Router, McpError> {
-        http::router(self, shutdown)
+        http_router(self, shutdown)
     }
 }
 
@@ -392,14 +347,6 @@ fn name_problem(name: &str) -> Option<String> {
     (!legal).then(|| {
         format!("{name:?} is not a legal MCP tool name (1 to 128 of A-Z, a-z, 0-9, _, -, .)")
     })
-}
-
-/// A JSON object schema as rmcp's `Arc<JsonObject>`; `None` for another value.
-pub(crate) fn object(schema: Value) -> Option<Arc<serde_json::Map<String, Value>>> {
-    match schema {
-        Value::Object(map) => Some(Arc::new(map)),
-        _ => None,
-    }
 }
 
 /// The rmcp server handler: cheap to clone (one per HTTP session).
@@ -493,6 +440,23 @@ fn request_id_text(id: &rmcp::model::RequestId) -> String {
         Ok(other) => other.to_string(),
         Err(_) => String::new(),
     }
+}
+
+// Streamable HTTP: rmcp's `StreamableHttpService` mounted at `/mcp` in an axum router.
+
+/// The `Host` values streamable HTTP accepts by default: loopback only (`localhost`,
+/// `127.0.0.1`, `::1`, any port), against DNS rebinding (rmcp's default).
+pub const DEFAULT_ALLOWED_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
+
+fn http_router(service: McpService, shutdown: CancellationToken) -> Result<axum::Router, McpError> {
+    let (handler, limits) = service.into_handler()?;
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(limits.allowed_hosts)
+        .with_max_request_body_bytes(limits.max_request_bytes)
+        .with_cancellation_token(shutdown);
+    let service: StreamableHttpService<Handler, LocalSessionManager> =
+        StreamableHttpService::new(move || Ok(handler.clone()), Default::default(), config);
+    Ok(axum::Router::new().nest_service("/mcp", service))
 }
 
 impl fmt::Debug for McpService {

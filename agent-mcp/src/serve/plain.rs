@@ -7,7 +7,7 @@ use agent_core::{Tool, ToolContext};
 use rmcp::model::{CallToolResult, ContentBlock, ToolAnnotations};
 use serde_json::Value;
 
-use super::{Call, CallFuture, Entry, Served, Shared, object};
+use super::call::{Call, CallFuture, Entry, Served, Shared, object};
 
 struct ServedTool {
     tool: Arc<dyn Tool>,

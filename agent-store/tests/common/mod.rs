@@ -78,10 +78,10 @@ impl Place {
 
 /// A place is a backend of the conformance kit: each `open` is a new handle (its own
 /// connection pool) on the same database.
-impl agent_core::testing::conformance::Backend for Place {
+impl agent_core::conformance::Backend for Place {
     type Store = Store;
 
-    fn open(&self) -> agent_core::testing::conformance::Opening<'_, Store> {
+    fn open(&self) -> agent_core::conformance::Opening<'_, Store> {
         Box::pin(Place::open(self))
     }
 }

@@ -16,13 +16,13 @@
 //! // tests/conformance.rs of a crate with a store `MyStore` (dev-dependencies:
 //! // agent-core with the `conformance` feature, tokio with `macros` and
 //! // `rt-multi-thread`).
-//! use agent_core::testing::conformance::Backend;
+//! use agent_core::conformance::Backend;
 //!
 //! struct Fresh(MyStore); // one fresh store per test, removed on drop
 //!
 //! impl Backend for Fresh {
 //!     type Store = MyStore;
-//!     fn open(&self) -> agent_core::testing::conformance::Opening<'_, MyStore> {
+//!     fn open(&self) -> agent_core::conformance::Opening<'_, MyStore> {
 //!         Box::pin(async move { self.0.clone() })
 //!     }
 //! }
@@ -88,45 +88,6 @@ pub trait Backend: Send + Sync {
     /// A handle on the store. A backend without separate handles returns a clone of
     /// the one it holds.
     fn open(&self) -> Opening<'_, Self::Store>;
-}
-
-/// Writes one `#[tokio::test]` per [`CheckpointStore`] conformance function, each on
-/// the backend `$fresh` evaluates to (an expression awaited once per test: a fresh,
-/// empty store each time). Needs tokio with `macros` and `rt-multi-thread` in the
-/// calling crate.
-#[macro_export]
-macro_rules! checkpoint_conformance {
-    ($fresh:expr) => {
-        $crate::__conformance_tests!($fresh;
-            checkpoints_and_the_ledger_round_trip,
-            a_boundary_is_one_write,
-            fenced_writes_keep_one_writer,
-        );
-    };
-}
-
-/// Writes one `#[tokio::test]` per [`Memory`] conformance function, as
-/// [`checkpoint_conformance!`](crate::checkpoint_conformance).
-#[macro_export]
-macro_rules! memory_conformance {
-    ($fresh:expr) => {
-        $crate::__conformance_tests!($fresh;
-            memory_across_runs,
-            appends_are_idempotent_and_ordered_under_concurrency,
-        );
-    };
-}
-
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __conformance_tests {
-    ($fresh:expr; $($check:ident),* $(,)?) => {$(
-        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn $check() {
-            let backend = $fresh.await;
-            $crate::testing::conformance::$check(&backend).await;
-        }
-    )*};
 }
 
 /// Looks up an order.

@@ -49,7 +49,7 @@ impl Gate {
 /// ```
 /// use agent_core::durable::InMemoryCheckpoints;
 /// use agent_core::store::{CheckpointRecord, CheckpointStore};
-/// use agent_core::testing::CrashAt;
+/// use agent_core::conformance::CrashAt;
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let store = CrashAt::new(InMemoryCheckpoints::new(), 2);
