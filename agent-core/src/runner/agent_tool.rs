@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::config::AgentConfig;
 use crate::error::AgentError;
@@ -134,23 +134,14 @@ impl<U> AgentTool<U> {
     }
 }
 
-fn default_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "input": {"type": "string", "description": "What the agent is asked."}
-        },
-        "required": ["input"],
-        "additionalProperties": false
-    })
-}
-
 impl<U: AgentOutput + Sync> Tool for AgentTool<U> {
     fn definition(&self) -> ToolDefinition {
         ToolDefinition::new(
             self.name.clone(),
             self.description.clone(),
-            self.input_schema.clone().unwrap_or_else(default_schema),
+            self.input_schema
+                .clone()
+                .unwrap_or_else(crate::tool::agent_input_schema),
         )
     }
 

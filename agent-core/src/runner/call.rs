@@ -159,11 +159,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 model: model.name.clone(),
                 index: refused.index,
                 kind: refused.part.kind(),
-                media_type: refused
-                    .part
-                    .media()
-                    .map(|m| m.media_type.clone())
-                    .unwrap_or_default(),
+                media_type: refused.media_type(),
                 reason: refused.reason,
             };
             let failure = LlmError::permanent(error.to_string());

@@ -23,6 +23,16 @@ pub(crate) struct Refused<'m> {
     pub(crate) reason: String,
 }
 
+impl Refused<'_> {
+    /// The refused part's media type; empty for a part without one.
+    pub(crate) fn media_type(&self) -> String {
+        self.part
+            .media()
+            .map(|m| m.media_type.clone())
+            .unwrap_or_default()
+    }
+}
+
 /// Whether the parts the user gave fit `caps`: the first that does not, if any (a
 /// request's part count counts too).
 pub(crate) fn check_given<'m>(
@@ -91,11 +101,7 @@ pub(crate) fn check_handoffs<T>(agent: &Compiled<T>, messages: &[Message]) -> Op
                 model: model.name.clone(),
                 index: refused.index,
                 kind: refused.part.kind(),
-                media_type: refused
-                    .part
-                    .media()
-                    .map(|m| m.media_type.clone())
-                    .unwrap_or_default(),
+                media_type: refused.media_type(),
                 reason: refused.reason,
             });
         }

@@ -13,3 +13,19 @@ pub use self::core::{
 };
 pub(crate) use registry::RegisteredSource;
 pub use registry::{ToolRegistry, ToolSnapshot, ToolSource};
+
+/// The input schema of an agent called as a tool (a local agent as a tool, a served
+/// agent, a remote agent): one required string, `input`, the text the agent is asked,
+/// and nothing else: `{"type": "object", "properties": {"input": {"type": "string",
+/// ..}}, "required": ["input"], "additionalProperties": false}`.
+#[must_use]
+pub fn agent_input_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "input": {"type": "string", "description": "What the agent is asked."}
+        },
+        "required": ["input"],
+        "additionalProperties": false
+    })
+}

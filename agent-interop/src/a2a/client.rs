@@ -534,23 +534,12 @@ impl A2aTool {
     }
 }
 
-fn default_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "input": {"type": "string", "description": "What the agent is asked."}
-        },
-        "required": ["input"],
-        "additionalProperties": false
-    })
-}
-
 impl Tool for A2aTool {
     fn definition(&self) -> ToolDefinition {
         ToolDefinition::new(
             self.name.clone(),
             self.description.clone(),
-            default_schema(),
+            agent_core::tool::agent_input_schema(),
         )
     }
 

@@ -18,18 +18,6 @@ pub(crate) struct ServedAgent<T> {
     config: AgentConfig<T>,
 }
 
-/// The input schema of a served agent: the run's input as one string.
-fn input_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "input": {"type": "string", "description": "What the agent is asked."}
-        },
-        "required": ["input"],
-        "additionalProperties": false
-    })
-}
-
 impl<T: AgentOutput + Sync> ServedAgent<T> {
     pub(crate) fn new(name: String, description: String, config: AgentConfig<T>) -> Self {
         Self {
@@ -40,7 +28,7 @@ impl<T: AgentOutput + Sync> ServedAgent<T> {
     }
 
     pub(crate) fn entry(self) -> Result<Entry, String> {
-        let schema = input_schema();
+        let schema = agent_core::tool::agent_input_schema();
         let validator = SchemaValidator::new(&schema)
             .map_err(|e| format!("the input schema of {}: {e}", self.name))?;
         let input = object(schema).ok_or_else(|| format!("{}: schema", self.name))?;
