@@ -15,10 +15,20 @@
 //! the output modes themselves: the base (`auto`, which these routes resolve to
 //! `native`), `tool` (`--modes` to choose others), and the placeholder test model (a
 //! constant answer: the line a model's accuracy must clear); no budget variant unless
-//! `--tight-calls N` asks for one.
+//! `--tight-calls N` asks for one. With `--prompts` the variants are the triage prompts
+//! instead, in one output mode (`--prompt-mode`, default `tool`): the config without its
+//! order check, the default config, and the default with the severity rule in the system
+//! prompt; `--runs N` runs every ticket N times per variant (a local server is not
+//! deterministic at temperature 0, so one run is not a measurement):
 //!
-//! The grader is `GroundTruth`: the queue exact (1 or 0), the severity 1 when exact, 0.5
-//! when one step off, 0 otherwise; the overall score is their mean, and a ticket without
+//! ```text
+//! AGENT_DISPATCH_URL=$(scripts/local-llm.sh --model qwen-1.5b) \
+//!   cargo run --release --example sweep -- --model dispatch/qwen --prompts --runs 2 --concurrency 2
+//! ```
+//!
+//! The grader is `GroundTruth`: the queue exact (1 or 0), the order id exact (null where
+//! the label names none), the severity 1 when exact, 0.5 when one step off, 0 otherwise;
+//! the overall score is their mean, and a ticket without
 //! an answer scores 0. The table gives each variant's answered rate and mean score with
 //! 95% bootstrap intervals, paired wins and losses against the base on the same tickets,
 //! tokens, cost, round trips and latency, and a suggested `max_llm_calls` (the p95 of the
@@ -47,6 +57,12 @@ const USAGE: &str = "usage: sweep [FLAGS]
                         when the base is prompted)
   --modes M1,M2         one variant per output mode (auto, tool, native, prompted) instead
                         of --alt-mode's one (default on dispatch/ and ollama/: tool)
+  --prompts             compare the triage prompts instead of models and modes: as
+                        before (no order check), the order check (the default config),
+                        and the order check with the severity rule, all in --prompt-mode
+  --prompt-mode MODE    the output mode of the --prompts variants (default tool)
+  --runs N              run every ticket N times per variant (default 1; llama.cpp with
+                        two slots is not deterministic at temperature 0)
   --tight-calls N       max_llm_calls of the budget variant; 0: none (default 2, and 0 on
                         dispatch/ and ollama/)
   --concurrency N       runs at a time over all variants (default 4)
@@ -62,6 +78,9 @@ struct Args {
     alt_mode: Option<OutputMode>,
     modes: Option<Vec<OutputMode>>,
     tight_calls: Option<u32>,
+    prompts: bool,
+    prompt_mode: OutputMode,
+    runs: usize,
     concurrency: usize,
     limit: Option<usize>,
     max_tokens: Option<u32>,
@@ -77,6 +96,9 @@ fn parse() -> Result<Option<Args>, String> {
         alt_mode: None,
         modes: None,
         tight_calls: None,
+        prompts: false,
+        prompt_mode: OutputMode::Tool,
+        runs: 1,
         concurrency: 4,
         limit: None,
         max_tokens: None,
@@ -108,6 +130,12 @@ fn parse() -> Result<Option<Args>, String> {
             Long("tight-calls") => {
                 args.tight_calls = Some(parser.value().map_err(text)?.parse().map_err(text)?);
             }
+            Long("prompts") => args.prompts = true,
+            Long("prompt-mode") => {
+                let value = parser.value().map_err(text)?.string().map_err(text)?;
+                args.prompt_mode = value.parse()?;
+            }
+            Long("runs") => args.runs = parser.value().map_err(text)?.parse().map_err(text)?,
             Long("concurrency") => {
                 args.concurrency = parser.value().map_err(text)?.parse().map_err(text)?;
             }
@@ -122,6 +150,9 @@ fn parse() -> Result<Option<Args>, String> {
             Short('h') | Long("help") => return Ok(None),
             other => return Err(other.unexpected().to_string()),
         }
+    }
+    if args.runs == 0 {
+        return Err("--runs must be at least 1".into());
     }
     if args.concurrency == 0 {
         return Err("--concurrency must be at least 1".into());
@@ -163,18 +194,52 @@ fn alt_model(choice: &ModelChoice, flag: Option<String>) -> String {
     })
 }
 
-/// The grader: queue exact; severity 1 when exact, 0.5 when one step off.
+/// The grader: queue exact; the order id exact (null where the label has none);
+/// severity 1 when exact, 0.5 when one step off.
 fn grader() -> GroundTruth {
-    GroundTruth::new().field("queue", Match::Exact).field(
-        "severity",
-        Match::custom(
-            |got: &Value, want: &Value| match (got.as_i64(), want.as_i64()) {
-                (Some(g), Some(w)) if g == w => (1.0, format!("{g} as labeled")),
-                (Some(g), Some(w)) if (g - w).abs() == 1 => (0.5, format!("{g}, labeled {w}")),
-                _ => (0.0, format!("{got}, labeled {want}")),
-            },
-        ),
-    )
+    GroundTruth::new()
+        .field("queue", Match::Exact)
+        .field("order_id", Match::Exact)
+        .field(
+            "severity",
+            Match::custom(
+                |got: &Value, want: &Value| match (got.as_i64(), want.as_i64()) {
+                    (Some(g), Some(w)) if g == w => (1.0, format!("{g} as labeled")),
+                    (Some(g), Some(w)) if (g - w).abs() == 1 => (0.5, format!("{g}, labeled {w}")),
+                    _ => (0.0, format!("{got}, labeled {want}")),
+                },
+            ),
+        )
+}
+
+/// The prompts compared by `--prompts`, all in `mode`: the triage config as it was
+/// before the order check (no output validator), the default config (the order check:
+/// an empty `order_id` after a lookup found the order is fed back), and the default
+/// with [`triage::SEVERITY_RULE`] added to the system prompt.
+fn prompt_variants(
+    base: &AgentConfig<Triage>,
+    mode: OutputMode,
+) -> Result<Vec<Variant<Triage>>, String> {
+    let checked = base
+        .with_(|b| b.output_mode(mode))
+        .map_err(|e| format!("invalid config for mode {mode}: {e}"))?;
+    let unchecked = checked
+        .with_(|b| b.output_validator(|_: &Triage| Ok(())))
+        .map_err(|e| format!("invalid config: {e}"))?;
+    let severity = checked
+        .with_(|b| {
+            b.system_prompt(format!(
+                "{}{}",
+                triage::SYSTEM_PROMPT,
+                triage::SEVERITY_RULE
+            ))
+        })
+        .map_err(|e| format!("invalid config: {e}"))?;
+    Ok(vec![
+        Variant::new(format!("no order check ({mode})"), unchecked),
+        Variant::new(format!("order check ({mode})"), checked),
+        Variant::new(format!("order check + severity rule ({mode})"), severity),
+    ])
 }
 
 /// Whether the model runs on this machine (`dispatch/`, `ollama/`): each run costs
@@ -226,35 +291,48 @@ async fn run(args: Args) -> Result<(), String> {
         base.content_capabilities(),
         model_variant.content_capabilities(),
     ];
-    let mut variants = vec![
-        Variant::new(format!("base (auto: {})", base.output_mode()), base.clone()),
-        Variant::new(format!("model {}", model_variant.model()), model_variant),
-    ];
-    for mode in modes {
-        let variant = base
-            .with_(|b| b.output_mode(mode))
-            .map_err(|e| format!("invalid config for mode {mode}: {e}"))?;
-        variants.push(Variant::new(format!("mode {mode}"), variant));
-    }
-    let tight_calls = args.tight_calls.unwrap_or(if local { 0 } else { 2 });
-    if tight_calls > 0 {
-        let tight = base
-            .with_(|b| b.max_llm_calls(tight_calls))
-            .map_err(|e| format!("invalid config: {e}"))?;
-        variants.push(Variant::new(format!("max_llm_calls {tight_calls}"), tight));
-    }
+    let variants = if args.prompts {
+        prompt_variants(&base, args.prompt_mode)?
+    } else {
+        let mut variants = vec![
+            Variant::new(format!("base (auto: {})", base.output_mode()), base.clone()),
+            Variant::new(format!("model {}", model_variant.model()), model_variant),
+        ];
+        for mode in modes {
+            let variant = base
+                .with_(|b| b.output_mode(mode))
+                .map_err(|e| format!("invalid config for mode {mode}: {e}"))?;
+            variants.push(Variant::new(format!("mode {mode}"), variant));
+        }
+        let tight_calls = args.tight_calls.unwrap_or(if local { 0 } else { 2 });
+        if tight_calls > 0 {
+            let tight = base
+                .with_(|b| b.max_llm_calls(tight_calls))
+                .map_err(|e| format!("invalid config: {e}"))?;
+            variants.push(Variant::new(format!("max_llm_calls {tight_calls}"), tight));
+        }
+        variants
+    };
 
     let mut tickets = triage::load_tickets(&data_dir().join("tickets"))?;
     if let Some(limit) = args.limit {
         tickets.truncate(limit);
     }
     let labels = labels::load(&data_dir().join("labels.json"))?;
-    let samples: Vec<Sample> = tickets
-        .iter()
-        .map(|t| {
-            let sample = Sample::new(t.name.clone(), t.input(&caps));
+    let samples: Vec<Sample> = (1..=args.runs)
+        .flat_map(|run| tickets.iter().map(move |t| (run, t)))
+        .map(|(run, t)| {
+            // A repeat's id names its run, so the paired comparison pairs like with like.
+            let id = if run == 1 {
+                t.name.clone()
+            } else {
+                format!("{}#{run}", t.name)
+            };
+            let sample = Sample::new(id, t.input(&caps));
             match labels.get(&t.name) {
-                Some(l) => sample.expected(json!({"severity": l.severity, "queue": l.queue})),
+                Some(l) => sample.expected(
+                    json!({"severity": l.severity, "queue": l.queue, "order_id": l.order_id}),
+                ),
                 None => sample,
             }
         })

@@ -453,6 +453,42 @@ async fn an_output_validator_rejection_is_fed_back_and_counts_as_a_parse_retry()
 }
 
 #[tokio::test]
+async fn an_output_validator_with_the_run_holds_the_answer_to_what_a_tool_found() {
+    let lookup = TestTool::new("lookup", Behaviour::Echo);
+    let model = ScriptedModel::new()
+        .tool_call("lookup", order("A1"))
+        .submit(json!({"severity": 1, "summary": "refund for the order"}))
+        .submit(json!({"severity": 1, "summary": "refund for order A1"}));
+    let config = builder(&model, &[&lookup])
+        .output_validator_with(|t: &Triage, run| {
+            let found: Vec<String> = run
+                .results_of("lookup")
+                .map(|r| r.content.clone())
+                .collect();
+            match found.first() {
+                Some(result) if !t.summary.contains("A1") => {
+                    Err(format!("/summary: name the order lookup found ({result})"))
+                }
+                _ => Ok(()),
+            }
+        })
+        .build()
+        .unwrap();
+    let r = run_agent(&config, "ticket").await;
+    assert_eq!(r.outcome.unwrap().summary, "refund for order A1");
+    assert_eq!((r.usage.llm_calls, lookup.runs()), (3, 1));
+    let res = &last_results(&model.requests()[2])[0];
+    assert!(
+        res.is_error
+            && res
+                .content
+                .contains("/summary: name the order lookup found"),
+        "{}",
+        res.content
+    );
+}
+
+#[tokio::test]
 async fn the_wrap_up_turn_runs_no_other_tool_even_if_the_model_calls_one() {
     let lookup = TestTool::new("lookup", Behaviour::Echo);
     let model = ScriptedModel::new()

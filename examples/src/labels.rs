@@ -15,12 +15,17 @@ pub struct Label {
     pub severity: u8,
     /// Expected queue, as serialized (`"shipping"`, ...).
     pub queue: String,
+    /// The order the answer should name: the order the ticket is about when it exists
+    /// in `orders.json`; `None` when the ticket names none, names one that does not
+    /// exist, or the file leaves the key out.
+    pub order_id: Option<String>,
 }
 
 /// Labels by ticket name (the file stem).
 pub type Labels = BTreeMap<String, Label>;
 
-/// Loads a labels file: `{"<ticket>": {"severity": N, "queue": "..."}, ...}`.
+/// Loads a labels file: `{"<ticket>": {"severity": N, "queue": "...", "order_id": "NW-..."
+/// or null}, ...}` (`order_id` optional).
 ///
 /// # Errors
 /// A message naming the file when it cannot be read or has the wrong shape.
@@ -38,7 +43,24 @@ pub fn load(path: &Path) -> Result<Labels, String> {
                 .as_str()
                 .ok_or_else(|| format!("{}: {name}: queue must be a string", path.display()))?
                 .to_owned();
-            Ok((name, Label { severity, queue }))
+            let order_id = match &v["order_id"] {
+                Value::Null => None,
+                Value::String(id) => Some(id.clone()),
+                _ => {
+                    return Err(format!(
+                        "{}: {name}: order_id must be a string or null",
+                        path.display()
+                    ));
+                }
+            };
+            Ok((
+                name,
+                Label {
+                    severity,
+                    queue,
+                    order_id,
+                },
+            ))
         })
         .collect()
 }
@@ -111,6 +133,13 @@ pub struct Accuracy {
     pub queue: usize,
     /// Answered with both fields as labeled.
     pub both: usize,
+    /// Labeled tickets whose label names an order (it exists in the records).
+    pub orders: usize,
+    /// Of those, answered with exactly that `order_id`.
+    pub order_id_right: usize,
+    /// Answers with an `order_id` other than the label's (a wrong id, or an id where
+    /// the label has none).
+    pub order_id_wrong: usize,
     /// The best constant guess over the same labeled tickets.
     pub baseline: Baseline,
 }
@@ -128,10 +157,18 @@ impl Accuracy {
                 continue;
             };
             acc.labeled += 1;
+            acc.orders += usize::from(label.order_id.is_some());
             if result.outcome.is_err() {
                 continue;
             }
             acc.answered += 1;
+            let answer = crate::cli::answer_json(&result.output);
+            let order = answer["order_id"].as_str();
+            match (order, label.order_id.as_deref()) {
+                (Some(got), Some(want)) if got == want => acc.order_id_right += 1,
+                (Some(_), _) => acc.order_id_wrong += 1,
+                (None, _) => {}
+            }
             let Some(got) = answer_fields(&result.output) else {
                 continue;
             };
@@ -190,6 +227,18 @@ impl fmt::Display for Accuracy {
                 pct(n, self.labeled)
             )?;
         }
+        writeln!(
+            f,
+            "{:<28} {:>18} {:>18}",
+            "order id (right)",
+            "",
+            pct(self.order_id_right, self.orders)
+        )?;
+        writeln!(
+            f,
+            "order id (wrong or stray)    {:>18}",
+            pct(self.order_id_wrong, self.answered)
+        )?;
         let b = &self.baseline;
         writeln!(
             f,
@@ -211,13 +260,27 @@ mod tests {
     #[test]
     fn the_bundled_labels_cover_every_ticket() {
         let labels = load(&crate::triage::data_dir().join("labels.json")).unwrap();
+        let book =
+            crate::triage::OrderBook::load(&crate::triage::data_dir().join("orders.json")).unwrap();
         let tickets =
             crate::triage::load_tickets(&crate::triage::data_dir().join("tickets")).unwrap();
         assert_eq!(labels.len(), tickets.len());
         for t in &tickets {
             let label = &labels[&t.name];
             assert!((1..=4).contains(&label.severity), "{}", t.name);
+            // An order label is an order that exists, and its ticket names it.
+            if let Some(id) = &label.order_id {
+                assert!(book.find(id).is_ok(), "{}: {id}", t.name);
+                let digits = &id[3..];
+                assert!(
+                    t.text.replace('O', "0").contains(digits),
+                    "{} does not name {id}",
+                    t.name
+                );
+            }
         }
+        let named = labels.values().filter(|l| l.order_id.is_some()).count();
+        assert_eq!(named, 24);
     }
 
     #[tokio::test]
@@ -237,6 +300,7 @@ mod tests {
                 Label {
                     severity: s,
                     queue: q.to_owned(),
+                    order_id: (n == "a").then(|| "NW-1".to_owned()),
                 },
             )
         })
@@ -244,8 +308,8 @@ mod tests {
         // a: both right; b: severity off by one, queue right; c: queue wrong;
         // d: not answered; e: no label.
         let model = ScriptedModel::new()
-            .text(r#"{"severity": 2, "queue": "shipping"}"#)
-            .text(r#"{"severity": 2, "queue": "billing"}"#)
+            .text(r#"{"severity": 2, "queue": "shipping", "order_id": "NW-1"}"#)
+            .text(r#"{"severity": 2, "queue": "billing", "order_id": "NW-2"}"#)
             .text(r#"{"severity": 1, "queue": "feedback"}"#)
             .fail(agent_core::llm::LlmError::permanent("down"))
             .text(r#"{"severity": 1, "queue": "spam"}"#);
@@ -266,6 +330,9 @@ mod tests {
                 severity_within_one: 3,
                 queue: 2,
                 both: 1,
+                orders: 1,
+                order_id_right: 1,
+                order_id_wrong: 1,
                 // Four labels, one queue each (ties: the first name, billing); severities
                 // 1, 2, 3, 4 (ties: the lowest, 1).
                 baseline: Baseline {
@@ -291,11 +358,11 @@ mod tests {
         let labels = load(&crate::triage::data_dir().join("labels.json")).unwrap();
         let guess = Baseline::of(labels.values());
         // From labels.json: billing, returns and shipping are 7 each (the tie goes to
-        // the first name), severity 2 is the most common (13 of 29); every label but
+        // the first name), severity 2 is the most common (12 of 29); every label but
         // the severity 4s is within one of 2.
         assert_eq!((guess.queue.as_str(), guess.severity), ("billing", 2));
         assert_eq!(guess.queue_right, 7);
-        assert_eq!(guess.severity_exact, 13);
+        assert_eq!(guess.severity_exact, 12);
         assert_eq!(guess.severity_within_one, 27);
         assert_eq!(
             guess.severity_exact,

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use agent_core::config::OutputContext;
 use agent_core::content::{Input, Part};
 use agent_core::llm::ContentCapabilities;
 use agent_core::{
@@ -42,8 +43,15 @@ pub enum Queue {
 pub struct Triage {
     /// The queue that should handle the ticket.
     pub queue: Queue,
-    /// Severity from 1 (lowest: questions, thanks, spam) to 4 (critical: security, legal,
-    /// money lost).
+    /// Severity, by what happened to the customer:
+    /// 1 = nothing went wrong: a question, thanks, a suggestion, spam, or a routine return
+    /// or exchange of an item they no longer want;
+    /// 2 = a delay or a problem the usual process fixes: a late parcel, a damaged, wrong or
+    /// missing item, a login problem, a change or cancellation to make, a price dispute;
+    /// 3 = money or goods lost: charged twice or for a cancelled order, a refund short or
+    /// weeks overdue, a parcel lost, or a customer chasing us after no reply;
+    /// 4 = a security, safety or legal matter: an account takeover or fraud, an injury or a
+    /// hazardous product, a legal threat or a chargeback.
     #[schemars(range(min = 1, max = 4))]
     pub severity: u8,
     /// The order the ticket is about, as lookup_order found it (NW- and five digits);
@@ -234,6 +242,43 @@ gear shop. Today is 2026-05-18. For each ticket: find the order it is about with
 then give your triage decision. Security and legal tickets are always severity 3 or 4. Hand the ticket to a human \
 with escalate_to_human only when it cannot be triaged at all.";
 
+/// A sentence for the system prompt on how to judge severity, for models that rate
+/// every ticket by its tone (one of the prompts `examples/sweep.rs --prompts` compares).
+pub const SEVERITY_RULE: &str = " Judge severity by what happened to the customer, as the \
+severity field defines each level; an angry or urgent tone alone does not raise it.";
+
+/// Holds the answer's `order_id` to what `lookup_order` found in the run (the output
+/// validator of [`base_config`]): empty while a lookup found the order, or an id a lookup
+/// said does not exist, is fed back to the model as a correction naming the id.
+///
+/// # Errors
+/// The correction, as `/order_id: ...`.
+pub fn order_found(answer: &Triage, run: &OutputContext<'_>) -> Result<(), String> {
+    let found: Vec<String> = run
+        .results_of("lookup_order")
+        .filter_map(|r| serde_json::from_str::<serde_json::Value>(&r.content).ok())
+        .filter_map(|v| v["order_id"].as_str().map(str::to_owned))
+        .collect();
+    match &answer.order_id {
+        None if !found.is_empty() => Err(format!(
+            "/order_id: lookup_order found {} in this run; set order_id to the id of the \
+             order the ticket is about",
+            found.join(" and ")
+        )),
+        Some(id)
+            if !found.contains(id)
+                && run
+                    .tool_results()
+                    .any(|r| r.is_error && r.content.contains(id.as_str())) =>
+        {
+            Err(format!(
+                "/order_id: lookup_order found no order {id}; set order_id to null"
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The folder of the example data (`examples/data`).
 pub fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("data")
@@ -249,6 +294,7 @@ pub fn base_config(data: &Path) -> Result<AgentConfigBuilder<Triage>, String> {
         .system_prompt(SYSTEM_PROMPT)
         .tools(tools![lookup_order, refund_status])
         .state(orders)
+        .output_validator_with(order_found)
         .escalation(true)
         .max_llm_calls(8)
         .max_tool_calls(6)
@@ -430,6 +476,44 @@ mod tests {
             "{}",
             named.as_text()
         );
+    }
+
+    #[test]
+    fn the_order_check_holds_the_answer_to_what_the_lookup_found() {
+        use agent_core::llm::{Message, ToolResult};
+        let answer = |order_id: Option<&str>| Triage {
+            queue: Queue::Shipping,
+            severity: 2,
+            order_id: order_id.map(str::to_owned),
+            summary: "the parcel is late".into(),
+            claims_match_records: None,
+        };
+        let found = vec![Message::tool_results(vec![ToolResult::ok(
+            "1",
+            "lookup_order",
+            r#"{"order_id":"NW-10231","status":"shipped"}"#,
+        )])];
+        let run = OutputContext::new(&found);
+        assert_eq!(
+            order_found(&answer(None), &run).unwrap_err(),
+            "/order_id: lookup_order found NW-10231 in this run; set order_id to the id of \
+             the order the ticket is about"
+        );
+        assert!(order_found(&answer(Some("NW-10231")), &run).is_ok());
+
+        let missing = vec![Message::tool_results(vec![ToolResult::error(
+            "1",
+            "lookup_order",
+            NotFound("NW-10217".into()).to_string(),
+        )])];
+        let run = OutputContext::new(&missing);
+        assert!(order_found(&answer(None), &run).is_ok());
+        assert_eq!(
+            order_found(&answer(Some("NW-10217")), &run).unwrap_err(),
+            "/order_id: lookup_order found no order NW-10217; set order_id to null"
+        );
+        // No lookup at all: nothing to hold the answer to.
+        assert!(order_found(&answer(Some("NW-10217")), &OutputContext::new(&[])).is_ok());
     }
 
     #[test]

@@ -17,6 +17,8 @@ pub(crate) use compaction::{Plan as CompactionPlan, Summarizer};
 pub use handoff::{Handoff, HistoryFilter};
 mod stores;
 mod table;
+mod validator;
+pub use validator::OutputContext;
 
 pub(crate) use checks::is_legal_tool_name;
 use checks::{check_output_tool, check_settings, compile_tools, invalid};
@@ -147,7 +149,7 @@ pub(crate) struct ModelEntry {
 pub(crate) struct Hooks<T> {
     pub(crate) tools_for: Option<builder::ToolFilter>,
     pub(crate) approval: Option<builder::ApprovalPolicy>,
-    pub(crate) output_validator: Option<OutputValidator<T>>,
+    pub(crate) output_validator: Option<validator::ContextValidator<T>>,
     pub(crate) grader: Option<Arc<dyn crate::scores::Grader<T>>>,
     pub(crate) guardrails: guardrails::Guardrails<T>,
     pub(crate) observer: Option<Arc<dyn crate::observe::Observer>>,

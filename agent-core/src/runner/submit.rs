@@ -7,6 +7,7 @@ use futures::FutureExt;
 use serde_json::Value;
 use tracing::Instrument;
 
+use crate::config::OutputContext;
 use crate::error::{AgentError, AttemptKind};
 use crate::message::{Message, ToolCall, ToolResult, json_text};
 use crate::output::{AgentOutput, ESCALATE_TO_HUMAN};
@@ -69,7 +70,8 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         let Some(check) = &self.agent.hooks.output_validator else {
             return self.check_output_guardrails(value);
         };
-        match std::panic::catch_unwind(AssertUnwindSafe(|| check(value))) {
+        let run = OutputContext::new(&self.state.messages);
+        match std::panic::catch_unwind(AssertUnwindSafe(|| check(value, &run))) {
             Ok(Ok(())) => self.check_output_guardrails(value),
             Ok(Err(message)) => Err(ValidationErrors::one(format!("/: {message}"))),
             Err(payload) => Err(ValidationErrors::one(format!(

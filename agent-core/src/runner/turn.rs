@@ -68,8 +68,8 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         if !text.is_empty() {
             self.state.last_text.clone_from(&text);
         }
-        // A lone submit_output or escalate_to_human call is judged on the call alone:
-        // nothing in its handling reads the transcript, and none of it awaits, so the
+        // A lone submit_output or escalate_to_human call is judged on the call and the
+        // turns before it (an output validator may read those), and none of it awaits, so the
         // assistant message goes in after it, at the place it would have had, with the
         // call moved in rather than copied.
         let provider_stop = matches!(
