@@ -11,7 +11,7 @@
 //! | [`for_anthropic`] | Anthropic `input_schema` | `$schema` dropped, root `type: object` ensured |
 //! | [`for_anthropic_output`] | Anthropic `output_config.format` (native output) | as above, plus every object closed, constraints moved into descriptions |
 //! | [`for_openai`] | OpenAI and compatible servers | as above, plus `properties: {}` on an empty root |
-//! | [`for_compatible_output`] | OpenAI-compatible servers' `response_format` (native output) | as `for_openai`, plus `\d`/`\w` in patterns spelled out for grammar-based decoders |
+//! | [`for_compatible_output`] | OpenAI-compatible servers' tool parameters and `response_format` (native output) | as `for_openai`, plus `\d`/`\w` in patterns spelled out and nullable optional properties listed in `required`, for grammar-based decoders |
 //! | [`for_openai_strict`] | OpenAI with `strict: true` | every object closed and fully required, `oneOf` to `anyOf`, `$ref` siblings, `default` and unsupported `format`s dropped, `minLength`/`maxLength`-like keywords moved into descriptions |
 //! | [`for_gemini`] | Gemini function declarations | every `$ref` inlined, type arrays, null branches and `null` enum values to `nullable`, `const` to `enum`, an `anyOf`'s sibling keys moved into its branches, unknown keywords dropped |
 //!
@@ -25,16 +25,17 @@
 //! mode cannot express (maps, `serde_json::Value`, tuples).
 
 pub use crate::validate::{SchemaValidator, ValidationErrors, whole_numbers_as_integers};
+mod compatible;
 mod generate;
 mod rules;
 mod transform;
 mod walk;
 
+pub use compatible::for_compatible_output;
 pub use generate::{normalize, parameters_for};
 pub use rules::{
     anthropic_violations, gemini_violations, openai_strict_violations, openai_violations,
 };
 pub use transform::{
-    for_anthropic, for_anthropic_output, for_compatible_output, for_gemini, for_openai,
-    for_openai_strict,
+    for_anthropic, for_anthropic_output, for_gemini, for_openai, for_openai_strict,
 };

@@ -34,54 +34,6 @@ pub fn for_openai(schema: &Value) -> Value {
     out
 }
 
-/// The schema as sent to OpenAI-compatible servers for native output
-/// (`response_format`): as [`for_openai`], with every `pattern` rewritten so that
-/// grammar-based servers can enforce it: the shorthand classes `\d` and `\w` become
-/// `[0-9]` and `[A-Za-z0-9_]` (their exact ECMA-262 meanings). llama.cpp's
-/// JSON-Schema-to-grammar converter rejects `\d` ("unsupported escape") and then
-/// accepts any string, so `^NW-\d{5}$` would not bind the model at all.
-pub fn for_compatible_output(schema: &Value) -> Value {
-    let mut out = for_openai(schema);
-    walk::visit_mut(&mut out, &mut |node| {
-        if let Some(Value::String(pattern)) = node.get_mut("pattern") {
-            *pattern = expand_class_escapes(pattern);
-        }
-    });
-    out
-}
-
-/// `\d` and `\w` spelled out as character ranges, inside or outside a class.
-fn expand_class_escapes(pattern: &str) -> String {
-    let mut out = String::with_capacity(pattern.len() + 8);
-    let mut in_class = false;
-    let mut chars = pattern.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => match chars.next() {
-                Some('d') if in_class => out.push_str("0-9"),
-                Some('d') => out.push_str("[0-9]"),
-                Some('w') if in_class => out.push_str("A-Za-z0-9_"),
-                Some('w') => out.push_str("[A-Za-z0-9_]"),
-                Some(other) => {
-                    out.push('\\');
-                    out.push(other);
-                }
-                None => out.push('\\'),
-            },
-            '[' if !in_class => {
-                in_class = true;
-                out.push(c);
-            }
-            ']' if in_class => {
-                in_class = false;
-                out.push(c);
-            }
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
 /// String formats OpenAI strict mode supports (source: OpenAI structured outputs guide,
 /// "Supported schemas").
 const OPENAI_STRICT_FORMATS: &[&str] = &[
@@ -601,24 +553,5 @@ fn merge_into_branch(branch: &mut Map<String, Value>, siblings: &Map<String, Val
                 branch.entry(key.clone()).or_insert_with(|| value.clone());
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn class_escapes_are_spelled_out_for_grammars() {
-        assert_eq!(expand_class_escapes(r"^NW-\d{5}$"), "^NW-[0-9]{5}$");
-        assert_eq!(expand_class_escapes(r"[\d-]+\w*"), "[0-9-]+[A-Za-z0-9_]*");
-        assert_eq!(expand_class_escapes(r"a\.b\\d"), r"a\.b\\d");
-        assert_eq!(expand_class_escapes(r"\s+\D"), r"\s+\D");
-        let schema = json!({"type": "object", "properties": {
-            "id": {"type": ["string", "null"], "pattern": "^NW-\\d{5}$"}}});
-        assert_eq!(
-            for_compatible_output(&schema)["properties"]["id"]["pattern"],
-            "^NW-[0-9]{5}$"
-        );
     }
 }
