@@ -1,18 +1,21 @@
 //! Content parts by each provider's rules: token estimates of real images of known
 //! sizes per provider's published formula (and the run's budget counting them by the
 //! rule of the model it is on), pixel limits checked before any request with the
-//! limit and its source, and a handoff target that cannot take the run's parts refused
-//! before any request.
+//! limit and its source (bytes only: a URL or a file id is the provider's to check),
+//! and a handoff target that cannot take the run's parts refused before any request.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::sync::{Arc, Mutex};
 
-use agent_core::content::{Detail, Input, Kind, Part, TokenRule};
+use agent_core::content::{Detail, Input, Kind, MediaResolution, Part, TokenRule};
 use agent_core::llm::{
     COMMON_IMAGES, ContentCapabilities, LlmClient, LlmFuture, LlmRequest, LlmResponse,
 };
-use agent_core::providers::{AnthropicClient, BedrockClient, GeminiClient, ProviderOptions};
+use agent_core::providers::{
+    AnthropicClient, BedrockClient, GeminiClient, OpenAiClient, OpenAiResponsesClient,
+    ProviderOptions,
+};
 use agent_core::{AgentConfig, AgentError, run_agent};
 use wiremock::MockServer;
 
@@ -57,11 +60,11 @@ fn each_providers_estimate_of_real_images_follows_its_published_formula() {
     for (part, anthropic, openai, low, gemini, conservative) in table {
         let name = part.describe();
         assert_eq!(TokenRule::Anthropic.tokens(&part), anthropic, "{name}");
-        assert_eq!(TokenRule::OpenAi.tokens(&part), openai, "{name}");
+        assert_eq!(TokenRule::OPENAI_GPT_4O.tokens(&part), openai, "{name}");
         let high = part.clone().with_detail(Detail::High);
-        assert_eq!(TokenRule::OpenAi.tokens(&high), openai, "{name}");
+        assert_eq!(TokenRule::OPENAI_GPT_4O.tokens(&high), openai, "{name}");
         let low_part = part.clone().with_detail(Detail::Low);
-        assert_eq!(TokenRule::OpenAi.tokens(&low_part), low, "{name}");
+        assert_eq!(TokenRule::OPENAI_GPT_4O.tokens(&low_part), low, "{name}");
         assert_eq!(TokenRule::Gemini.tokens(&part), gemini, "{name}");
         assert_eq!(
             TokenRule::Conservative.tokens(&part),
@@ -72,7 +75,7 @@ fn each_providers_estimate_of_real_images_follows_its_published_formula() {
     // A size that cannot be read (a URL): each rule's ceiling.
     let url = Part::from_url("https://example.test/a.png", "image/png").unwrap();
     assert_eq!(TokenRule::Anthropic.tokens(&url), 1_600);
-    assert_eq!(TokenRule::OpenAi.tokens(&url), 85 + 170 * 8);
+    assert_eq!(TokenRule::OPENAI_GPT_4O.tokens(&url), 85 + 170 * 8);
     assert_eq!(TokenRule::Gemini.tokens(&url), 1_600);
     // PDFs: Gemini 258 a page, the others 3,000; pages not readable: 3,000.
     let two_pages = Part::from_bytes_as(
@@ -84,9 +87,130 @@ fn each_providers_estimate_of_real_images_follows_its_published_formula() {
     .unwrap();
     assert_eq!(TokenRule::Gemini.tokens(&two_pages), 516);
     assert_eq!(TokenRule::Anthropic.tokens(&two_pages), 6_000);
-    assert_eq!(TokenRule::OpenAi.tokens(&two_pages), 6_000);
+    assert_eq!(TokenRule::OPENAI_GPT_4O.tokens(&two_pages), 6_000);
     let opaque = Part::from_bytes_as(b"%PDF-1.7\n%%EOF\n".to_vec(), "application/pdf").unwrap();
     assert_eq!(TokenRule::Gemini.tokens(&opaque), 3_000);
+}
+
+/// OpenAI's per-model rows ("Calculating costs",
+/// <https://platform.openai.com/docs/guides/images-vision#calculating-costs>), for real
+/// images, through the clients' capabilities by model name.
+#[test]
+fn openais_models_count_images_by_their_own_rows() {
+    let options = ProviderOptions::default().with_api_key(KEY);
+    let chat = OpenAiClient::openai(&options).unwrap();
+    let responses = OpenAiResponsesClient::openai(&options).unwrap();
+    // (model, 1000x1000, 2048x4096, 1000x1000 at detail low)
+    let table: [(&str, u64, u64, u64); 9] = [
+        // Tiles: 1000x1000 is 768x768, 2 x 2 tiles; 2048x4096 is 768x1536, 2 x 3.
+        ("gpt-4o", 85 + 4 * 170, 85 + 6 * 170, 85),
+        ("gpt-4.1", 85 + 4 * 170, 85 + 6 * 170, 85),
+        ("gpt-4o-mini", 2_833 + 4 * 5_667, 2_833 + 6 * 5_667, 2_833),
+        ("gpt-5", 70 + 4 * 140, 70 + 6 * 140, 70),
+        ("o3", 75 + 4 * 150, 75 + 6 * 150, 75),
+        // Patches: 1000x1000 is 32 x 32 = 1,024; 2048x4096 is 8,192, over 1,536, so
+        // scaled to 27 x 54 = 1,458; times the multiplier, rounded; detail is ignored.
+        ("gpt-4.1-mini", 1_659, 2_362, 1_659),
+        ("gpt-5-mini", 1_659, 2_362, 1_659),
+        ("gpt-4.1-nano", 2_519, 3_587, 2_519),
+        ("o4-mini", 1_761, 2_508, 1_761),
+    ];
+    for (model, square, tall, low) in table {
+        for rule in [
+            chat.content_capabilities(model).tokens,
+            responses.content_capabilities(model).tokens,
+        ] {
+            assert_eq!(rule.tokens(&image("1000x1000.png")), square, "{model}");
+            assert_eq!(rule.tokens(&image("2048x4096.png")), tall, "{model}");
+            let low_part = image("1000x1000.png").with_detail(Detail::Low);
+            assert_eq!(rule.tokens(&low_part), low, "{model}");
+        }
+    }
+    // A size that cannot be read: the most tiles (2 x 4), or 1,536 patches.
+    let url = Part::from_url("https://example.test/a.png", "image/png").unwrap();
+    let rule = |model| chat.content_capabilities(model).tokens;
+    assert_eq!(rule("gpt-4o-mini").tokens(&url), 2_833 + 8 * 5_667);
+    assert_eq!(rule("gpt-5-nano").tokens(&url), 3_779);
+}
+
+/// Gemini 3's media resolutions ("Media resolution", Token counts,
+/// <https://ai.google.dev/gemini-api/docs/media-resolution>): a fixed count per image
+/// and per PDF page whatever the size, the part's resolution or the default; earlier
+/// models keep the tile rule and do not count a resolution they are not sent.
+#[test]
+fn gemini_3_counts_images_and_pages_by_their_media_resolution() {
+    let options = ProviderOptions::default().with_api_key(KEY);
+    let gemini = GeminiClient::new(&options).unwrap();
+    let rule = gemini.content_capabilities("gemini-3-pro-preview").tokens;
+    assert_eq!(rule, TokenRule::Gemini3);
+    let big = image("2048x4096.png");
+    assert_eq!(rule.tokens(&bottle()), 1_120);
+    assert_eq!(rule.tokens(&big), 1_120);
+    for (resolution, tokens) in [
+        (MediaResolution::Low, 280),
+        (MediaResolution::Medium, 560),
+        (MediaResolution::High, 1_120),
+        (MediaResolution::UltraHigh, 2_240),
+    ] {
+        assert_eq!(
+            rule.tokens(&big.clone().with_media_resolution(resolution)),
+            tokens
+        );
+    }
+    let two_pages = Part::from_bytes_as(
+        b"%PDF-1.4\n2 0 obj << /Type /Page >>\n3 0 obj << /Type /Page >>\n".to_vec(),
+        "application/pdf",
+    )
+    .unwrap();
+    assert_eq!(rule.tokens(&two_pages), 2 * 560);
+    let low = two_pages
+        .clone()
+        .with_media_resolution(MediaResolution::Low);
+    assert_eq!(rule.tokens(&low), 2 * 280);
+    // Gemini 2.5: tiles, the resolution not counted.
+    let older = gemini.content_capabilities("gemini-2.5-flash").tokens;
+    assert_eq!(older, TokenRule::Gemini);
+    let tiled = image("1000x1000.png").with_media_resolution(MediaResolution::Low);
+    assert_eq!(older.tokens(&tiled), 258 * 4);
+    assert_eq!(older.tokens(&low), 2 * 258);
+}
+
+/// Pixel limits are read from an image's bytes alone: a URL (or a file id) is not
+/// fetched by this crate, so it passes the check and goes to the provider as given,
+/// for the provider to check.
+#[tokio::test]
+async fn a_url_image_passes_the_pixel_check_untouched() {
+    let options = ProviderOptions::default().with_api_key(KEY);
+    let caps = AnthropicClient::new(&options)
+        .unwrap()
+        .content_capabilities("claude-sonnet-4-5");
+    assert_eq!(caps.max_image_dimensions, Some((8_000, 8_000)));
+    let url = "https://example.test/scan-9000x9000.png";
+    let part = Part::from_url(url, "image/png").unwrap();
+    assert_eq!(caps.check(&part), Ok(()));
+    assert!(
+        caps.check(&image("8001x100.png")).is_err(),
+        "bytes are checked"
+    );
+    // In a run of more than 20 images (the smaller limit's count), the URL is sent as
+    // given.
+    let server = anthropic_server().await;
+    let config = triage("claude-sonnet-4-5", &server.uri()).build().unwrap();
+    let mut input = Input::text("look").part(part);
+    for _ in 0..20 {
+        input = input.part(image("200x200.png"));
+    }
+    let result = run_agent(&config, input).await;
+    assert!(result.outcome.is_ok(), "{:?}", result.outcome);
+    let sent = requests(&server).await;
+    assert_eq!(sent.len(), 1);
+    let body: serde_json::Value = serde_json::from_slice(&sent[0].body).unwrap();
+    let content = &body["messages"][0]["content"];
+    assert_eq!(
+        content[1],
+        serde_json::json!({"type": "image", "source": {"type": "url", "url": url}}),
+        "{content}"
+    );
 }
 
 #[test]
@@ -167,7 +291,11 @@ fn images(rule: TokenRule) -> ContentCapabilities {
 #[tokio::test]
 async fn the_runs_token_count_uses_the_rule_of_the_model_it_is_on() {
     let mut input_tokens = Vec::new();
-    for rule in [TokenRule::Anthropic, TokenRule::OpenAi, TokenRule::Gemini] {
+    for rule in [
+        TokenRule::Anthropic,
+        TokenRule::OPENAI_GPT_4O,
+        TokenRule::Gemini,
+    ] {
         let config = AgentConfig::<Triage>::builder("see")
             .llm(NoUsage::new(images(rule)))
             .build()

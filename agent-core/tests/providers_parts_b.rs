@@ -585,7 +585,13 @@ fn openai_capabilities_by_family() {
     assert_eq!(vision.max_images, Some(500));
     assert_eq!(vision.max_total_document_bytes, Some(32_000_000));
     assert_eq!(vision.max_pdf_pages, Some(100));
-    assert_eq!(vision.tokens, agent_core::content::TokenRule::OpenAi);
+    // gpt-4.1-mini counts 32-px patches times 1.62 ("Calculating costs").
+    assert_eq!(
+        vision.tokens,
+        agent_core::content::TokenRule::OpenAiPatches {
+            multiplier_percent: 162
+        }
+    );
     let audio = client.content_capabilities("gpt-4o-audio-preview");
     assert!(audio.image_types.is_empty());
     assert!(audio.audio_types.contains(&"audio/mpeg"));

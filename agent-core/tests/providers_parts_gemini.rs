@@ -3,13 +3,15 @@
 //! (`generateContent`) and streamed (`streamGenerateContent`, the same body); parts a
 //! tool returns reach Gemini 3 inside its function response, earlier models in the
 //! user content after the function responses;
-//! parts a model cannot take refused before any request; text-only bodies unchanged.
+//! parts a model cannot take refused before any request; text-only bodies unchanged;
+//! a part's media resolution as `mediaResolution` on Gemini 3 (not sent to earlier
+//! models).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use crate::providers_support;
 
-use agent_core::content::{Input, Kind, Part};
+use agent_core::content::{Input, Kind, MediaResolution, Part};
 use agent_core::llm::{LlmClient, LlmRequest, Message, StreamDelta, ToolCall, ToolResult};
 use agent_core::providers::{GeminiClient, ProviderOptions};
 use agent_core::{AgentError, run_agent};
@@ -190,6 +192,79 @@ async fn on_gemini_3_a_tool_part_a_function_response_cannot_hold_goes_beside_it(
             {"text": "The parts call fc_1 (voicemail) returned:"},
             {"inlineData": {"mimeType": "audio/wav", "data": WAV_B64}}
         ]})
+    );
+}
+
+/// A request on `model` whose user turn holds a PNG at high resolution, a PDF by URL at
+/// low and a PNG without one, and whose tool result holds a PNG at medium and one
+/// without: the body sent.
+async fn resolutions_body(model: &str) -> Value {
+    let server = MockServer::start().await;
+    let path = format!("/v1beta/models/{model}:generateContent");
+    mount_post(&server, &path, json_fixture(200, "gemini/text.json"), None).await;
+    let pdf = Part::from_url("https://example.test/manual.pdf", "application/pdf").unwrap();
+    let request = LlmRequest::new(model)
+        .with_message(Message::user_with(
+            "Read these.",
+            vec![
+                png().with_media_resolution(MediaResolution::High),
+                pdf.with_media_resolution(MediaResolution::Low),
+                png(),
+            ],
+        ))
+        .with_message(Message::assistant(
+            "",
+            vec![ToolCall::new("fc_1", "photo", json!({}))],
+        ))
+        .with_message(Message::tool_results(vec![
+            ToolResult::ok("fc_1", "photo", "two photos").with_parts(vec![
+                png().with_media_resolution(MediaResolution::Medium),
+                png(),
+            ]),
+        ]));
+    client(&server).complete(&request).await.unwrap();
+    bodies(&server).await.swap_remove(0)
+}
+
+#[tokio::test]
+async fn gemini_3_gets_each_parts_media_resolution() {
+    let body = resolutions_body("gemini-3-pro-preview").await;
+    let image = json!({"mimeType": "image/png", "data": PNG_B64});
+    assert_eq!(
+        body["contents"][0],
+        json!({"role": "user", "parts": [
+            {"text": "Read these."},
+            {"inlineData": image, "mediaResolution": {"level": "MEDIA_RESOLUTION_HIGH"}},
+            {"fileData": {"mimeType": "application/pdf", "fileUri": "https://example.test/manual.pdf"},
+             "mediaResolution": {"level": "MEDIA_RESOLUTION_LOW"}},
+            {"inlineData": image}
+        ]})
+    );
+    // A function response's parts carry their data alone: the tool's part with a
+    // resolution goes beside the response, with it.
+    assert_eq!(
+        body["contents"][2],
+        json!({"role": "user", "parts": [
+            {"functionResponse": {
+                "id": "fc_1",
+                "name": "photo",
+                "response": {"output": "two photos"},
+                "parts": [{"inlineData": image}]
+            }},
+            {"text": "The parts call fc_1 (photo) returned:"},
+            {"inlineData": image, "mediaResolution": {"level": "MEDIA_RESOLUTION_MEDIUM"}}
+        ]})
+    );
+}
+
+#[tokio::test]
+async fn before_gemini_3_no_media_resolution_is_sent() {
+    let body = resolutions_body("gemini-2.5-flash").await;
+    let text = body.to_string();
+    assert!(!text.contains("mediaResolution"), "{text}");
+    assert_eq!(
+        body["contents"][0]["parts"][1],
+        json!({"inlineData": {"mimeType": "image/png", "data": PNG_B64}})
     );
 }
 

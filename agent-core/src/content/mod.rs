@@ -20,7 +20,7 @@ pub use error::ContentError;
 pub use estimate::TokenRule;
 pub(crate) use estimate::{image_size, pdf_pages_of};
 pub use input::Input;
-pub use part::{Detail, Kind, Media, Part, Source};
+pub use part::{Detail, Kind, Media, MediaResolution, Part, Source};
 
 #[cfg(test)]
 mod tests;

@@ -1,4 +1,5 @@
-//! [`Part`] and what it is made of: [`Media`], [`Source`], [`Kind`], [`Detail`].
+//! [`Part`] and what it is made of: [`Media`], [`Source`], [`Kind`], [`Detail`],
+//! [`MediaResolution`].
 
 use std::fmt;
 use std::path::Path;
@@ -44,6 +45,12 @@ pub struct Media {
     /// provider's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<Detail>,
+    /// How many tokens Gemini 3 spends on an image or a PDF (Gemini's per-part
+    /// `mediaResolution`); `None`: the model's default. Sent to Gemini 3 models (and
+    /// to aliases without a version); earlier Gemini models and other providers do not
+    /// take it and are not sent it, as `detail` goes to OpenAI alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media_resolution: Option<MediaResolution>,
 }
 
 /// Where a part's bytes are.
@@ -82,6 +89,48 @@ pub enum Detail {
     Low,
     /// A high-resolution look.
     High,
+}
+
+/// How many tokens Gemini 3 spends on an image or a PDF page, Gemini's per-part
+/// `mediaResolution` ("Media resolution", Token counts,
+/// <https://ai.google.dev/gemini-api/docs/media-resolution>): an image 280, 560,
+/// 1,120 or 2,240 tokens (low, medium, high, ultra high; 1,120 when unset); a PDF page
+/// 280, 560 or 1,120 (low, medium, high; 560 when unset), plus its text. Ultra high is
+/// documented for images alone; a PDF page at ultra high is estimated as an image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum MediaResolution {
+    /// `MEDIA_RESOLUTION_LOW`: 280 tokens.
+    Low,
+    /// `MEDIA_RESOLUTION_MEDIUM`: 560 tokens.
+    Medium,
+    /// `MEDIA_RESOLUTION_HIGH`: 1,120 tokens.
+    High,
+    /// `MEDIA_RESOLUTION_ULTRA_HIGH`: 2,240 tokens (images; per part only).
+    UltraHigh,
+}
+
+impl MediaResolution {
+    /// Gemini's name for the level (`MEDIA_RESOLUTION_LOW`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MediaResolution::Low => "MEDIA_RESOLUTION_LOW",
+            MediaResolution::Medium => "MEDIA_RESOLUTION_MEDIUM",
+            MediaResolution::High => "MEDIA_RESOLUTION_HIGH",
+            MediaResolution::UltraHigh => "MEDIA_RESOLUTION_ULTRA_HIGH",
+        }
+    }
+
+    /// The tokens Gemini 3 spends on an image (or a PDF page) at this level.
+    pub fn tokens(self) -> u64 {
+        match self {
+            MediaResolution::Low => 280,
+            MediaResolution::Medium => 560,
+            MediaResolution::High => 1_120,
+            MediaResolution::UltraHigh => 2_240,
+        }
+    }
 }
 
 /// What kind of content a part is.
@@ -304,6 +353,16 @@ impl Part {
         self
     }
 
+    /// This part with a Gemini 3 media resolution (see [`MediaResolution`]), when it
+    /// has media.
+    #[must_use]
+    pub fn with_media_resolution(mut self, resolution: MediaResolution) -> Self {
+        if let Some(media) = self.media_mut() {
+            media.media_resolution = Some(resolution);
+        }
+        self
+    }
+
     /// The size of the part's bytes (0 for text, a URL or a file id).
     pub fn byte_len(&self) -> usize {
         match self.media().map(|m| &m.source) {
@@ -351,6 +410,7 @@ impl Media {
             media_type: media_type.into(),
             name: None,
             detail: None,
+            media_resolution: None,
         }
     }
 }

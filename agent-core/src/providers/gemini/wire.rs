@@ -56,8 +56,9 @@ enum Part<'a> {
         #[serde(rename = "functionResponse")]
         function_response: WireFunctionResponse<'a>,
     },
-    /// Bytes, a Files API URI or an external URL (see [`media`]).
-    Media(media::Media<'a>),
+    /// Bytes, a Files API URI or an external URL, with its media resolution (see
+    /// [`media`]).
+    Media(media::UserMedia<'a>),
     /// A text this wire writes (the note before a tool's parts sent beside its response).
     Note {
         text: String,
@@ -295,10 +296,7 @@ pub(crate) fn encode(request: &LlmRequest, cache: &WireCache) -> Result<Vec<u8>,
             .map(|text| SystemInstruction {
                 parts: [Part::Text { text }],
             }),
-        contents: contents(
-            &request.messages,
-            media::multimodal_responses(super::version(&request.model)),
-        )?,
+        contents: contents(&request.messages, super::version(&request.model))?,
         tools: tools.as_deref(),
         tool_config,
         generation_config: GenerationConfig {
@@ -318,11 +316,17 @@ pub(crate) fn encode(request: &LlmRequest, cache: &WireCache) -> Result<Vec<u8>,
 ///
 /// A tool's parts go inside its `functionResponse` (`parts`) when `multimodal` (Gemini
 /// 3) and their type is taken there, else right after the responses, each call's
-/// after a note naming it.
+/// after a note naming it. A part's media resolution goes with it where the model
+/// (by its `version`) takes one ([`media::takes_resolutions`]).
 ///
 /// # Errors
 /// A part this wire cannot encode (see [`media::part`]).
-fn contents(messages: &[Message], multimodal: bool) -> Result<Vec<Content<'_>>, LlmError> {
+fn contents(
+    messages: &[Message],
+    version: Option<(u32, u32)>,
+) -> Result<Vec<Content<'_>>, LlmError> {
+    let multimodal = media::multimodal_responses(version);
+    let resolutions = media::takes_resolutions(version);
     let mut out: Vec<Content<'_>> = Vec::new();
     let mut last_calls: &[ToolCall] = &[];
     for turn in history::turns(messages) {
@@ -335,7 +339,7 @@ fn contents(messages: &[Message], multimodal: bool) -> Result<Vec<Content<'_>>, 
                 for part in parts {
                     wire.push(match part.as_text() {
                         Some(text) => Part::Text { text },
-                        None => Part::Media(media::part(part)?),
+                        None => Part::Media(media::user_part(part, resolutions)?),
                     });
                 }
             }
@@ -362,7 +366,7 @@ fn contents(messages: &[Message], multimodal: bool) -> Result<Vec<Content<'_>>, 
                         }
                         beside.push(match part.as_text() {
                             Some(text) => Part::Text { text },
-                            None => Part::Media(media::part(part)?),
+                            None => Part::Media(media::user_part(part, resolutions)?),
                         });
                     }
                     responses.push(Part::Response {

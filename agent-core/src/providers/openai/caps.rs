@@ -73,7 +73,18 @@ pub(crate) enum Family {
 /// The family of an OpenAI model name (or of an Azure deployment named after its model).
 pub(crate) fn family(model: &str) -> Family {
     let name = model.to_ascii_lowercase();
-    let name = name.strip_prefix("ft:").unwrap_or(&name);
+    family_of(name.strip_prefix("ft:").unwrap_or(&name))
+}
+
+/// Whether `name` is `prefix`, or `prefix` followed by `-`, `:` or `.` (a dated, a
+/// fine-tuned or a point-release name).
+fn named(name: &str, prefix: &str) -> bool {
+    name.strip_prefix(prefix)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(['-', ':', '.']))
+}
+
+/// [`family`] of a lowercase name without `ft:`.
+fn family_of(name: &str) -> Family {
     if name.contains("-audio") || name.starts_with("gpt-audio") {
         return Family::Audio;
     }
@@ -88,10 +99,7 @@ pub(crate) fn family(model: &str) -> Family {
     if text_only.iter().any(|m| name.contains(m)) {
         return Family::Text;
     }
-    let is = |prefix: &str| {
-        name.strip_prefix(prefix)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['-', ':', '.']))
-    };
+    let is = |prefix: &str| named(name, prefix);
     let vision = [
         "gpt-4o",
         "chatgpt-4o",
@@ -108,11 +116,44 @@ pub(crate) fn family(model: &str) -> Family {
     if vision { Family::Vision } else { Family::Text }
 }
 
+/// How OpenAI counts an image's tokens for a vision model, by its name (the table of
+/// "Calculating costs",
+/// <https://platform.openai.com/docs/guides/images-vision#calculating-costs>): 32-px
+/// patches times 1.62 (gpt-4.1-mini, gpt-5-mini), 2.46 (gpt-4.1-nano, gpt-5-nano) or
+/// 1.72 (o4-mini); 512-px tiles of 2,833 + 5,667 (gpt-4o-mini), 70 + 140 (gpt-5,
+/// gpt-5-chat-latest), 75 + 150 (o1, o1-pro, o3) or 85 + 170 (gpt-4o, gpt-4.1,
+/// gpt-4.5, and any other). A point release the table does not name (gpt-5.1) is
+/// counted by its family's row (gpt-5's; its -mini and -nano by gpt-5-mini's and
+/// gpt-5-nano's).
+pub(crate) fn token_rule(model: &str) -> TokenRule {
+    let name = model.to_ascii_lowercase();
+    let name = name.strip_prefix("ft:").unwrap_or(&name);
+    let is = |prefix: &str| named(name, prefix);
+    let gpt_5 = is("gpt-5");
+    let patches = |multiplier_percent| TokenRule::OpenAiPatches { multiplier_percent };
+    if is("o4-mini") {
+        patches(172)
+    } else if is("gpt-4.1-mini") || (gpt_5 && name.contains("-mini")) {
+        patches(162)
+    } else if is("gpt-4.1-nano") || (gpt_5 && name.contains("-nano")) {
+        patches(246)
+    } else if is("gpt-4o-mini") {
+        TokenRule::OPENAI_GPT_4O_MINI
+    } else if gpt_5 {
+        TokenRule::OPENAI_GPT_5
+    } else if is("o1") || is("o3") {
+        TokenRule::OPENAI_O
+    } else {
+        TokenRule::OPENAI_GPT_4O
+    }
+}
+
 /// OpenAI Chat Completions: images (`image_url`: URL or data URL; 20 MB each, 500 a
 /// request) and PDFs (`file`: data or file id; 32 MB and 100 pages a request
 /// together, <https://platform.openai.com/docs/guides/pdf-files>) for vision models;
 /// `input_audio` (wav, mp3) for audio models; tool messages take text only. No pixel
-/// limit is documented (OpenAI scales a large image down). Tokens by OpenAI's tiles.
+/// limit is documented (OpenAI scales a large image down). Tokens by the model's
+/// rule ([`token_rule`]).
 pub(crate) fn chat(model: &str) -> ContentCapabilities {
     match family(model) {
         Family::Vision => ContentCapabilities {
@@ -122,7 +163,7 @@ pub(crate) fn chat(model: &str) -> ContentCapabilities {
             urls: true,
             file_ids: true,
             parts_in_tool_results: false,
-            ..openai_limits()
+            ..openai_limits(model)
         },
         Family::Audio => audio(),
         Family::Text => ContentCapabilities::TEXT_ONLY,
@@ -131,14 +172,14 @@ pub(crate) fn chat(model: &str) -> ContentCapabilities {
 
 /// OpenAI's limits for vision models, text alone otherwise: images at most 20 MB each
 /// and 500 a request; documents at most 32 MB and 100 PDF pages a request together;
-/// tokens by OpenAI's tiles.
-fn openai_limits() -> ContentCapabilities {
+/// tokens by the model's rule ([`token_rule`]).
+fn openai_limits(model: &str) -> ContentCapabilities {
     ContentCapabilities {
         max_image_bytes: Some(MAX_IMAGE_BYTES),
         max_images: Some(500),
         max_total_document_bytes: Some(MAX_DOCUMENT_TOTAL_BYTES),
         max_pdf_pages: Some(100),
-        tokens: TokenRule::OpenAi,
+        tokens: token_rule(model),
         source: OPENAI_SOURCES,
         ..ContentCapabilities::TEXT_ONLY
     }
@@ -155,7 +196,7 @@ fn audio() -> ContentCapabilities {
         parts_in_tool_results: false,
         max_part_bytes: None,
         max_parts: None,
-        tokens: TokenRule::OpenAi,
+        tokens: TokenRule::OPENAI_GPT_4O,
         source: OPENAI_AUDIO_SOURCE,
         ..ContentCapabilities::TEXT_ONLY
     }
@@ -173,7 +214,7 @@ pub(crate) fn responses(model: &str) -> ContentCapabilities {
             urls: true,
             file_ids: true,
             parts_in_tool_results: true,
-            ..openai_limits()
+            ..openai_limits(model)
         },
         Family::Audio | Family::Text => ContentCapabilities::TEXT_ONLY,
     }
@@ -193,7 +234,7 @@ pub(crate) fn azure_chat(deployment: &str) -> ContentCapabilities {
             parts_in_tool_results: false,
             max_image_bytes: Some(MAX_IMAGE_BYTES),
             max_images: Some(50),
-            tokens: TokenRule::OpenAi,
+            tokens: token_rule(deployment),
             source: AZURE_SOURCE,
             ..ContentCapabilities::TEXT_ONLY
         },
@@ -219,7 +260,7 @@ pub(crate) fn azure_responses(deployment: &str) -> ContentCapabilities {
             parts_in_tool_results: false,
             max_image_bytes: Some(MAX_IMAGE_BYTES),
             max_images: Some(50),
-            tokens: TokenRule::OpenAi,
+            tokens: token_rule(deployment),
             source: AZURE_SOURCE,
             ..ContentCapabilities::TEXT_ONLY
         },
@@ -274,6 +315,39 @@ mod tests {
             "my-deployment",
         ] {
             assert_eq!(family(text), Family::Text, "{text}");
+        }
+    }
+
+    #[test]
+    fn each_model_has_the_image_rule_of_its_row() {
+        let patches = |multiplier_percent| TokenRule::OpenAiPatches { multiplier_percent };
+        for (model, rule) in [
+            ("gpt-4o", TokenRule::OPENAI_GPT_4O),
+            ("gpt-4o-2024-08-06", TokenRule::OPENAI_GPT_4O),
+            ("chatgpt-4o-latest", TokenRule::OPENAI_GPT_4O),
+            ("gpt-4.1", TokenRule::OPENAI_GPT_4O),
+            ("gpt-4.5-preview", TokenRule::OPENAI_GPT_4O),
+            ("gpt-4-turbo", TokenRule::OPENAI_GPT_4O),
+            ("gpt-4o-mini", TokenRule::OPENAI_GPT_4O_MINI),
+            ("ft:gpt-4o-mini:org::abc", TokenRule::OPENAI_GPT_4O_MINI),
+            ("gpt-5", TokenRule::OPENAI_GPT_5),
+            ("gpt-5-chat-latest", TokenRule::OPENAI_GPT_5),
+            ("gpt-5.1", TokenRule::OPENAI_GPT_5),
+            ("o1", TokenRule::OPENAI_O),
+            ("o1-pro", TokenRule::OPENAI_O),
+            ("o3-2025-04-16", TokenRule::OPENAI_O),
+            ("gpt-4.1-mini", patches(162)),
+            ("gpt-5-mini", patches(162)),
+            ("GPT-5-Mini-2025-08-07", patches(162)),
+            ("gpt-4.1-nano", patches(246)),
+            ("gpt-5-nano", patches(246)),
+            ("o4-mini", patches(172)),
+            ("o4-mini-2025-04-16", patches(172)),
+        ] {
+            assert_eq!(token_rule(model), rule, "{model}");
+            assert_eq!(chat(model).tokens, rule, "{model}");
+            assert_eq!(responses(model).tokens, rule, "{model}");
+            assert_eq!(azure_chat(model).tokens, rule, "{model}");
         }
     }
 

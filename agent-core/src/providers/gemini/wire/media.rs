@@ -2,12 +2,15 @@
 //! `fileData` (`mimeType`, `fileUri`) for a Files API URI or an external URL, in user
 //! contents (source: "File input methods",
 //! <https://ai.google.dev/gemini-api/docs/file-input-methods>, and the `Part`
-//! reference, <https://ai.google.dev/api/caching#Part>); the same inside a Gemini 3
-//! `functionResponse`'s `parts` (see [`capabilities`]).
+//! reference, <https://ai.google.dev/api/caching#Part>), with the part's
+//! `mediaResolution` (`{"level": "MEDIA_RESOLUTION_HIGH"}`, "Media resolution",
+//! <https://ai.google.dev/gemini-api/docs/media-resolution>) when it has one and the
+//! model takes it (Gemini 3, and aliases); the same, without a resolution, inside a
+//! Gemini 3 `functionResponse`'s `parts` (see [`capabilities`]).
 
 use serde::Serialize;
 
-use crate::content::{Part, Source};
+use crate::content::{MediaResolution, Part, Source};
 use crate::llm::{ContentCapabilities, LlmError};
 use crate::providers::inline::{Base64, base_type, unsendable};
 
@@ -33,6 +36,49 @@ pub(super) struct FileData<'a> {
 pub(super) enum Media<'a> {
     InlineData(Blob<'a>),
     FileData(FileData<'a>),
+}
+
+/// `{"level": "MEDIA_RESOLUTION_..."}`.
+#[derive(Serialize)]
+pub(super) struct Resolution {
+    level: &'static str,
+}
+
+/// A user content's media part: the media and, when set and taken, its resolution.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct UserMedia<'a> {
+    #[serde(flatten)]
+    media: Media<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    media_resolution: Option<Resolution>,
+}
+
+/// [`part`] with its `mediaResolution` when it has one and `resolutions` (the model
+/// takes them per part: see [`takes_resolutions`]).
+///
+/// # Errors
+/// Those of [`part`].
+pub(super) fn user_part(part: &Part, resolutions: bool) -> Result<UserMedia<'_>, LlmError> {
+    let level = resolution(part).filter(|_| resolutions);
+    Ok(UserMedia {
+        media: self::part(part)?,
+        media_resolution: level.map(|level| Resolution {
+            level: level.as_str(),
+        }),
+    })
+}
+
+/// The part's media resolution, if it has one.
+fn resolution(part: &Part) -> Option<MediaResolution> {
+    part.media().and_then(|m| m.media_resolution)
+}
+
+/// Whether a model (by its version) takes a media resolution per part: Gemini 3 and
+/// later, and an alias without a version (a current model; "Per-part media resolution
+/// (Gemini 3 only)", <https://ai.google.dev/gemini-api/docs/media-resolution>).
+pub(crate) fn takes_resolutions(version: Option<(u32, u32)>) -> bool {
+    version.is_none_or(|(major, _)| major >= 3)
 }
 
 /// The Gemini part of an image, a document or audio (a text part is not one: the
@@ -80,10 +126,14 @@ pub(crate) fn multimodal_responses(version: Option<(u32, u32)>) -> bool {
 }
 
 /// Whether `part` may go inside a `functionResponse` (an image or document of a type
-/// [`IN_RESPONSES`] lists); others go beside the responses.
+/// [`IN_RESPONSES`] lists, without a media resolution: a function response's parts
+/// carry their data alone, so a part with one goes beside the responses, where it
+/// keeps it); others go beside the responses.
 pub(super) fn in_responses(part: &Part) -> bool {
-    part.media()
-        .is_some_and(|m| IN_RESPONSES.contains(&gemini_type(base_type(&m.media_type))))
+    part.media().is_some_and(|m| {
+        m.media_resolution.is_none()
+            && IN_RESPONSES.contains(&gemini_type(base_type(&m.media_type)))
+    })
 }
 
 /// The name Gemini's lists use for a media type (`audio/x-wav` → `audio/wav`,
@@ -150,7 +200,11 @@ const SOURCE: &str = "https://ai.google.dev/gemini-api/docs/file-input-methods";
 /// results, with a note naming the call. Limits: inline data at most 100 MB of base64 a request
 /// (75,000,000 bytes of parts before base64), a PDF at most 50 MB; no pixel limit is
 /// documented (Gemini scales and tiles an image). Tokens by Gemini's rule (258 an
-/// image up to 384 px, else 258 per 768-px tile; 258 a PDF page).
+/// image up to 384 px, else 258 per 768-px tile; 258 a PDF page), and for Gemini 3 and
+/// later by its media resolutions ([`TokenRule::Gemini3`]: 1,120 an image, 560 a PDF
+/// page unless the part says otherwise).
+///
+/// [`TokenRule::Gemini3`]: crate::content::TokenRule::Gemini3
 pub(crate) fn capabilities(version: Option<(u32, u32)>) -> ContentCapabilities {
     if version.is_some_and(|v| v < (1, 5)) {
         return ContentCapabilities::TEXT_ONLY;
@@ -164,7 +218,11 @@ pub(crate) fn capabilities(version: Option<(u32, u32)>) -> ContentCapabilities {
         parts_in_tool_results: multimodal_responses(version),
         max_document_bytes: Some(50_000_000),
         max_total_bytes: Some(75_000_000),
-        tokens: crate::content::TokenRule::Gemini,
+        tokens: if version.is_some_and(|(major, _)| major >= 3) {
+            crate::content::TokenRule::Gemini3
+        } else {
+            crate::content::TokenRule::Gemini
+        },
         source: SOURCE,
         ..ContentCapabilities::TEXT_ONLY
     }
