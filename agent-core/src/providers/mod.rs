@@ -49,6 +49,8 @@
 // features"); the shared parts always build, some unused when a provider is off.
 #[cfg(feature = "anthropic")]
 mod anthropic;
+#[cfg_attr(not(all(feature = "openai", feature = "anthropic")), allow(dead_code))]
+pub(crate) mod batch;
 #[cfg(feature = "bedrock")]
 mod bedrock;
 #[cfg_attr(
@@ -174,6 +176,7 @@ pub use gemini::GeminiClient;
 #[cfg(feature = "openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
 pub use openai::{OpenAiClient, OpenAiResponsesClient};
+pub use batch::{BatchFallback, BatchReport, ProviderBatch};
 pub use routing::PREFIXES;
 pub(crate) use routing::{Route, route};
 #[cfg(feature = "vertex")]
