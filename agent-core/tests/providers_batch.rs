@@ -10,9 +10,9 @@ use std::time::Duration;
 use agent_core::config::Backoff;
 use agent_core::durable::InMemoryCheckpoints;
 use agent_core::eval::{Batch, run_batch};
+use agent_core::pricing::ModelPrice;
 use agent_core::providers::{BatchFallback, ProviderBatch, ProviderOptions};
 use agent_core::testing::ScriptedModel;
-use agent_core::pricing::ModelPrice;
 use agent_core::{AgentConfig, AgentConfigBuilder, AgentError, ConfigError, run_agent};
 use serde_json::Value;
 
@@ -54,7 +54,10 @@ fn inputs(n: usize) -> Vec<String> {
 /// Every run answered `done: ticket-i` in 3 LLM calls, at `run_usd`.
 fn assert_answered(batch: &Batch<String>, run_usd: f64) {
     for (i, result) in batch.results.iter().enumerate() {
-        assert_eq!(result.outcome.as_deref(), Ok(format!("done: ticket-{i}").as_str()));
+        assert_eq!(
+            result.outcome.as_deref(),
+            Ok(format!("done: ticket-{i}").as_str())
+        );
         assert_eq!(result.usage.llm_calls, 3, "run {i}");
         let cost = result.usage.cost_usd.unwrap();
         assert!((cost - run_usd).abs() < 1e-12, "run {i}: {cost} USD");
@@ -114,7 +117,10 @@ async fn openai_hundred_runs_of_three_turns_are_three_batch_jobs_at_half_the_liv
         }
     }
     let report = batch.provider_batch.clone().unwrap();
-    assert_eq!((report.jobs, report.requests, report.answered), (3, 300, 300));
+    assert_eq!(
+        (report.jobs, report.requests, report.answered),
+        (3, 300, 300)
+    );
     assert_eq!(
         (report.unanswered, report.sent_live, report.unknown_results),
         (0, 0, 0)
@@ -133,7 +139,10 @@ async fn openai_hundred_runs_of_three_turns_are_three_batch_jobs_at_half_the_liv
         batch.receipt.cost_usd.unwrap(),
         live_batch.receipt.cost_usd.unwrap(),
     );
-    assert!((b - 0.525).abs() < 1e-9 && (l - 1.05).abs() < 1e-9, "{b} {l}");
+    assert!(
+        (b - 0.525).abs() < 1e-9 && (l - 1.05).abs() < 1e-9,
+        "{b} {l}"
+    );
     println!(
         "100 runs x 3 turns, gpt-4o-mini at $2.50/$10 per MTok: batch API {:.5} USD a run \
          ({b:.4} USD, 3 jobs), live {:.5} USD a run ({l:.4} USD, 300 calls)",
@@ -219,12 +228,18 @@ async fn requests_an_expired_job_left_unanswered_are_sent_live_at_the_live_price
         .unwrap();
     let batch = run_batch(&config, inputs(10), 10).await;
     for (i, result) in batch.results.iter().enumerate() {
-        assert_eq!(result.outcome.as_deref(), Ok(format!("done: ticket-{i}").as_str()));
+        assert_eq!(
+            result.outcome.as_deref(),
+            Ok(format!("done: ticket-{i}").as_str())
+        );
     }
     assert_eq!(fake.state().live_calls, 4);
     assert_eq!(rounds(&fake, "body").len(), 3);
     let report = batch.provider_batch.unwrap();
-    assert_eq!((report.answered, report.unanswered, report.sent_live), (26, 4, 4));
+    assert_eq!(
+        (report.answered, report.unanswered, report.sent_live),
+        (26, 4, 4)
+    );
     // 26 calls at the batch price, 4 live.
     let want = 26.0 * LIVE_RUN_USD / 6.0 + 4.0 * LIVE_RUN_USD / 3.0;
     let cost = batch.receipt.cost_usd.unwrap();
@@ -260,7 +275,10 @@ async fn result_lines_for_unknown_or_repeated_ids_are_counted_and_never_applied(
     let batch = run_batch(&config, inputs(5), 5).await;
     assert_answered(&batch, LIVE_RUN_USD / 2.0);
     let report = batch.provider_batch.unwrap();
-    assert_eq!((report.jobs, report.answered, report.unknown_results), (3, 15, 6));
+    assert_eq!(
+        (report.jobs, report.answered, report.unknown_results),
+        (3, 15, 6)
+    );
 }
 
 #[tokio::test]
@@ -328,7 +346,13 @@ fn routes_without_a_batch_api_are_refused_at_build_naming_the_model() {
         .build()
         .unwrap_err();
     assert!(
-        matches!(&own, ConfigError::InvalidSetting { setting: "provider_batch", .. }),
+        matches!(
+            &own,
+            ConfigError::InvalidSetting {
+                setting: "provider_batch",
+                ..
+            }
+        ),
         "{own:?}"
     );
 }

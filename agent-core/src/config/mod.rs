@@ -371,11 +371,9 @@ impl<T: AgentOutput> AgentConfig<T> {
                 p.primary().wire_model.clone(),
                 p.route_batch.clone(),
             ),
-            (None, Some(client), model) => (
-                Arc::clone(client),
-                model.clone().unwrap_or_default(),
-                None,
-            ),
+            (None, Some(client), model) => {
+                (Arc::clone(client), model.clone().unwrap_or_default(), None)
+            }
             (None, None, Some(model)) => {
                 let route = route::route(model, &settings.provider)?;
                 // Variants derived with `with_` inherit the pool with the settings.

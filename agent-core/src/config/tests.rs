@@ -36,9 +36,7 @@ fn variants_share_the_parent_pool_unless_the_timeouts_change() {
     ));
     assert!(pool_of(&parent).is_same(&pool_of(&other_model)));
     let other_url = parent
-        .with_(|b| {
-            b.provider(ProviderOptions::default().with_base_url("http://127.0.0.1:10/v1"))
-        })
+        .with_(|b| b.provider(ProviderOptions::default().with_base_url("http://127.0.0.1:10/v1")))
         .unwrap();
     assert!(pool_of(&parent).is_same(&pool_of(&other_url)));
     let other_timeout = parent

@@ -164,6 +164,7 @@ use std::time::Duration;
 #[cfg(feature = "anthropic")]
 #[cfg_attr(docsrs, doc(cfg(feature = "anthropic")))]
 pub use anthropic::AnthropicClient;
+pub use batch::{BatchFallback, BatchReport, ProviderBatch};
 #[cfg(feature = "bedrock")]
 #[cfg_attr(docsrs, doc(cfg(feature = "bedrock")))]
 pub use bedrock::BedrockClient;
@@ -176,7 +177,6 @@ pub use gemini::GeminiClient;
 #[cfg(feature = "openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
 pub use openai::{OpenAiClient, OpenAiResponsesClient};
-pub use batch::{BatchFallback, BatchReport, ProviderBatch};
 pub use routing::PREFIXES;
 pub(crate) use routing::{Route, route};
 #[cfg(feature = "vertex")]

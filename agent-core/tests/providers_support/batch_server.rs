@@ -301,7 +301,10 @@ impl Respond for Fake {
                 ResponseTemplate::new(200)
                     .set_body_raw(self.anthropic_results(&s, index), "application/binary")
             }
-            (true, ["v1", "batches", id, "cancel"] | ["v1", "messages", "batches", id, "cancel"]) => {
+            (
+                true,
+                ["v1", "batches", id, "cancel"] | ["v1", "messages", "batches", id, "cancel"],
+            ) => {
                 s.cancels.push((*id).to_owned());
                 ok(&json!({"id": id, "status": "cancelling"}))
             }

@@ -14,9 +14,7 @@ use serde_json::Value;
 
 use super::AnthropicClient;
 use crate::llm::{LlmError, LlmRequest};
-use crate::providers::batch::{
-    BatchFuture, BatchWire, Fetcher, JobState, ResultLine, jsonl_lines,
-};
+use crate::providers::batch::{BatchFuture, BatchWire, Fetcher, JobState, ResultLine, jsonl_lines};
 use crate::providers::glue::Wire;
 use crate::providers::http::Reply;
 

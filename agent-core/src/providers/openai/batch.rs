@@ -15,9 +15,7 @@ use serde_json::Value;
 
 use super::OpenAiClient;
 use crate::llm::{LlmError, LlmRequest};
-use crate::providers::batch::{
-    BatchFuture, BatchWire, Fetcher, JobState, ResultLine, jsonl_lines,
-};
+use crate::providers::batch::{BatchFuture, BatchWire, Fetcher, JobState, ResultLine, jsonl_lines};
 use crate::providers::classify::status_error;
 use crate::providers::glue::Wire;
 use crate::providers::http::Reply;
@@ -183,9 +181,15 @@ fn multipart(lines: &[Vec<u8>]) -> (Vec<u8>, String) {
     (body, boundary)
 }
 
-fn parse<'a, T: Deserialize<'a>>(provider: &str, what: &str, body: &'a [u8]) -> Result<T, LlmError> {
+fn parse<'a, T: Deserialize<'a>>(
+    provider: &str,
+    what: &str,
+    body: &'a [u8],
+) -> Result<T, LlmError> {
     serde_json::from_slice(body).map_err(|e| {
-        LlmError::transient(format!("{provider} batch API: {what} is not the expected JSON: {e}"))
+        LlmError::transient(format!(
+            "{provider} batch API: {what} is not the expected JSON: {e}"
+        ))
     })
 }
 
@@ -212,10 +216,9 @@ impl BatchWire for OpenAiBatch {
         Box::pin(async move {
             let provider = self.provider();
             let (body, boundary) = multipart(lines);
-            let content_type = HeaderValue::from_str(&format!(
-                "multipart/form-data; boundary={boundary}"
-            ))
-            .map_err(|e| LlmError::permanent(e.to_string()))?;
+            let content_type =
+                HeaderValue::from_str(&format!("multipart/form-data; boundary={boundary}"))
+                    .map_err(|e| LlmError::permanent(e.to_string()))?;
             let fetch = self.fetcher();
             let file = fetch
                 .post(&self.url(&["files"])?, body, Some(content_type), META_BYTES)
