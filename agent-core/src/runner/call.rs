@@ -13,7 +13,6 @@ use crate::error::{AgentError, ModelFailures};
 use crate::llm::{LlmError, LlmErrorCause, LlmResponse, StopReason, TokenUsage, ToolChoice};
 use crate::observe::RunEvent;
 use crate::output::{AgentOutput, SUBMIT_OUTPUT};
-use crate::providers::batch::Gated;
 
 use super::model::sink::{PartialKind, TurnSink};
 use super::model::{spans, strip_provider_parts};
@@ -105,10 +104,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                     }
                     outcome.map_err(|_| None)
                 }
-                (None, Some(seat)) => match seat.complete(request, client.as_ref()).await {
-                    Gated::Done(outcome) => Ok(outcome),
-                    Gated::Deadline(limit) => Err(Some(limit)),
-                },
+                (None, Some(seat)) => seat.complete(request, client.as_ref()).await.map_err(Some),
                 (None, None) => tokio::time::timeout(limit, client.complete(request))
                     .await
                     .map_err(|_| None),

@@ -3,7 +3,7 @@
 //! Wire format from the Messages API reference (<https://docs.anthropic.com/en/api/messages>)
 //! and anthropic-sdk-python; the rules that matter here are in `docs/providers.md`.
 
-mod batch;
+pub(crate) mod batch;
 mod response;
 mod stream;
 mod wire;
@@ -20,7 +20,6 @@ use crate::providers::ProviderOptions;
 use crate::providers::encoded::WireCache;
 use crate::providers::glue::{self, Streams, Wire};
 use crate::providers::http::{Reply, Transport};
-pub(crate) use batch::AnthropicBatch;
 use response::Assembled;
 use stream::EventAssembler;
 

@@ -10,7 +10,8 @@ use std::time::Duration;
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
-use super::{BatchFallback, BatchReport, BatchWire, JobState, ProviderBatch, ResultLine};
+use super::options::{BatchFallback, BatchReport, ProviderBatch};
+use super::wire::{BatchWire, JobState, ResultLine};
 use crate::llm::{LlmClient, LlmError, LlmRequest, LlmResponse};
 
 /// How many times a job's submission is tried on transient failures.
@@ -27,14 +28,10 @@ enum Reply {
     Deadline(Duration),
 }
 
-/// The outcome of a gated LLM call.
-pub(crate) enum Gated {
-    /// An answer or a failure, as a live call's.
-    Done(Result<LlmResponse, LlmError>),
-    /// The job passed the batch's deadline (the limit): the run ends
-    /// `deadline_exceeded`.
-    Deadline(Duration),
-}
+/// The outcome of a gated LLM call: an answer or a failure, as a live call's; or
+/// `Err(limit)` when its job passed the batch's deadline (the run ends
+/// `deadline_exceeded`).
+pub(crate) type Gated = Result<Result<LlmResponse, LlmError>, Duration>;
 
 /// A call waiting for the next job.
 struct Queued {
@@ -374,7 +371,7 @@ impl Seat {
             let custom_id = format!("s{}-q{n}", self.id);
             let line = match gate.wire.line(&custom_id, request) {
                 Ok(line) => line,
-                Err(error) => return Gated::Done(Err(error)),
+                Err(error) => return Ok(Err(error)),
             };
             let (reply, receiver) = oneshot::channel();
             s.queue.push(Queued {
@@ -397,20 +394,20 @@ impl Seat {
         let reply = receiver.await;
         waiting.done = true;
         match reply {
-            Ok(Reply::Answer(response)) => Gated::Done(Ok(response)),
-            Ok(Reply::Deadline(limit)) => Gated::Deadline(limit),
-            Ok(Reply::Unanswered(error)) if !error.is_transient() => Gated::Done(Err(error)),
+            Ok(Reply::Answer(response)) => Ok(Ok(response)),
+            Ok(Reply::Deadline(limit)) => Err(limit),
+            Ok(Reply::Unanswered(error)) if !error.is_transient() => Ok(Err(error)),
             Ok(Reply::Unanswered(error)) => match gate.options.fallback {
                 BatchFallback::Live => {
                     {
                         let mut s = gate.lock();
                         s.report.sent_live += 1;
                     }
-                    Gated::Done(live.complete(request).await)
+                    Ok(live.complete(request).await)
                 }
-                BatchFallback::Fail => Gated::Done(Err(error)),
+                BatchFallback::Fail => Ok(Err(error)),
             },
-            Err(_) => Gated::Done(Err(LlmError::transient(
+            Err(_) => Ok(Err(LlmError::transient(
                 "the batch gate stopped before the job answered",
             ))),
         }

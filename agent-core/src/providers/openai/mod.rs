@@ -6,7 +6,7 @@
 //! (<https://platform.openai.com/docs/api-reference/chat>) and openai-python; the quirks of
 //! compatible servers are listed in `docs/providers.md`.
 
-mod batch;
+pub(crate) mod batch;
 mod caps;
 mod parts;
 mod response;
@@ -27,7 +27,6 @@ use crate::providers::encoded::WireCache;
 use crate::providers::glue::{self, Streams, Wire};
 use crate::providers::http::{Reply, Transport, parse_url};
 use crate::providers::{ApiKey, ProviderOptions};
-pub(crate) use batch::OpenAiBatch;
 use response::WireResponse;
 pub use responses::OpenAiResponsesClient;
 use stream::ChunkAssembler;

@@ -216,7 +216,7 @@ fn route_built(
             resolved.api_key = Some(settings.required_key("ANTHROPIC_API_KEY")?);
             resolved.base_url = url_or_env("ANTHROPIC_BASE_URL");
             let client = Arc::new(AnthropicClient::build(&resolved).map_err(invalid)?);
-            let wire = crate::providers::anthropic::AnthropicBatch::new(Arc::clone(&client));
+            let wire = crate::providers::anthropic::batch::AnthropicBatch::new(Arc::clone(&client));
             batch = Some(Arc::new(wire.map_err(invalid)?));
             (client, model)
         }
@@ -225,7 +225,7 @@ fn route_built(
             resolved.api_key = Some(settings.required_key("OPENAI_API_KEY")?);
             resolved.base_url = url_or_env("OPENAI_BASE_URL");
             let client = Arc::new(OpenAiClient::build_openai(&resolved).map_err(invalid)?);
-            let wire = crate::providers::openai::OpenAiBatch::new(Arc::clone(&client));
+            let wire = crate::providers::openai::batch::OpenAiBatch::new(Arc::clone(&client));
             batch = Some(Arc::new(wire.map_err(invalid)?));
             (client, model)
         }
