@@ -58,6 +58,9 @@ pub struct RunOptions {
     /// The tool call of a parent run that starts this run (an agent used as a tool):
     /// the runner's link, opaque at this layer.
     pub(crate) parent: Option<crate::tool::Opaque>,
+    /// The run's seat at a provider batch gate (a batched `run_batch` gives each run
+    /// one): its calls to the batched model wait there for the round's job.
+    pub(crate) batch: Option<Arc<crate::providers::batch::Seat>>,
 }
 
 impl RunOptions {
@@ -198,6 +201,7 @@ impl fmt::Debug for RunOptions {
             .field("run_id", &self.run_id)
             .field("decisions", &self.decisions.len())
             .field("lease", &self.lease)
+            .field("batch", &self.batch.is_some())
             .finish()
     }
 }

@@ -46,6 +46,7 @@ pub mod observe_spans;
 pub mod output_modes;
 pub mod providers_anthropic;
 pub mod providers_azure;
+pub mod providers_batch;
 pub mod providers_bedrock;
 pub mod providers_compaction;
 pub mod providers_compatible;

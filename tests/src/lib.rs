@@ -17,6 +17,10 @@ pub struct GuideIndexDoctests;
 pub struct ArchitectureDoctests;
 
 #[cfg(doctest)]
+#[doc = include_str!("../../docs/batch.md")]
+pub struct BatchDoctests;
+
+#[cfg(doctest)]
 #[doc = include_str!("../../docs/cases.md")]
 pub struct CasesDoctests;
 

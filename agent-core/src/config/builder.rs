@@ -71,6 +71,7 @@ pub(crate) struct Settings<T> {
     pub(crate) compaction: super::compaction::Compaction,
     pub(crate) context_window: Option<crate::pricing::ContextWindow>,
     pub(crate) prompt_cache_key: Option<Arc<str>>,
+    pub(crate) provider_batch: Option<crate::providers::ProviderBatch>,
 }
 
 impl<T> Clone for Settings<T> {
@@ -102,6 +103,7 @@ impl<T> Clone for Settings<T> {
             compaction: self.compaction.clone(),
             context_window: self.context_window,
             prompt_cache_key: self.prompt_cache_key.clone(),
+            provider_batch: self.provider_batch.clone(),
         }
     }
 }
@@ -135,6 +137,7 @@ impl<T> Settings<T> {
             compaction: super::compaction::Compaction::none(),
             context_window: None,
             prompt_cache_key: None,
+            provider_batch: None,
         }
     }
 }
@@ -289,6 +292,21 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     #[must_use]
     pub fn prompt_cache_key(mut self, key: impl Into<String>) -> Self {
         self.settings.prompt_cache_key = Some(Arc::from(key.into()));
+        self
+    }
+
+    /// Sends the LLM calls of [`run_batch`](crate::eval::run_batch) through the
+    /// provider's batch API, one job per round of calls, at the batch price (half the
+    /// live price): OpenAI's Batch API for the OpenAI Chat Completions routes (`gpt-`,
+    /// `o1`/`o3`/`o4`, `chatgpt-`) and Anthropic's Message Batches for `claude-` (see
+    /// [`ProviderBatch`](crate::providers::ProviderBatch) and `docs/batch.md`). The
+    /// primary model's calls alone are batched (a fallback model's go live), and only
+    /// in `run_batch`: `run_agent` and streamed runs of the same config call live.
+    /// `build()` rejects it for any other route, and for a client of your own
+    /// (`.llm(..)`), with [`ConfigError::InvalidSetting`] naming the model.
+    #[must_use]
+    pub fn provider_batch(mut self, batch: crate::providers::ProviderBatch) -> Self {
+        self.settings.provider_batch = Some(batch);
         self
     }
 

@@ -123,6 +123,7 @@ pub(super) fn compile<T>(
             wire_model: route.wire_model,
             price,
             system_prompt,
+            batch: None,
             reasoning,
             input_room: crate::pricing::ContextWindow::of(model).map(|w| {
                 w.tokens

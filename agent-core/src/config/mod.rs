@@ -123,6 +123,9 @@ pub(crate) struct Compiled<T> {
     pub(crate) stores: crate::store::StoreSettings,
     /// A token that cancels every run of the config.
     pub(crate) cancellation: Option<tokio_util::sync::CancellationToken>,
+    /// The routed primary's batch endpoints, whether or not `.provider_batch(..)` is
+    /// set (a `with_` variant that keeps the route keeps them).
+    pub(crate) route_batch: Option<Arc<dyn crate::providers::batch::BatchWire>>,
 }
 
 /// One model a turn may go to: the primary, or a fallback.
@@ -137,6 +140,9 @@ pub(crate) struct ModelEntry {
     /// The system prompt as this model gets it (the schema added in prompted mode, and
     /// in native mode where the server does not show it to the model).
     pub(crate) system_prompt: Option<String>,
+    /// The provider's batch endpoints: set on the primary when the config has
+    /// `.provider_batch(..)` (then `run_batch` sends its calls in batch jobs).
+    pub(crate) batch: Option<Arc<dyn crate::providers::batch::BatchWire>>,
     /// The reasoning this model is asked for: the config's, when this model takes it.
     pub(crate) reasoning: Option<crate::llm::Reasoning>,
     /// The tokens of a request's input this model takes (its context window, from
@@ -173,6 +179,11 @@ impl<T> Hooks<T> {
 }
 
 impl<T> Compiled<T> {
+    /// The config's `.provider_batch(..)`, when set.
+    pub(crate) fn settings_provider_batch(&self) -> Option<&crate::providers::ProviderBatch> {
+        self.settings.provider_batch.as_ref()
+    }
+
     /// The primary model (the first entry).
     pub(crate) fn primary(&self) -> &ModelEntry {
         // `compile` always makes one entry.
@@ -231,6 +242,12 @@ impl<T: AgentOutput> AgentConfig<T> {
     /// (`.checkpoints(..)` on the builder; see `docs/durable.md`).
     pub fn has_checkpoints(&self) -> bool {
         self.inner.settings.stores.checkpoints.is_some()
+    }
+
+    /// The provider batch settings (`.provider_batch(..)`), when set: `run_batch`
+    /// sends this config's LLM calls in provider batch jobs.
+    pub fn provider_batch(&self) -> Option<&crate::providers::ProviderBatch> {
+        self.inner.settings.provider_batch.as_ref()
     }
 
     /// The agent's name.
@@ -350,21 +367,41 @@ impl<T: AgentOutput> AgentConfig<T> {
                 && p.settings.model == settings.model
                 && p.settings.provider == settings.provider
         });
-        let (client, wire_model) = match (same_route, &settings.llm, &settings.model) {
+        let (client, wire_model, batch) = match (same_route, &settings.llm, &settings.model) {
             (Some(p), _, _) => (
                 Arc::clone(&p.primary().client),
                 p.primary().wire_model.clone(),
+                p.route_batch.clone(),
             ),
-            (None, Some(client), model) => (Arc::clone(client), model.clone().unwrap_or_default()),
+            (None, Some(client), model) => {
+                (Arc::clone(client), model.clone().unwrap_or_default(), None)
+            }
             (None, None, Some(model)) => {
                 let route = route::route(model, &settings.provider)?;
                 // Variants derived with `with_` inherit the pool with the settings.
                 settings.provider.pool = route.pool;
-                (route.client, route.wire_model)
+                (route.client, route.wire_model, route.batch)
             }
             (None, None, None) => {
                 return Err(ConfigError::MissingModel {
                     prefixes: route::prefixes(),
+                });
+            }
+        };
+        let route_batch = batch.clone();
+        let batch = match (&settings.provider_batch, batch) {
+            (None, _) => None,
+            (Some(_), Some(batch)) => Some(batch),
+            (Some(_), None) => {
+                return Err(ConfigError::InvalidSetting {
+                    setting: "provider_batch",
+                    value: settings
+                        .model
+                        .clone()
+                        .unwrap_or_else(|| format!("a client of your own ({wire_model})")),
+                    reason: "only the OpenAI Chat Completions routes (gpt-, o1, o3, o4, \
+                             chatgpt-) and the Anthropic route (claude-) have a batch API \
+                             agent-core sends to",
                 });
             }
         };
@@ -433,6 +470,7 @@ impl<T: AgentOutput> AgentConfig<T> {
             wire_model,
             price,
             system_prompt,
+            batch,
             reasoning: settings.params.reasoning,
             input_room: settings
                 .context_window
@@ -505,6 +543,7 @@ impl<T: AgentOutput> AgentConfig<T> {
                 handoffs: settings.handoffs.clone(),
                 stores: settings.stores.clone(),
                 cancellation: settings.cancellation.clone(),
+                route_batch,
                 settings,
             }),
         })
@@ -585,66 +624,4 @@ pub(crate) fn escalation_tool() -> ToolDefinition {
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-    use crate::providers::ProviderOptions;
-
-    use super::*;
-    use std::time::Duration;
-
-    fn pool_of(config: &AgentConfig<String>) -> crate::providers::http::HttpPool {
-        config
-            .inner
-            .settings
-            .provider
-            .pool
-            .clone()
-            .expect("an HTTP route has a pool")
-    }
-
-    #[test]
-    fn variants_share_the_parent_pool_unless_the_timeouts_change() {
-        let parent: AgentConfig<String> = AgentConfig::builder("p")
-            .model("dispatch/a")
-            .provider(ProviderOptions::default().with_base_url("http://127.0.0.1:9/v1"))
-            .build()
-            .unwrap();
-        let same_model = parent.with_(|b| b.max_llm_calls(3)).unwrap();
-        assert!(Arc::ptr_eq(
-            &parent.inner.primary().client,
-            &same_model.inner.primary().client
-        ));
-        let other_model = parent.with_(|b| b.model("dispatch/b")).unwrap();
-        assert!(!Arc::ptr_eq(
-            &parent.inner.primary().client,
-            &other_model.inner.primary().client
-        ));
-        assert!(pool_of(&parent).is_same(&pool_of(&other_model)));
-        let other_url = parent
-            .with_(|b| {
-                b.provider(ProviderOptions::default().with_base_url("http://127.0.0.1:10/v1"))
-            })
-            .unwrap();
-        assert!(pool_of(&parent).is_same(&pool_of(&other_url)));
-        let other_timeout = parent
-            .with_(|b| {
-                b.provider(
-                    ProviderOptions::default()
-                        .with_base_url("http://127.0.0.1:9/v1")
-                        .with_request_timeout(Duration::from_secs(5)),
-                )
-            })
-            .unwrap();
-        assert!(!pool_of(&parent).is_same(&pool_of(&other_timeout)));
-        let sibling: AgentConfig<String> = AgentConfig::builder("s")
-            .model("dispatch/a")
-            .provider(ProviderOptions::default().with_base_url("http://127.0.0.1:9/v1"))
-            .build()
-            .unwrap();
-        assert!(
-            !pool_of(&parent).is_same(&pool_of(&sibling)),
-            "separate configs, separate pools"
-        );
-    }
-}
+mod tests;

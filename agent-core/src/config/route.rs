@@ -27,6 +27,7 @@ pub(crate) fn route(model: &str, options: &ProviderOptions) -> Result<Route, Con
             client: Arc::new(TestModel::new()),
             wire_model: TEST_MODEL.to_owned(),
             pool: None,
+            batch: None,
         });
     }
     providers::route(model, options).map_err(|error| match error {

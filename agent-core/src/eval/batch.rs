@@ -24,6 +24,9 @@ pub struct Batch<T> {
     pub results: Vec<AgentResult<T>>,
     /// Counts, spend and latency over all results.
     pub receipt: Receipt,
+    /// What the provider batch jobs did, when the config has `.provider_batch(..)`
+    /// (`None` for live calls).
+    pub provider_batch: Option<crate::providers::BatchReport>,
 }
 
 /// Runs the agent on every input (text, or an [`Input`] with parts), at most `concurrency` runs at a time (a `concurrency`
@@ -37,6 +40,13 @@ pub struct Batch<T> {
 /// before it returns, so every run it recorded is durable (a failed flush, and
 /// write-behind writes that failed, are counted in [`Receipt::store_failures`]). The runs
 /// share the current task, so dropping the returned future stops them all.
+///
+/// With the builder's `.provider_batch(..)` (OpenAI and Anthropic routes), the runs'
+/// LLM calls go through the provider's batch API: each round of calls of the runs
+/// still going is one batch job, polled until it ends, billed at the batch price; every
+/// run still ends in its value or one typed error, with its own budgets. The rules
+/// (rounds, deadline, expired and failed jobs, resuming after a crash) are in
+/// `docs/batch.md`; [`Batch::provider_batch`] reports the jobs.
 pub async fn run_batch<T, I, S>(config: &AgentConfig<T>, inputs: I, concurrency: usize) -> Batch<T>
 where
     T: AgentOutput,
@@ -47,6 +57,36 @@ where
     // Converted up front: a stream adapter whose closure takes a borrowed input type
     // (`&str`) keeps rustc from proving the batch's future `Send`.
     let inputs: Vec<Input> = inputs.into_iter().map(Into::into).collect();
+    let gated = config
+        .inner
+        .settings_provider_batch()
+        .zip(config.inner.primary().batch.clone());
+    let (results, provider_batch) = match gated {
+        Some((batch, wire)) => {
+            let (results, report) =
+                super::provider_batch::run_gated(config, inputs, concurrency, batch, wire).await;
+            (results, Some(report))
+        }
+        None => (live(config, inputs, concurrency).await, None),
+    };
+    // Every record is durable before the batch returns.
+    let flush_failures = crate::runner::flush_stores(&config.inner).await;
+    let mut receipt = Receipt::from_results_with_cap(&results, config.max_llm_calls());
+    receipt.store_failures = receipt.store_failures.saturating_add(flush_failures);
+    receipt.wall_time = started.elapsed();
+    Batch {
+        results,
+        receipt,
+        provider_batch,
+    }
+}
+
+/// The runs, each with live LLM calls, results in input order.
+async fn live<T: AgentOutput>(
+    config: &AgentConfig<T>,
+    inputs: Vec<Input>,
+    concurrency: usize,
+) -> Vec<AgentResult<T>> {
     // Unordered: a run starts as soon as any slot frees up, so one slow run (a long
     // Retry-After) holds back no other; the results are put back in input order.
     let mut indexed: Vec<(usize, AgentResult<T>)> = futures::stream::iter(inputs)
@@ -56,13 +96,7 @@ where
         .collect()
         .await;
     indexed.sort_unstable_by_key(|(i, _)| *i);
-    let results: Vec<AgentResult<T>> = indexed.into_iter().map(|(_, r)| r).collect();
-    // Every record is durable before the batch returns.
-    let flush_failures = crate::runner::flush_stores(&config.inner).await;
-    let mut receipt = Receipt::from_results_with_cap(&results, config.max_llm_calls());
-    receipt.store_failures = receipt.store_failures.saturating_add(flush_failures);
-    receipt.wall_time = started.elapsed();
-    Batch { results, receipt }
+    indexed.into_iter().map(|(_, r)| r).collect()
 }
 
 /// What a batch did: counts per ending and per category, tokens, cost, run durations,

@@ -22,6 +22,7 @@
 
 pub(crate) mod batch;
 pub(crate) mod grader;
+mod provider_batch;
 mod replay;
 pub(crate) mod sweep;
 pub(crate) mod tally;

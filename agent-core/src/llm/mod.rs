@@ -493,6 +493,13 @@ pub struct TokenUsage {
     pub cache_read_tokens: u64,
     /// Input tokens written to the provider's prompt cache (Anthropic `cache_creation_input_tokens`).
     pub cache_write_tokens: u64,
+    /// Whether the call went through the provider's batch API, so that every token of
+    /// it is billed at the batch price ([`BATCH_PRICE_FACTOR`](crate::pricing::BATCH_PRICE_FACTOR)
+    /// of the listed rates; see [`ModelPrice::cost`](crate::pricing::ModelPrice::cost)).
+    /// Set on the answers of a provider batch job (`.provider_batch(..)`); `false` for
+    /// live calls.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub batch: bool,
 }
 
 impl TokenUsage {
@@ -503,7 +510,15 @@ impl TokenUsage {
             output_tokens,
             cache_read_tokens: 0,
             cache_write_tokens: 0,
+            batch: false,
         }
+    }
+
+    /// Marks the usage as billed at the batch price (see [`batch`](Self::batch)).
+    #[must_use]
+    pub fn with_batch(mut self, batch: bool) -> Self {
+        self.batch = batch;
+        self
     }
 
     /// Sets the cache token counts (tokens).

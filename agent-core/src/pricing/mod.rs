@@ -9,6 +9,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::llm::TokenUsage;
 
+/// The share of the listed price a provider batch job bills (0.5): OpenAI's Batch API
+/// and Anthropic's Message Batches both bill every token at 50 % of the standard rates
+/// (sources: <https://platform.openai.com/docs/guides/batch>, "50% lower costs";
+/// <https://docs.anthropic.com/en/docs/build-with-claude/batch-processing>, "Pricing":
+/// 50 % of standard API prices), prompt-cache reads and writes included at Anthropic.
+pub const BATCH_PRICE_FACTOR: f64 = 0.5;
+
 /// The price of one model, in USD per million tokens (MTok): input, output, and the
 /// prompt-cache read and write rates.
 ///
@@ -103,17 +110,24 @@ impl ModelPrice {
     }
 
     /// The cost of one LLM call's usage (USD). `input_tokens` includes the cached
-    /// tokens, which are priced at the cache rates instead of the input rate.
+    /// tokens, which are priced at the cache rates instead of the input rate. A call
+    /// made through a provider batch job ([`TokenUsage::batch`]) costs
+    /// [`BATCH_PRICE_FACTOR`] of that.
     pub fn cost(&self, usage: &TokenUsage) -> f64 {
         let cached = usage
             .cache_read_tokens
             .saturating_add(usage.cache_write_tokens);
         let plain = usage.input_tokens.saturating_sub(cached);
-        (plain as f64 * self.input_per_mtok
+        let listed = (plain as f64 * self.input_per_mtok
             + usage.cache_read_tokens as f64 * self.cache_read_per_mtok
             + usage.cache_write_tokens as f64 * self.cache_write_per_mtok
             + usage.output_tokens as f64 * self.output_per_mtok)
-            / 1_000_000.0
+            / 1_000_000.0;
+        if usage.batch {
+            listed * BATCH_PRICE_FACTOR
+        } else {
+            listed
+        }
     }
 }
 

@@ -138,6 +138,11 @@ impl Transport {
         &self.url
     }
 
+    /// The headers of every request (the key among them, marked sensitive).
+    pub(crate) fn headers(&self) -> &HeaderMap {
+        &self.headers
+    }
+
     /// POSTs `body` and returns a 2xx reply with its body.
     ///
     /// # Errors

@@ -49,6 +49,8 @@
 // features"); the shared parts always build, some unused when a provider is off.
 #[cfg(feature = "anthropic")]
 mod anthropic;
+#[cfg_attr(not(all(feature = "openai", feature = "anthropic")), allow(dead_code))]
+pub(crate) mod batch;
 #[cfg(feature = "bedrock")]
 mod bedrock;
 #[cfg_attr(
@@ -162,6 +164,7 @@ use std::time::Duration;
 #[cfg(feature = "anthropic")]
 #[cfg_attr(docsrs, doc(cfg(feature = "anthropic")))]
 pub use anthropic::AnthropicClient;
+pub use batch::{BatchFallback, BatchReport, ProviderBatch};
 #[cfg(feature = "bedrock")]
 #[cfg_attr(docsrs, doc(cfg(feature = "bedrock")))]
 pub use bedrock::BedrockClient;

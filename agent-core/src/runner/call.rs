@@ -86,10 +86,15 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         self.live.in_flight = true;
         let request = &self.request;
         let limit = agent.limits.llm_timeout;
+        // In a batched `run_batch`, a call to the batched model (not streamed) waits at
+        // the gate for its round's job, bounded by the batch's deadline, not llm_timeout.
+        let seat = self.inputs.batch.as_deref().filter(|seat| {
+            sink.is_none() && model.batch.as_ref().is_some_and(|wire| seat.serves(wire))
+        });
         // The timer sits inside the catch boundary: outside a runtime its creation panics.
         let guarded = AssertUnwindSafe(async move {
-            match sink.as_mut() {
-                Some(sink) => {
+            match (sink.as_mut(), seat) {
+                (Some(sink), _) => {
                     let outcome =
                         tokio::time::timeout(limit, client.complete_streaming(request, sink)).await;
                     // The last batch of a client that does not flush, and the final
@@ -97,9 +102,12 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                     if matches!(outcome, Ok(Ok(_))) {
                         sink.finish();
                     }
-                    outcome
+                    outcome.map_err(|_| None)
                 }
-                None => tokio::time::timeout(limit, client.complete(request)).await,
+                (None, Some(seat)) => seat.complete(request, client.as_ref()).await.map_err(Some),
+                (None, None) => tokio::time::timeout(limit, client.complete(request))
+                    .await
+                    .map_err(|_| None),
             }
         })
         .catch_unwind();
@@ -107,7 +115,13 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         self.state.messages = std::mem::take(&mut self.request.messages);
         let outcome = match guarded {
             Ok(Ok(outcome)) => outcome,
-            Ok(Err(_elapsed)) => {
+            // The batch job passed its deadline and was cancelled.
+            Ok(Err(Some(limit))) => {
+                spans::record_error(&span, "deadline_exceeded");
+                self.add_failed_usage(None, true);
+                return Err(AgentError::DeadlineExceeded { limit });
+            }
+            Ok(Err(None)) => {
                 let error = LlmError::transient(format!(
                     "the model call timed out after {} ms (llm_timeout)",
                     limit.as_millis()

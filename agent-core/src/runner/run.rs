@@ -56,6 +56,8 @@ pub(super) struct Inputs {
     pub(super) deadline_at: Option<tokio::time::Instant>,
     /// The first agent's `max_handoffs`: the bound of the whole run.
     pub(super) max_handoffs: u32,
+    /// The run's seat at a provider batch gate, in a batched `run_batch`.
+    pub(super) batch: Option<Arc<crate::providers::batch::Seat>>,
 }
 
 /// This process's live parts of the turn under way.
@@ -125,6 +127,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             decisions: _,
             lease: _,
             parent: _,
+            batch,
         } = options;
         let has_parts = !parts.is_empty() || history.iter().any(|m| m.parts().next().is_some());
         let mut messages = history;
@@ -161,6 +164,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 deadline,
                 deadline_at: None,
                 max_handoffs: cfg.limits.max_handoffs,
+                batch,
             },
             state: RunState::new(messages),
             request: LlmRequest::new(String::new()),

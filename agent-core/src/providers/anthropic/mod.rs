@@ -3,6 +3,7 @@
 //! Wire format from the Messages API reference (<https://docs.anthropic.com/en/api/messages>)
 //! and anthropic-sdk-python; the rules that matter here are in `docs/providers.md`.
 
+pub(crate) mod batch;
 mod response;
 mod stream;
 mod wire;

@@ -6,6 +6,7 @@
 //! (<https://platform.openai.com/docs/api-reference/chat>) and openai-python; the quirks of
 //! compatible servers are listed in `docs/providers.md`.
 
+pub(crate) mod batch;
 mod caps;
 mod parts;
 mod response;

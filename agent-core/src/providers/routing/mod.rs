@@ -12,6 +12,7 @@ use crate::providers::BedrockClient;
 use crate::providers::GeminiClient;
 #[cfg(feature = "vertex")]
 use crate::providers::VertexClient;
+use crate::providers::batch::BatchWire;
 use crate::providers::http::HttpPool;
 #[cfg(feature = "vertex")]
 use crate::providers::vertex::Unresolved;
@@ -32,6 +33,9 @@ pub(crate) struct Route {
     pub(crate) wire_model: String,
     /// The connection pool the client uses (`None` for a client without one).
     pub(crate) pool: Option<HttpPool>,
+    /// The provider's batch endpoints, beside the client (OpenAI Chat Completions and
+    /// Anthropic only; see `.provider_batch(..)`).
+    pub(crate) batch: Option<Arc<dyn BatchWire>>,
 }
 
 /// Routes a model name to a client, reading the provider's environment variables for
@@ -205,24 +209,25 @@ fn route_built(
         None => Some(HttpPool::new(options).map_err(invalid)?),
     };
     resolved.pool.clone_from(&pool);
+    let mut batch: Option<Arc<dyn BatchWire>> = None;
     let (client, wire_model): (Arc<dyn LlmClient>, &str) = match target {
         #[cfg(feature = "anthropic")]
         Target::Anthropic => {
             resolved.api_key = Some(settings.required_key("ANTHROPIC_API_KEY")?);
             resolved.base_url = url_or_env("ANTHROPIC_BASE_URL");
-            (
-                Arc::new(AnthropicClient::build(&resolved).map_err(invalid)?),
-                model,
-            )
+            let client = Arc::new(AnthropicClient::build(&resolved).map_err(invalid)?);
+            let wire = crate::providers::anthropic::batch::AnthropicBatch::new(Arc::clone(&client));
+            batch = Some(Arc::new(wire.map_err(invalid)?));
+            (client, model)
         }
         #[cfg(feature = "openai")]
         Target::OpenAi => {
             resolved.api_key = Some(settings.required_key("OPENAI_API_KEY")?);
             resolved.base_url = url_or_env("OPENAI_BASE_URL");
-            (
-                Arc::new(OpenAiClient::build_openai(&resolved).map_err(invalid)?),
-                model,
-            )
+            let client = Arc::new(OpenAiClient::build_openai(&resolved).map_err(invalid)?);
+            let wire = crate::providers::openai::batch::OpenAiBatch::new(Arc::clone(&client));
+            batch = Some(Arc::new(wire.map_err(invalid)?));
+            (client, model)
         }
         #[cfg(feature = "gemini")]
         Target::Gemini => {
@@ -320,6 +325,7 @@ fn route_built(
         client,
         wire_model: wire_model.to_owned(),
         pool,
+        batch,
     })
 }
 

@@ -1,0 +1,16 @@
+//! Provider batch APIs (OpenAI Batch API, Anthropic Message Batches): the options of a
+//! batched [`run_batch`](crate::eval::run_batch) ([`ProviderBatch`], `options.rs`), what it
+//! did ([`BatchReport`]), and, crate-private, the wire of each provider's batch endpoints
+//! ([`BatchWire`], `wire.rs`; the adapters' own files implement it), their HTTP calls
+//! (`fetch.rs`) and the gate that gathers the runs' LLM calls into one job per round
+//! (`gate.rs`). The rules are in `docs/batch.md`.
+
+mod fetch;
+mod gate;
+mod options;
+mod wire;
+
+pub(crate) use fetch::{Fetcher, jsonl_lines};
+pub(crate) use gate::{Gate, Seat};
+pub use options::{BatchFallback, BatchReport, ProviderBatch};
+pub(crate) use wire::{BatchFuture, BatchWire, JobState, ResultLine};
