@@ -70,6 +70,7 @@ pub(crate) struct Settings<T> {
     pub(crate) compaction: super::compaction::Compaction,
     pub(crate) context_window: Option<crate::pricing::ContextWindow>,
     pub(crate) prompt_cache_key: Option<Arc<str>>,
+    pub(crate) tool_search: Option<super::ToolSearch>,
 }
 
 impl<T> Clone for Settings<T> {
@@ -101,6 +102,7 @@ impl<T> Clone for Settings<T> {
             compaction: self.compaction.clone(),
             context_window: self.context_window,
             prompt_cache_key: self.prompt_cache_key.clone(),
+            tool_search: self.tool_search.clone(),
         }
     }
 }
@@ -134,6 +136,7 @@ impl<T> Settings<T> {
             compaction: super::compaction::Compaction::none(),
             context_window: None,
             prompt_cache_key: None,
+            tool_search: None,
         }
     }
 }
@@ -524,6 +527,16 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         keep: impl Fn(&RunState<'_>, &ToolDefinition) -> bool + Send + Sync + 'static,
     ) -> Self {
         self.settings.tools_for = Some(Arc::new(keep));
+        self
+    }
+
+    /// Deferred tool loading for configs with many tools: each LLM call offers only the
+    /// search tool `search_tools`, the always-on tools and the tools the run's searches
+    /// revealed (see [`ToolSearch`](super::ToolSearch) for the rules, the counting and
+    /// the errors `build()` returns): `.tool_search(ToolSearch::bm25().always_on(["lookup_order"]))`.
+    #[must_use]
+    pub fn tool_search(mut self, search: super::ToolSearch) -> Self {
+        self.settings.tool_search = Some(search);
         self
     }
 

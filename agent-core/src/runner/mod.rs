@@ -30,6 +30,7 @@ mod model;
 mod parts;
 mod resume;
 mod run;
+mod search;
 mod state;
 mod stores;
 mod stream;

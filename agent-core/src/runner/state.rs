@@ -68,6 +68,11 @@ pub(crate) struct RunState {
     /// (A boxed slice: most runs have none, and the state is held by every run.)
     #[serde(default)]
     pub(crate) handoffs: Box<[String]>,
+    /// The tools the run's tool searches revealed, in the order revealed (names; see
+    /// `ToolSearch`): offered in every later LLM call. A checkpoint written before tool
+    /// search reads as none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) revealed: Vec<String>,
     /// Time spent toward the deadline (ms), as of the last checkpoint.
     pub(crate) elapsed_ms: u64,
     /// Store failures counted, as of the last checkpoint.
