@@ -74,3 +74,4 @@ pub mod streaming;
 pub mod streaming_runs;
 pub mod sweep;
 pub mod temperature;
+pub mod tool_search;
