@@ -332,6 +332,22 @@ mod tests {
     }
 
     #[test]
+    fn the_revealed_tools_are_kept_and_a_state_without_them_reads_as_none() {
+        let mut state = RunState::new(vec![Message::user("x")]);
+        let plain = serde_json::to_string(&state).unwrap_or_default();
+        assert!(!plain.contains("revealed"), "{plain}");
+        let back: Result<RunState, _> = serde_json::from_str(&plain);
+        assert!(back.is_ok_and(|s| s.revealed.is_empty()));
+        state.revealed = vec!["refund_order".to_owned()];
+        let text = serde_json::to_string(&state).unwrap_or_default();
+        let back: Result<RunState, _> = serde_json::from_str(&text);
+        assert_eq!(
+            back.map(|s| s.revealed).ok(),
+            Some(vec!["refund_order".to_owned()])
+        );
+    }
+
+    #[test]
     fn a_model_entry_is_made_at_its_first_call_and_counts_its_own_calls() {
         let mut state = RunState::default();
         state.count_call(Some("a"));
