@@ -58,6 +58,10 @@ pub(super) struct Inputs {
     pub(super) max_handoffs: u32,
 }
 
+/// The tools a run with tool search offered last: for how many revealed tools, from
+/// which table.
+pub(super) type Searched = (usize, Arc<ToolTable>, Arc<[ToolDefinition]>);
+
 /// This process's live parts of the turn under way.
 pub(super) struct Live {
     /// The user tools of the current turn: the agent's frozen table, or one rebuilt
@@ -82,8 +86,9 @@ pub(super) struct Live {
     /// they checked against the model before each call.
     pub(super) has_parts: bool,
     /// With tool search: the tools last offered, for the number of tools revealed then
-    /// and the table they came from (see `search.rs`).
-    pub(super) searched: Option<(usize, Arc<ToolTable>, Arc<[ToolDefinition]>)>,
+    /// and the table they came from (see `search.rs`; boxed: most configs have no tool
+    /// search, and `Run` is held by every run).
+    pub(super) searched: Option<Box<Searched>>,
 }
 
 /// One run in this process (see the module docs).

@@ -35,7 +35,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         let revealed = self.state.revealed.len();
         let filtered = self.agent.hooks.tools_for.is_some();
         if !filtered
-            && let Some((at, of, offer)) = &self.live.searched
+            && let Some((at, of, offer)) = self.live.searched.as_deref()
             && *at == revealed
             && Arc::ptr_eq(of, table)
         {
@@ -54,7 +54,8 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             .collect::<Vec<_>>()
             .into();
         if !filtered {
-            self.live.searched = Some((revealed, Arc::clone(table), Arc::clone(&offer)));
+            let kept = (revealed, Arc::clone(table), Arc::clone(&offer));
+            self.live.searched = Some(Box::new(kept));
         }
         offer
     }
