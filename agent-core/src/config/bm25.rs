@@ -1,5 +1,5 @@
 //! A small BM25 ranking over tool definitions, for tool search (see
-//! [`ToolSearch`](super::ToolSearch)): each tool is a document of the words of its name,
+//! `ToolSearch`): each tool is a document of the words of its name,
 //! its description and its parameter names; a query's words rank them by Okapi BM25
 //! (k1 = 1.2, b = 0.75). Words are lowercased, split at anything not a letter or digit
 //! and at lower-to-upper case changes (`getOrder` is `get order`), a trailing `s` is

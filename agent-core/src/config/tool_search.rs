@@ -6,9 +6,9 @@ use serde_json::json;
 
 use crate::tool::ToolDefinition;
 
-use super::ConfigError;
+use crate::error::ConfigError;
+
 use super::bm25::Bm25;
-use super::checks::invalid;
 
 /// The name of the search tool a config with [`ToolSearch`] offers. A user tool of this
 /// name is a [`ConfigError::ReservedToolName`] in such a config.
@@ -16,7 +16,7 @@ pub const SEARCH_TOOLS: &str = "search_tools";
 
 /// Deferred tool loading, for configs with many tools (an MCP server with 200 tools
 /// costs its whole schema list in every request without it). Set it with the builder's
-/// [`tool_search`](super::AgentConfigBuilder::tool_search).
+/// `tool_search`.
 ///
 /// Each LLM call then offers the model the search tool [`SEARCH_TOOLS`]
 /// (`{"query": string}`), the tools named [`always_on`](Self::always_on), the tools its
@@ -81,6 +81,15 @@ impl ToolSearch {
     }
 }
 
+/// The `InvalidSetting` error of a tool search setting.
+fn invalid(value: impl Into<String>, reason: &'static str) -> ConfigError {
+    ConfigError::InvalidSetting {
+        setting: "tool_search",
+        value: value.into(),
+        reason,
+    }
+}
+
 /// A config's tool search, checked and compiled.
 pub(crate) struct SearchPlan {
     pub(crate) max_results: usize,
@@ -118,7 +127,6 @@ pub(super) fn plan(
     };
     if search.max_results == 0 {
         return Err(invalid(
-            "tool_search",
             "max_results(0)",
             "a search must be able to reveal at least one tool",
         ));
@@ -134,7 +142,6 @@ pub(super) fn plan(
         .find(|n| !names.contains(&n.as_str()))
     {
         return Err(invalid(
-            "tool_search",
             format!("always_on({unknown:?})"),
             "an always-on name must be one of the config's tools",
         ));
@@ -145,7 +152,6 @@ pub(super) fn plan(
         .count();
     if searchable == 0 {
         return Err(invalid(
-            "tool_search",
             format!("{} tools, all always-on", names.len()),
             "there is no tool to find: add tools, or leave tool_search unset",
         ));
