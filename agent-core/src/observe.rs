@@ -103,6 +103,16 @@ pub enum RunEvent<'a> {
         /// The failure that made the run leave `from`.
         error: &'a LlmError,
     },
+    /// A tool search (see [`ToolSearch`](crate::config::ToolSearch)) revealed tools:
+    /// every later LLM call of the run offers them.
+    ToolsRevealed {
+        /// The run's trace id.
+        trace_id: &'a str,
+        /// The LLM call whose turn made the search (1-based).
+        llm_call: u32,
+        /// The tools newly revealed (names), in rank order.
+        tools: &'a [String],
+    },
     /// A store call failed, timed out or panicked (see [`crate::store`]). The run's
     /// outcome is unchanged; the failure is counted in `AgentResult::store_failures`.
     /// Failures of the recording after the run come after `RunEnded`. `run_batch`'s

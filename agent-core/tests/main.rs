@@ -75,3 +75,4 @@ pub mod streaming;
 pub mod streaming_runs;
 pub mod sweep;
 pub mod temperature;
+pub mod tool_search;

@@ -22,7 +22,6 @@ use crate::store::StoreSettings;
 use crate::tool::ToolRegistry;
 
 use super::params::Params;
-use super::validator::OutputContext;
 use crate::limits::Limits;
 use crate::tool::{StateMap, StateRequirement, Tool, ToolDefinition};
 use std::collections::BTreeMap;
@@ -72,6 +71,7 @@ pub(crate) struct Settings<T> {
     pub(crate) context_window: Option<crate::pricing::ContextWindow>,
     pub(crate) prompt_cache_key: Option<Arc<str>>,
     pub(crate) provider_batch: Option<crate::providers::ProviderBatch>,
+    pub(crate) tool_search: Option<super::ToolSearch>,
 }
 
 impl<T> Clone for Settings<T> {
@@ -104,6 +104,7 @@ impl<T> Clone for Settings<T> {
             context_window: self.context_window,
             prompt_cache_key: self.prompt_cache_key.clone(),
             provider_batch: self.provider_batch.clone(),
+            tool_search: self.tool_search.clone(),
         }
     }
 }
@@ -138,6 +139,7 @@ impl<T> Settings<T> {
             context_window: None,
             prompt_cache_key: None,
             provider_batch: None,
+            tool_search: None,
         }
     }
 }
@@ -342,57 +344,6 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         self
     }
 
-    /// A check on the validated value; an `Err(message)` is fed back to the model like a
-    /// schema error and counts against `max_parse_retries`.
-    #[must_use]
-    pub fn output_validator(
-        mut self,
-        check: impl Fn(&T) -> Result<(), String> + Send + Sync + 'static,
-    ) -> Self {
-        self.settings.output_validator = Some(Arc::new(move |value: &T, _: &OutputContext<'_>| {
-            check(value)
-        }));
-        self
-    }
-
-    /// A check on the validated value that also reads the run so far ([`OutputContext`]:
-    /// the conversation, every tool result): hold an answer to what the tools found. An
-    /// `Err(message)` is fed back to the model like a schema error and counts against
-    /// `max_parse_retries`; a panic in it is caught and fed back the same way. Replaces
-    /// any [`output_validator`](Self::output_validator) set before (one check per
-    /// config; call both checks from this one to keep both).
-    ///
-    /// ```
-    /// use agent_core::{AgentConfig, agent_output};
-    ///
-    /// #[agent_output]
-    /// struct Answer {
-    ///     /// The order the ticket is about, if the lookup found one.
-    ///     order_id: Option<String>,
-    /// }
-    ///
-    /// let config = AgentConfig::<Answer>::builder("triage")
-    ///     .model("test")
-    ///     .output_validator_with(|answer, run| {
-    ///         let looked_up = run.results_of("lookup_order").next().is_some();
-    ///         if looked_up && answer.order_id.is_none() {
-    ///             return Err("/order_id: lookup_order found the order; give its id".into());
-    ///         }
-    ///         Ok(())
-    ///     })
-    ///     .build()
-    ///     .unwrap();
-    /// # let _ = config;
-    /// ```
-    #[must_use]
-    pub fn output_validator_with(
-        mut self,
-        check: impl Fn(&T, &OutputContext<'_>) -> Result<(), String> + Send + Sync + 'static,
-    ) -> Self {
-        self.settings.output_validator = Some(Arc::new(check));
-        self
-    }
-
     /// Application state for tools (one value per type; see `ToolContext::state`).
     #[must_use]
     pub fn state<S: Send + Sync + 'static>(mut self, value: S) -> Self {
@@ -583,6 +534,16 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         keep: impl Fn(&RunState<'_>, &ToolDefinition) -> bool + Send + Sync + 'static,
     ) -> Self {
         self.settings.tools_for = Some(Arc::new(keep));
+        self
+    }
+
+    /// Deferred tool loading for configs with many tools: each LLM call offers only the
+    /// search tool `search_tools`, the always-on tools and the tools the run's searches
+    /// revealed (see [`ToolSearch`](super::ToolSearch) for the rules, the counting and
+    /// the errors `build()` returns): `.tool_search(ToolSearch::bm25().always_on(["lookup_order"]))`.
+    #[must_use]
+    pub fn tool_search(mut self, search: super::ToolSearch) -> Self {
+        self.settings.tool_search = Some(search);
         self
     }
 

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::error::ConfigError;
 use crate::output::{ESCALATE_TO_HUMAN, SUBMIT_OUTPUT};
@@ -154,4 +154,21 @@ pub(crate) fn result_cap(tool: &str, tokens: Option<u32>) -> Result<Option<usize
         Some(n) => Ok(Some((n as usize).saturating_mul(4))),
         None => Ok(None),
     }
+}
+
+/// The definition of the built-in `escalate_to_human` tool.
+pub(super) fn escalation_tool() -> ToolDefinition {
+    ToolDefinition::new(
+        ESCALATE_TO_HUMAN,
+        "Hand this case to a human when you cannot or must not decide it yourself. Ends the run.",
+        json!({
+            "type": "object",
+            "properties": {
+                "reason": {"type": "string", "minLength": 1, "description": "Why a human must take over."},
+                "summary": {"type": "string", "minLength": 1, "description": "What the human needs to know about the case."}
+            },
+            "required": ["reason", "summary"],
+            "additionalProperties": false
+        }),
+    )
 }

@@ -76,6 +76,12 @@ pub(crate) fn of<T>(
     if let Some(ttl) = s.params.prompt_cache_ttl {
         canonical.insert("prompt_cache_ttl".to_owned(), json!(ttl));
     }
+    if let Some(search) = &s.tool_search {
+        canonical.insert(
+            "tool_search".to_owned(),
+            json!({"max_results": search.max_results, "always_on": search.always_on}),
+        );
+    }
     if let Some(key) = &s.prompt_cache_key {
         canonical.insert("prompt_cache_key".to_owned(), json!(key.as_ref()));
     }

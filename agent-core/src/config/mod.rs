@@ -15,19 +15,21 @@ pub use crate::limits::Limits;
 pub use compaction::Compaction;
 pub(crate) use compaction::{Plan as CompactionPlan, Summarizer};
 pub use handoff::{Handoff, HistoryFilter};
+mod bm25;
 mod stores;
 mod table;
 mod validator;
 pub use validator::OutputContext;
+mod tool_search;
+pub(crate) use tool_search::SearchPlan;
+pub use tool_search::{SEARCH_TOOLS, ToolSearch};
 
 pub(crate) use checks::is_legal_tool_name;
-use checks::{check_output_tool, check_settings, compile_tools, invalid};
+use checks::{check_output_tool, check_settings, compile_tools, escalation_tool, invalid};
 pub(crate) use table::ToolTable;
 
 use std::fmt;
 use std::sync::Arc;
-
-use serde_json::json;
 
 pub(crate) use crate::error::ConfigError;
 pub(crate) use builder::Settings;
@@ -117,6 +119,8 @@ pub(crate) struct Compiled<T> {
     /// The hooks the loop calls: policies, validators, guardrails, grader, observer,
     /// customer messages.
     pub(crate) hooks: Hooks<T>,
+    /// Deferred tool loading (`tool_search`), checked against the tools.
+    pub(crate) tool_search: Option<SearchPlan>,
     /// The agents a turn may hand the conversation to.
     pub(crate) handoffs: Vec<Handoff<T>>,
     /// The stores around a run, and their timeout.
@@ -356,6 +360,8 @@ impl<T: AgentOutput> AgentConfig<T> {
     ) -> Result<Self, ConfigError> {
         check_settings(&settings)?;
         let (tools, tool_index) = compile_tools(&settings)?;
+        let names: Vec<&str> = tools.iter().map(|t| t.definition.name.as_str()).collect();
+        let tool_search = tool_search::plan(settings.tool_search.as_ref(), &names)?;
         let output_tool = T::output_tool();
         if let Some(def) = &output_tool {
             check_output_tool(def)?;
@@ -540,6 +546,7 @@ impl<T: AgentOutput> AgentConfig<T> {
                 fingerprint,
                 compaction,
                 hooks: Hooks::of(&settings),
+                tool_search,
                 handoffs: settings.handoffs.clone(),
                 stores: settings.stores.clone(),
                 cancellation: settings.cancellation.clone(),
@@ -604,23 +611,6 @@ fn plan_output(
         ))),
         _ => OutputPlan::Tool,
     })
-}
-
-/// The definition of the built-in `escalate_to_human` tool.
-pub(crate) fn escalation_tool() -> ToolDefinition {
-    ToolDefinition::new(
-        ESCALATE_TO_HUMAN,
-        "Hand this case to a human when you cannot or must not decide it yourself. Ends the run.",
-        json!({
-            "type": "object",
-            "properties": {
-                "reason": {"type": "string", "minLength": 1, "description": "Why a human must take over."},
-                "summary": {"type": "string", "minLength": 1, "description": "What the human needs to know about the case."}
-            },
-            "required": ["reason", "summary"],
-            "additionalProperties": false
-        }),
-    )
 }
 
 #[cfg(test)]

@@ -2,13 +2,15 @@
 //! current snapshots of its tool sources (see `ToolSource`).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use crate::output::{ESCALATE_TO_HUMAN, SUBMIT_OUTPUT};
 use crate::tool::ToolDefinition;
 use crate::tool::ToolSnapshot;
 
+use super::bm25::Bm25;
 use super::checks::{check_object_schema, is_legal_tool_name};
+use super::tool_search::SearchPlan;
 use super::{Compiled, CompiledTool};
 
 /// The user tools of a turn, and what is offered with them.
@@ -26,6 +28,8 @@ pub(crate) struct ToolTable {
     /// The tool sets `tools_for` chose so far, by which user tools they keep (one bit
     /// per tool, up to 64 tools), so each set is one `Arc` (and is encoded once).
     pub(crate) subsets: Mutex<HashMap<u64, Arc<[ToolDefinition]>>>,
+    /// The tool search index of this table's tools, built at the first search.
+    search_index: OnceLock<Bm25>,
 }
 
 impl ToolTable {
@@ -41,7 +45,15 @@ impl ToolTable {
             offered,
             versions,
             subsets: Mutex::new(HashMap::new()),
+            search_index: OnceLock::new(),
         }
+    }
+
+    /// The index `plan` searches in this table (built once per table: a tool source's
+    /// change makes a new table).
+    pub(crate) fn search_index(&self, plan: &SearchPlan) -> &Bm25 {
+        self.search_index
+            .get_or_init(|| plan.index(self.tools.iter().map(|t| &t.definition)))
     }
 
     /// The tool `name` of this table.
@@ -162,7 +174,8 @@ impl<T> Compiled<T> {
             rejected("its name is not provider-legal");
             return None;
         }
-        if name == SUBMIT_OUTPUT || name == ESCALATE_TO_HUMAN {
+        let search = self.tool_search.is_some() && name == super::SEARCH_TOOLS;
+        if name == SUBMIT_OUTPUT || name == ESCALATE_TO_HUMAN || search {
             rejected("its name is reserved");
             return None;
         }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::config::{Compiled, OutputPlan};
+use crate::config::{Compiled, OutputPlan, SEARCH_TOOLS};
 use crate::error::{AgentError, StuckReason, panic_message};
 use crate::handover::CallOutcome;
 use crate::message::{Message, ToolCall, ToolResult};
@@ -22,10 +22,31 @@ use super::run::{Next, Run};
 use super::tools::{self, Executed, Gate, correction, truncate};
 
 impl<'c, T: AgentOutput> Run<'c, T> {
-    /// The turn's tool calls, with the transfers taken out: the other calls run as
+    /// The turn's tool calls: with tool search on, the other calls first, then the
+    /// searches (see `search.rs`); the transfers taken out of the others: they run as
     /// usual, each transfer call is answered (the first transfers, any other is an
     /// error result), then the conversation goes to the first transfer's agent.
     pub(super) async fn on_tool_calls(&mut self, calls: &[ToolCall]) -> Next<T> {
+        let searching = self.agent.tool_search.is_some() && !self.live.wrap_up_turn;
+        if !searching || !calls.iter().any(|c| c.name == SEARCH_TOOLS) {
+            return self.on_other_calls(calls).await;
+        }
+        let (searches, rest): (Vec<ToolCall>, Vec<ToolCall>) =
+            calls.iter().cloned().partition(|c| c.name == SEARCH_TOOLS);
+        // The other calls first: a turn that pauses answers its searches when it is
+        // resumed, so that they are counted once.
+        let next = if rest.is_empty() {
+            Next::Continue
+        } else {
+            self.on_other_calls(&rest).await
+        };
+        let ran = matches!(next, Next::Continue);
+        self.answer_searches(&searches, ran);
+        next
+    }
+
+    /// The turn's calls but tool searches (see `search.rs`).
+    async fn on_other_calls(&mut self, calls: &[ToolCall]) -> Next<T> {
         let handoffs = &self.agent.handoffs;
         if self.live.wrap_up_turn || !handoff::any_transfer(handoffs, calls) {
             return self.on_user_tool_calls(calls).await;

@@ -28,7 +28,10 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             self.fit_parts()?;
         }
         let agent = self.agent;
-        let offered = Arc::clone(&self.live.table.offered);
+        let offered = match agent.tool_search {
+            Some(_) => self.offered_tools(),
+            None => Arc::clone(&self.live.table.offered),
+        };
         let wrap_up = agent.wrap_up
             && !matches!(agent.output, OutputPlan::Text)
             && self.state.is_last_call(&agent.limits);

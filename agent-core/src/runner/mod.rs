@@ -7,7 +7,7 @@
 //! The layout (see `docs/architecture.md`, "Inside the runner"): `entry.rs` starts and
 //! ends a run; `run.rs` is the [`Run`](run::Run) itself, which `state.rs`' `RunState`
 //! (what a checkpoint keeps) is part of; the loop is `drive.rs`, `call.rs`, `turn.rs`,
-//! `submit.rs`, `act.rs` and `finish.rs`; each capability is a part in its own module:
+//! `submit.rs`, `act.rs`, `search.rs` (tool search) and `finish.rs`; each capability is a part in its own module:
 //! `model/` (the call's sink, span and the transcript for another provider), `tools/`
 //! (tool execution, guards, guardrails), `durable/` (checkpoints, the ledger, pauses),
 //! `agents/` (the run tree, handoffs), `compact.rs`, `stores.rs` and `emit.rs` (where
@@ -30,6 +30,7 @@ mod model;
 mod parts;
 mod resume;
 mod run;
+mod search;
 mod state;
 mod stores;
 mod stream;

@@ -60,6 +60,10 @@ pub(super) struct Inputs {
     pub(super) batch: Option<Arc<crate::providers::batch::Seat>>,
 }
 
+/// The tools a run with tool search offered last: for how many revealed tools, from
+/// which table.
+pub(super) type Searched = (usize, Arc<ToolTable>, Arc<[ToolDefinition]>);
+
 /// This process's live parts of the turn under way.
 pub(super) struct Live {
     /// The user tools of the current turn: the agent's frozen table, or one rebuilt
@@ -83,6 +87,10 @@ pub(super) struct Live {
     /// Whether the conversation holds parts (images, documents, audio): only then are
     /// they checked against the model before each call.
     pub(super) has_parts: bool,
+    /// With tool search: the tools last offered, for the number of tools revealed then
+    /// and the table they came from (see `search.rs`; boxed: most configs have no tool
+    /// search, and `Run` is held by every run).
+    pub(super) searched: Option<Box<Searched>>,
 }
 
 /// One run in this process (see the module docs).
@@ -184,6 +192,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 trip: None,
                 scores: None,
                 has_parts,
+                searched: None,
             },
             tree: Tree::new(&cfg.limits, parent),
             durable: None,
@@ -279,28 +288,21 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     /// `tools_for`, the user tools it keeps for the run's state (each distinct set is
     /// one `Arc`, cached in the table so it is encoded once), then `submit_output` and
     /// `escalate_to_human`.
-    pub(super) fn offered_tools(&self) -> Arc<[ToolDefinition]> {
+    /// With tool search on, the user tools are the always-on and revealed ones (see
+    /// `search.rs`).
+    pub(super) fn offered_tools(&mut self) -> Arc<[ToolDefinition]> {
         let table = self.table();
-        let Some(keep) = &self.agent.hooks.tools_for else {
+        if let Some(plan) = &self.agent.tool_search {
+            return self.searched_offer(&table, plan);
+        }
+        if self.agent.hooks.tools_for.is_none() {
             return Arc::clone(&table.offered);
-        };
+        }
         let view = self.view(self.state.usage.llm_calls.saturating_add(1));
         let kept: Vec<bool> = table
             .tools
             .iter()
-            .map(|t| {
-                match std::panic::catch_unwind(AssertUnwindSafe(|| keep(&view, &t.definition))) {
-                    Ok(keep) => keep,
-                    Err(payload) => {
-                        tracing::warn!(
-                            tool = %t.definition.name,
-                            panic = %panic_message(payload.as_ref()),
-                            "tools_for panicked; the tool is not offered this turn"
-                        );
-                        false
-                    }
-                }
-            })
+            .map(|t| self.keeps(&view, &t.definition))
             .collect();
         let build = || -> Arc<[ToolDefinition]> {
             let user = table
@@ -324,6 +326,24 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         Arc::clone(subsets.entry(mask).or_insert_with(build))
+    }
+
+    /// Whether `tools_for` (set) keeps `tool` in this turn; one that panics does not.
+    pub(super) fn keeps(&self, view: &RunView<'_>, tool: &ToolDefinition) -> bool {
+        let Some(keep) = &self.agent.hooks.tools_for else {
+            return true;
+        };
+        match std::panic::catch_unwind(AssertUnwindSafe(|| keep(view, tool))) {
+            Ok(keep) => keep,
+            Err(payload) => {
+                tracing::warn!(
+                    tool = %tool.name,
+                    panic = %panic_message(payload.as_ref()),
+                    "tools_for panicked; the tool is not offered this turn"
+                );
+                false
+            }
+        }
     }
 
     /// Records the calls of a turn that ran none of them, with why.

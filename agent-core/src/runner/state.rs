@@ -68,6 +68,11 @@ pub(crate) struct RunState {
     /// (A boxed slice: most runs have none, and the state is held by every run.)
     #[serde(default)]
     pub(crate) handoffs: Box<[String]>,
+    /// The tools the run's tool searches revealed, in the order revealed (names; see
+    /// `ToolSearch`): offered in every later LLM call. A checkpoint written before tool
+    /// search reads as none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) revealed: Vec<String>,
     /// Time spent toward the deadline (ms), as of the last checkpoint.
     pub(crate) elapsed_ms: u64,
     /// Store failures counted, as of the last checkpoint.
@@ -324,6 +329,22 @@ mod tests {
             })
         ));
         assert!(state.is_last_call(&limits));
+    }
+
+    #[test]
+    fn the_revealed_tools_are_kept_and_a_state_without_them_reads_as_none() {
+        let mut state = RunState::new(vec![Message::user("x")]);
+        let plain = serde_json::to_string(&state).unwrap_or_default();
+        assert!(!plain.contains("revealed"), "{plain}");
+        let back: Result<RunState, _> = serde_json::from_str(&plain);
+        assert!(back.is_ok_and(|s| s.revealed.is_empty()));
+        state.revealed = vec!["refund_order".to_owned()];
+        let text = serde_json::to_string(&state).unwrap_or_default();
+        let back: Result<RunState, _> = serde_json::from_str(&text);
+        assert_eq!(
+            back.map(|s| s.revealed).ok(),
+            Some(vec!["refund_order".to_owned()])
+        );
     }
 
     #[test]

@@ -551,6 +551,13 @@ impl EventRecorder {
                 delay_ms: ms(*delay),
                 error: error.to_string(),
             },
+            RunEvent::ToolsRevealed {
+                llm_call, tools, ..
+            } => TraceEvent::ToolsRevealed {
+                at_ms,
+                llm_call: *llm_call,
+                tools: tools.to_vec(),
+            },
             RunEvent::StoreFailed {
                 store,
                 operation,

@@ -18,8 +18,12 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     /// Classifies a successful turn into exactly one transition.
     pub(super) async fn on_turn(&mut self, mut response: LlmResponse) -> Next<T> {
         let table = Arc::clone(&self.live.table);
+        let searching = self.agent.tool_search.is_some();
         let is_known = |name: &str| {
-            table.index.contains_key(name) || name == SUBMIT_OUTPUT || name == ESCALATE_TO_HUMAN
+            table.index.contains_key(name)
+                || name == SUBMIT_OUTPUT
+                || name == ESCALATE_TO_HUMAN
+                || (searching && name == crate::config::SEARCH_TOOLS)
         };
         sanitize::sanitize_calls(
             &mut response.tool_calls,

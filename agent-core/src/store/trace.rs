@@ -128,6 +128,16 @@ pub enum TraceEvent {
         /// The failure.
         error: String,
     },
+    /// A tool search revealed tools (see
+    /// [`ToolSearch`](crate::config::ToolSearch)).
+    ToolsRevealed {
+        /// Time since the run started (ms).
+        at_ms: u64,
+        /// The LLM call whose turn made the search (1-based).
+        llm_call: u32,
+        /// The tools newly revealed (names), in rank order.
+        tools: Vec<String>,
+    },
     /// A store call failed before the trace was written.
     StoreFailed {
         /// Time since the run started (ms).

@@ -93,6 +93,15 @@ pub(crate) fn unknown_tool(name: &str, available: &str) -> String {
     format!("Unknown tool {name:?}. The available tools are: {available}.")
 }
 
+/// Added to an unknown tool's correction with tool search on.
+pub(crate) fn search_first() -> String {
+    format!(
+        " Other tools are listed only once {} finds them: call it with words for what \
+         you need, then call the tool it lists.",
+        crate::config::SEARCH_TOOLS
+    )
+}
+
 pub(crate) fn invalid_tool_arguments(tool: &str, errors: &ValidationErrors) -> String {
     format!("{tool} was not run: invalid arguments: {errors}")
 }

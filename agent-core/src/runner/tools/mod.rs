@@ -245,11 +245,11 @@ fn plan_call<'c>(table: &'c ToolTable, call: &ToolCall, offered: &[ToolDefinitio
         .filter(|_| offered.iter().any(|d| d.name == call.name));
     let Some(&index) = index else {
         let available: Vec<&str> = offered.iter().map(|d| d.name.as_str()).collect();
-        return Plan::Answer(ToolResult::error(
-            &call.id,
-            &call.name,
-            correction::unknown_tool(&call.name, &available.join(", ")),
-        ));
+        let mut text = correction::unknown_tool(&call.name, &available.join(", "));
+        if available.contains(&crate::config::SEARCH_TOOLS) {
+            text.push_str(&correction::search_first());
+        }
+        return Plan::Answer(ToolResult::error(&call.id, &call.name, text));
     };
     let Some(tool) = table.tools.get(index) else {
         return Plan::Answer(ToolResult::error(
