@@ -10,6 +10,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use agent_core::durable::Decision;
 use agent_core::llm::LlmClient;
 use agent_core::{AgentConfig, Tool, ToolContext};
 use rmcp::model::{
@@ -18,7 +19,6 @@ use rmcp::model::{
     SamplingMessageContentBlock,
 };
 use rmcp::service::{RequestContext, RoleClient};
-use agent_core::durable::Decision;
 use rmcp::{ClientHandler, ErrorData};
 
 use crate::elicit::{Asking, Question, Ready};
@@ -130,7 +130,10 @@ impl Calls {
         let Some((_, first, asking)) = list.first() else {
             return Err("no tool call is in flight on this connection");
         };
-        if list.iter().any(|(_, c, _)| c.trace_id() != first.trace_id()) {
+        if list
+            .iter()
+            .any(|(_, c, _)| c.trace_id() != first.trace_id())
+        {
             return Err(
                 "calls of several runs are in flight on this connection, and the \
                         request does not say which one it serves",
@@ -285,7 +288,11 @@ impl ClientHandler for Client {
                 };
                 return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, why, None));
             }
-            _ => return Err(invalid("elicitation refused: no tool call is in flight on this connection".to_owned())),
+            _ => {
+                return Err(invalid(
+                    "elicitation refused: no tool call is in flight on this connection".to_owned(),
+                ));
+            }
         };
         Ok(self.answered(&schema, answer))
     }

@@ -145,7 +145,12 @@ fn question_id(place: u32, message: &str, schema: &Value) -> String {
 
 /// The tool error a call that paused on `question` ends with: a child "run" of server
 /// `label` (id `run_id`) waiting on the question, with the answers used so far kept.
-pub(crate) fn paused(label: &str, run_id: String, question: &Question, used: Decisions) -> ToolError {
+pub(crate) fn paused(
+    label: &str,
+    run_id: String,
+    question: &Question,
+    used: Decisions,
+) -> ToolError {
     let child = ChildPause::new(run_id, label, vec![question.pending()]).with_decided(used);
     ToolError::paused_inside(child)
 }
@@ -173,7 +178,10 @@ mod tests {
         assert_eq!(first.len(), "elicit-1-".len() + 8);
         assert_eq!(first, question_id(1, "How many?", &schema()));
         assert_ne!(first, question_id(1, "How many guests?", &schema()));
-        assert_ne!(first, question_id(1, "How many?", &json!({"type": "object"})));
+        assert_ne!(
+            first,
+            question_id(1, "How many?", &json!({"type": "object"}))
+        );
         assert_eq!(
             question_id(2, "How many?", &schema())[9..],
             first[9..],
@@ -235,7 +243,10 @@ mod tests {
         let error = paused("srv", "mcp-1".into(), &question, Decisions::new());
         assert!(error.is_deferred());
         let child = error.child_pause().unwrap();
-        assert_eq!((child.run_id.as_str(), child.agent.as_str()), ("mcp-1", "srv"));
+        assert_eq!(
+            (child.run_id.as_str(), child.agent.as_str()),
+            ("mcp-1", "srv")
+        );
         assert_eq!(child.pending, [pending]);
     }
 }

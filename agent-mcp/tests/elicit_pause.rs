@@ -104,7 +104,11 @@ async fn an_unanswered_question_pauses_the_run_and_the_checked_answer_resumes_it
     let (model, run_id, pending) = start(&python, "book", &store).await;
     assert_eq!(pending.len(), 1);
     let asked = &pending[0];
-    assert!(asked.call_id.starts_with("call_1/elicit-1-"), "{}", asked.call_id);
+    assert!(
+        asked.call_id.starts_with("call_1/elicit-1-"),
+        "{}",
+        asked.call_id
+    );
     assert_eq!(asked.tool, "elicitation");
     assert_eq!(
         asked.reason,
@@ -112,7 +116,10 @@ async fn an_unanswered_question_pauses_the_run_and_the_checked_answer_resumes_it
             message: "Which day, and for how many?".into()
         }
     );
-    assert_eq!(asked.arguments, json!({"message": "Which day, and for how many?"}));
+    assert_eq!(
+        asked.arguments,
+        json!({"message": "Which day, and for how many?"})
+    );
     let schema = asked.parameters.clone().unwrap();
     assert_eq!(schema["properties"]["guests"]["type"], "integer");
     assert_eq!(schema["properties"]["guests"]["minimum"], 1);
@@ -169,7 +176,8 @@ async fn deny_is_the_servers_decline_and_dismiss_its_cancel() {
     let store = Arc::new(InMemoryCheckpoints::new());
     for (decide, action) in [
         (
-            Box::new(|id: &str| Decisions::new().deny(id, "not now")) as Box<dyn Fn(&str) -> Decisions>,
+            Box::new(|id: &str| Decisions::new().deny(id, "not now"))
+                as Box<dyn Fn(&str) -> Decisions>,
             "decline",
         ),
         (Box::new(|id: &str| Decisions::new().dismiss(id)), "cancel"),
@@ -206,7 +214,11 @@ async fn a_second_question_pauses_again_and_the_first_answer_is_given_again() {
     let [second] = pending.as_slice() else {
         panic!("expected one question, got {pending:?}");
     };
-    assert!(second.call_id.starts_with("call_1/elicit-2-"), "{}", second.call_id);
+    assert!(
+        second.call_id.starts_with("call_1/elicit-2-"),
+        "{}",
+        second.call_id
+    );
     assert_eq!(
         second.reason,
         PauseReason::Input {

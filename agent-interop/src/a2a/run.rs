@@ -28,6 +28,8 @@ pub(crate) struct Shared<T> {
     pub(crate) max_body_bytes: usize,
     /// The cancellation tokens of the runs going on in this process, by task id.
     pub(crate) live: Mutex<HashMap<String, CancellationToken>>,
+    /// Where runs go when queue workers run them (`A2aServer::queue`).
+    pub(crate) queued: Option<super::queued::Queued>,
 }
 
 /// What a message starts: a new run, or a paused run resumed with decisions.
@@ -146,7 +148,7 @@ async fn end<T>(shared: &Shared<T>, mut record: TaskRecord, result: &AgentResult
 }
 
 /// Why a resume did not start: the task goes back to input-required.
-async fn refused<T>(
+pub(crate) async fn refused<T>(
     shared: &Shared<T>,
     before: TaskRecord,
     error: impl std::fmt::Display,
@@ -169,6 +171,9 @@ pub(crate) async fn run_to_end<T: AgentOutput + Sync>(
 ) -> Result<Task, RpcError> {
     let shared = Arc::clone(shared);
     let job = tokio::spawn(async move {
+        if let Some(queued) = &shared.queued {
+            return super::queued::run_queued(&shared, queued, started).await;
+        }
         let token = live(&shared, &started.record().task.id);
         match started {
             Started::New { record, input } => {
@@ -214,6 +219,16 @@ pub(crate) fn run_streamed<T: AgentOutput + Sync>(
             ..StreamResponse::default()
         };
         let _ = sender.send(first).await;
+        if let Some(queued) = &shared.queued {
+            match super::queued::run_queued(&shared, queued, started).await {
+                Ok(task) => send_end(&sender, &task).await,
+                // The stream ends; the task, as stored, is GetTask's.
+                Err(error) => {
+                    tracing::warn!(error = %error.message, "a queued A2A task did not end");
+                }
+            }
+            return;
+        }
         let token = live(&shared, &started.record().task.id);
         let config: &AgentConfig<T> = &shared.config;
         let (record, events) = match started {
@@ -257,6 +272,14 @@ pub(crate) fn run_streamed<T: AgentOutput + Sync>(
             return;
         };
         let task = end(&shared, record, &result).await;
+        send_end(&sender, &task).await;
+    });
+    receiver
+}
+
+/// The end of a task's stream: an artifact update per artifact, then the final status.
+async fn send_end(sender: &mpsc::Sender<StreamResponse>, task: &Task) {
+    {
         for artifact in &task.artifacts {
             let update = StreamResponse {
                 artifact_update: Some(TaskArtifactUpdateEvent {
@@ -270,9 +293,8 @@ pub(crate) fn run_streamed<T: AgentOutput + Sync>(
             };
             let _ = sender.send(update).await;
         }
-        let _ = sender.send(status_update(&task)).await;
-    });
-    receiver
+        let _ = sender.send(status_update(task)).await;
+    }
 }
 
 fn status_update(task: &Task) -> StreamResponse {

@@ -38,7 +38,10 @@ fn problems(
                     Decision::Approve | Decision::Edit { .. }
                 )
                 | (PauseReason::Deferred { .. }, Decision::Result { .. })
-                | (PauseReason::Input { .. }, Decision::Result { .. } | Decision::Dismiss)
+                | (
+                    PauseReason::Input { .. },
+                    Decision::Result { .. } | Decision::Dismiss
+                )
         );
         if !fits {
             out.push(DecisionProblem::WrongKind {
@@ -405,7 +408,10 @@ mod tests {
         assert!(errors.starts_with("/guests: "), "{errors}");
         assert!(!errors.contains("s3cr3t"), "{errors}");
         let text = found[0].to_string();
-        assert!(text.contains("does not match the schema it asked with"), "{text}");
+        assert!(
+            text.contains("does not match the schema it asked with"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -431,7 +437,12 @@ mod tests {
                 }]
             );
         }
-        let approval = [PendingCall::new("call_1", "refund", json!({}), PauseReason::Approval)];
+        let approval = [PendingCall::new(
+            "call_1",
+            "refund",
+            json!({}),
+            PauseReason::Approval,
+        )];
         let dismissed = problems(&approval, &Decisions::new().dismiss("call_1"), no_tools);
         assert_eq!(
             dismissed[0].to_string(),
