@@ -7,22 +7,55 @@
 use std::sync::Arc;
 
 use agent_core::durable::{CheckpointStore, PendingCall, paused_runs, record_decisions};
-use agent_core::store::{FeedbackStore, StoreError};
+use agent_core::store::StoreError;
 use agent_core::{AgentOutput, Ending};
-use agent_worker::{Job, Queue, QueueEvent};
+use agent_worker::{Job, QueueEvent};
 use futures::StreamExt;
+use tokio::sync::mpsc;
 
 use super::jsonrpc::{RpcCode, RpcError};
 use super::mapping::{self, input_of};
-use super::run::{Shared, Started, refused, store};
-use super::tasks::{TaskRecord, TaskStore};
-use super::types::{Task, TaskState};
+use super::run::{Shared, Started, refused, send_end, store};
+use super::tasks::{Queued, TaskRecord, TaskStore};
+use super::types::{StreamResponse, Task, TaskState};
 
-/// Where a queued server's runs go and where their ends are read.
-pub(crate) struct Queued {
-    pub(crate) queue: Queue,
-    pub(crate) results: Arc<dyn FeedbackStore>,
-    pub(crate) checkpoints: Arc<dyn CheckpointStore>,
+/// Runs the queued task to its end on a task of its own (so that a client that goes
+/// away loses nothing) and returns it as stored.
+pub(crate) async fn run_to_end<T: AgentOutput + Sync>(
+    shared: &Arc<Shared<T>>,
+    queued: &Arc<Queued>,
+    started: Started,
+) -> Result<Task, RpcError> {
+    let (shared, queued) = (Arc::clone(shared), Arc::clone(queued));
+    let job = tokio::spawn(async move { run_queued(&shared, &queued, started).await });
+    job.await
+        .map_err(|_| internal("the task's wait stopped unexpectedly", "a panic"))?
+}
+
+/// The queued task's A2A stream, as `run::run_streamed` sends an in-process one: the
+/// task (working), then, when the worker is done, the artifact and final status
+/// updates. A wait that fails ends the stream (the task, as stored, is `GetTask`'s).
+pub(crate) fn run_streamed<T: AgentOutput + Sync>(
+    shared: &Arc<Shared<T>>,
+    queued: &Arc<Queued>,
+    started: Started,
+) -> mpsc::Receiver<StreamResponse> {
+    let (sender, receiver) = mpsc::channel(64);
+    let (shared, queued) = (Arc::clone(shared), Arc::clone(queued));
+    tokio::spawn(async move {
+        let first = StreamResponse {
+            task: Some(started.record().task.clone()),
+            ..StreamResponse::default()
+        };
+        let _ = sender.send(first).await;
+        match run_queued(&shared, &queued, started).await {
+            Ok(task) => send_end(&sender, &task).await,
+            Err(error) => {
+                tracing::warn!(error = %error.message, "a queued A2A task did not end");
+            }
+        }
+    });
+    receiver
 }
 
 fn internal(what: &str, error: impl std::fmt::Display) -> RpcError {

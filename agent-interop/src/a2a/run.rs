@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 
 use super::jsonrpc::{RpcCode, RpcError};
 use super::mapping::{self, decisions_of, input_of, status};
-use super::tasks::{TaskRecord, TaskStore};
+use super::tasks::{Queued, TaskRecord, TaskStore};
 use super::types::{
     AgentCard, Message, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
     TaskStatusUpdateEvent,
@@ -29,7 +29,7 @@ pub(crate) struct Shared<T> {
     /// The cancellation tokens of the runs going on in this process, by task id.
     pub(crate) live: Mutex<HashMap<String, CancellationToken>>,
     /// Where runs go when queue workers run them (`A2aServer::queue`).
-    pub(crate) queued: Option<super::queued::Queued>,
+    pub(crate) queued: Option<Arc<Queued>>,
 }
 
 /// What a message starts: a new run, or a paused run resumed with decisions.
@@ -46,7 +46,7 @@ pub(crate) enum Started {
 }
 
 impl Started {
-    fn record(&self) -> &TaskRecord {
+    pub(crate) fn record(&self) -> &TaskRecord {
         match self {
             Started::New { record, .. } | Started::Resume { record, .. } => record,
         }
@@ -171,9 +171,6 @@ pub(crate) async fn run_to_end<T: AgentOutput + Sync>(
 ) -> Result<Task, RpcError> {
     let shared = Arc::clone(shared);
     let job = tokio::spawn(async move {
-        if let Some(queued) = &shared.queued {
-            return super::queued::run_queued(&shared, queued, started).await;
-        }
         let token = live(&shared, &started.record().task.id);
         match started {
             Started::New { record, input } => {
@@ -219,16 +216,6 @@ pub(crate) fn run_streamed<T: AgentOutput + Sync>(
             ..StreamResponse::default()
         };
         let _ = sender.send(first).await;
-        if let Some(queued) = &shared.queued {
-            match super::queued::run_queued(&shared, queued, started).await {
-                Ok(task) => send_end(&sender, &task).await,
-                // The stream ends; the task, as stored, is GetTask's.
-                Err(error) => {
-                    tracing::warn!(error = %error.message, "a queued A2A task did not end");
-                }
-            }
-            return;
-        }
         let token = live(&shared, &started.record().task.id);
         let config: &AgentConfig<T> = &shared.config;
         let (record, events) = match started {
@@ -278,7 +265,7 @@ pub(crate) fn run_streamed<T: AgentOutput + Sync>(
 }
 
 /// The end of a task's stream: an artifact update per artifact, then the final status.
-async fn send_end(sender: &mpsc::Sender<StreamResponse>, task: &Task) {
+pub(crate) async fn send_end(sender: &mpsc::Sender<StreamResponse>, task: &Task) {
     {
         for artifact in &task.artifacts {
             let update = StreamResponse {

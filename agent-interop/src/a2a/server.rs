@@ -24,8 +24,9 @@ use agent_worker::Queue;
 
 use super::jsonrpc::{self, RpcCode, RpcError};
 use super::mapping::with_history;
-use super::queued::{Queued, Swept};
+use super::queued::Swept;
 use super::run::{self, Shared, Started};
+use super::tasks::Queued;
 use super::tasks::{InMemoryTasks, TaskStore};
 use super::types::{
     AGENT_CARD_PATH, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, PROTOCOL_VERSION,
@@ -56,7 +57,7 @@ pub struct A2aServer<T> {
     description: Option<String>,
     skills: Vec<AgentSkill>,
     max_body_bytes: usize,
-    queued: Option<Queued>,
+    queued: Option<Arc<Queued>>,
 }
 
 impl<T: AgentOutput> std::fmt::Debug for A2aServer<T> {
@@ -104,11 +105,11 @@ impl<T: AgentOutput + Sync> A2aServer<T> {
     {
         let results: Arc<dyn FeedbackStore> = store.clone();
         let checkpoints: Arc<dyn CheckpointStore> = store;
-        self.queued = Some(Queued {
+        self.queued = Some(Arc::new(Queued {
             queue,
             results,
             checkpoints,
-        });
+        }));
         self
     }
 
@@ -131,7 +132,7 @@ impl<T: AgentOutput + Sync> A2aServer<T> {
         super::queued::sweep(
             self.config.name(),
             self.tasks.as_ref(),
-            self.queued.as_ref(),
+            self.queued.as_deref(),
         )
         .await
     }
@@ -369,7 +370,10 @@ async fn send<T: AgentOutput + Sync>(
         .as_ref()
         .and_then(|c| c.history_length);
     let started = run::begin(shared, request.message).await?;
-    let task = run::run_to_end(shared, started).await?;
+    let task = match &shared.queued {
+        Some(queued) => super::queued::run_to_end(shared, queued, started).await?,
+        None => run::run_to_end(shared, started).await?,
+    };
     let response = StreamResponse {
         task: Some(with_history(&task, history)),
         ..StreamResponse::default()
@@ -384,7 +388,10 @@ async fn stream<T: AgentOutput + Sync>(
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>> + use<T>>, RpcError> {
     let request: SendMessageRequest = params(params_value)?;
     let started: Started = run::begin(shared, request.message).await?;
-    let receiver = run::run_streamed(shared, started);
+    let receiver = match &shared.queued {
+        Some(queued) => super::queued::run_streamed(shared, queued, started),
+        None => run::run_streamed(shared, started),
+    };
     let events = futures::stream::unfold(receiver, move |mut receiver| {
         let id = id.clone();
         async move {

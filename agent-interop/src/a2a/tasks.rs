@@ -11,6 +11,14 @@ use agent_core::store::StoreError;
 
 use super::types::{Task, TaskState};
 
+/// Where a queued server's runs go and where their ends are read
+/// (`A2aServer::queue`).
+pub(crate) struct Queued {
+    pub(crate) queue: agent_worker::Queue,
+    pub(crate) results: Arc<dyn agent_core::store::FeedbackStore>,
+    pub(crate) checkpoints: Arc<dyn agent_core::durable::CheckpointStore>,
+}
+
 /// The future a [`TaskStore`] returns.
 pub type TaskFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
