@@ -110,6 +110,10 @@ pub struct ChildPause {
     pub agent: String,
     /// The calls it waits on, as the child run lists them (its own call ids).
     pub pending: Vec<PendingCall>,
+    /// Decisions the child already has and needs again when it resumes, under its own
+    /// call ids (see [`with_decided`](Self::with_decided)). Empty for agent-core runs,
+    /// whose checkpoints keep their decisions.
+    pub decided: Decisions,
 }
 
 impl ChildPause {
@@ -124,7 +128,30 @@ impl ChildPause {
             run_id: run_id.into(),
             agent: agent.into(),
             pending,
+            decided: Decisions::new(),
         }
+    }
+
+    /// With decisions the child was given before and that the parent keeps for it: the
+    /// calling run records them (ids prefixed as [`lifted`](Self::lifted) does) with
+    /// its pause, and they come back in the child's [`ChildResume`] beside the new
+    /// ones. For a child that keeps no state of its own between two resumes (an MCP
+    /// tool call made again, whose server asks the same questions again: its earlier
+    /// answers).
+    #[must_use]
+    pub fn with_decided(mut self, decided: Decisions) -> Self {
+        self.decided = decided;
+        self
+    }
+
+    /// The child's [`decided`](Self::decided) decisions as the parent records them: each
+    /// id prefixed with `call_id/`.
+    pub fn lifted_decided(&self, call_id: &str) -> Decisions {
+        let mut out = Decisions::new();
+        for (id, decision) in self.decided.iter() {
+            out = out.with(format!("{call_id}/{id}"), decision.clone());
+        }
+        out
     }
 
     /// The child's pending calls as the parent lists them: each call id prefixed with
@@ -161,14 +188,25 @@ pub enum PauseReason {
         /// What the tool said about where the result comes from.
         note: String,
     },
+    /// A call asks a person for values (an MCP server's `elicitation/create` during a
+    /// tool call, see agent-mcp): the answer must match the JSON schema in the pending
+    /// call's [`parameters`](PendingCall::parameters). Give it with
+    /// [`Decisions::result`] (the values: checked against that schema before anything
+    /// runs, MCP's `accept`), [`deny`](Decisions::deny) it (MCP's `decline`) or
+    /// [`dismiss`](Decisions::dismiss) it (MCP's `cancel`).
+    Input {
+        /// The question, in the asker's words.
+        message: String,
+    },
 }
 
 impl PauseReason {
-    /// `approval` or `deferred`.
+    /// `approval`, `deferred` or `input`.
     pub fn as_str(&self) -> &'static str {
         match self {
             PauseReason::Approval => "approval",
             PauseReason::Deferred { .. } => "deferred",
+            PauseReason::Input { .. } => "input",
         }
     }
 }
@@ -236,16 +274,21 @@ pub enum Decision {
         /// The result.
         value: Value,
     },
+    /// For a call that asks a person for input ([`PauseReason::Input`]): the question
+    /// was put aside without a choice (MCP's `cancel`; a [`Deny`](Self::Deny) is its
+    /// `decline`).
+    Dismiss,
 }
 
 impl Decision {
-    /// `approve`, `deny`, `edit` or `result`.
+    /// `approve`, `deny`, `edit`, `result` or `dismiss`.
     pub fn as_str(&self) -> &'static str {
         match self {
             Decision::Approve => "approve",
             Decision::Deny { .. } => "deny",
             Decision::Edit { .. } => "edit",
             Decision::Result { .. } => "result",
+            Decision::Dismiss => "dismiss",
         }
     }
 }
@@ -310,6 +353,13 @@ impl Decisions {
     #[must_use]
     pub fn result(self, call_id: impl Into<String>, value: Value) -> Self {
         self.with(call_id, Decision::Result { value })
+    }
+
+    /// Dismisses the question of the call `call_id`, which asks a person for input
+    /// ([`PauseReason::Input`]), without an answer (MCP's `cancel`).
+    #[must_use]
+    pub fn dismiss(self, call_id: impl Into<String>) -> Self {
+        self.with(call_id, Decision::Dismiss)
     }
 
     /// Sets the decision for `call_id`, replacing an earlier one.
@@ -396,14 +446,24 @@ pub enum DecisionProblem {
         /// The validation errors.
         errors: String,
     },
+    /// An answer to a call that asks for input ([`PauseReason::Input`]) that does not
+    /// match the schema it asked with. `errors` names each field that does not and why
+    /// (the path, `/guests`, and the rule), never the value given.
+    InvalidAnswer {
+        /// The call id.
+        call_id: String,
+        /// The validation errors.
+        errors: String,
+    },
     /// A decision of a kind the call does not take: a call waiting for approval takes
-    /// `approve`, `deny` or `edit`; a deferred call takes `result` or `deny`.
+    /// `approve`, `deny` or `edit`; a deferred call takes `result` or `deny`; a call
+    /// asking for input takes `result`, `deny` or `dismiss`.
     WrongKind {
         /// The call id.
         call_id: String,
-        /// The decision given (`approve`, `deny`, `edit`, `result`).
+        /// The decision given (`approve`, `deny`, `edit`, `result`, `dismiss`).
         decision: String,
-        /// Why the call waits (`approval`, `deferred`).
+        /// Why the call waits (`approval`, `deferred`, `input`).
         waits_for: String,
     },
 }
@@ -423,15 +483,21 @@ impl fmt::Display for DecisionProblem {
                     "the edited arguments of {call_id} do not validate: {errors}"
                 )
             }
+            DecisionProblem::InvalidAnswer { call_id, errors } => {
+                write!(
+                    f,
+                    "the answer to {call_id} does not match the schema it asked with: {errors}"
+                )
+            }
             DecisionProblem::WrongKind {
                 call_id,
                 decision,
                 waits_for,
             } => {
-                let takes = if waits_for == "deferred" {
-                    "result or deny"
-                } else {
-                    "approve, deny or edit"
+                let takes = match waits_for.as_str() {
+                    "deferred" => "result or deny",
+                    "input" => "result, deny or dismiss",
+                    _ => "approve, deny or edit",
                 };
                 write!(
                     f,

@@ -43,6 +43,30 @@ impl SchemaValidator {
         Err(ValidationErrors::new(errors))
     }
 
+    /// Checks `instance` against the schema as [`validate`](Self::validate) does, with
+    /// every value the messages would quote written `value` (for answers a person
+    /// typed, which may be private): `"/guests: value is not of type \"integer\""`.
+    ///
+    /// # Errors
+    /// Every violation, each as `"<JSON pointer>: <rule>"`.
+    pub fn validate_masked(&self, instance: &Value) -> Result<(), ValidationErrors> {
+        if self.inner.is_valid(instance) {
+            return Ok(());
+        }
+        let errors: Vec<String> = self
+            .inner
+            .iter_errors(instance)
+            .map(|e| {
+                format!(
+                    "{}: {}",
+                    pointer_or_root(e.instance_path().as_str()),
+                    e.masked()
+                )
+            })
+            .collect();
+        Err(ValidationErrors::new(errors))
+    }
+
     /// Checks `instance` against the schema, then deserializes it.
     ///
     /// # Errors

@@ -10,6 +10,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use agent_core::durable::Decision;
 use agent_core::llm::LlmClient;
 use agent_core::{AgentConfig, Tool, ToolContext};
 use rmcp::model::{
@@ -19,6 +20,8 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RoleClient};
 use rmcp::{ClientHandler, ErrorData};
+
+use crate::elicit::{Asking, Question, Ready};
 use serde_json::{Value, json};
 
 /// The model that answers an MCP server's sampling requests (`sampling/createMessage`,
@@ -97,22 +100,22 @@ pub type ElicitationFuture = Pin<Box<dyn Future<Output = Elicitation> + Send>>;
 /// schema) in, the answer out.
 pub(crate) type ElicitationHandler = Arc<dyn Fn(String, Value) -> ElicitationFuture + Send + Sync>;
 
-/// The tool calls in flight on one connection, with their contexts: a server's request
-/// is served for the run whose call it is serving.
+/// The tool calls in flight on one connection, with their contexts and elicitation
+/// state: a server's request is served for the run whose call it is serving.
 #[derive(Default)]
 pub(crate) struct Calls {
-    list: Mutex<Vec<(u64, ToolContext)>>,
+    list: Mutex<Vec<(u64, ToolContext, Arc<Asking>)>>,
     next: AtomicU64,
 }
 
 impl Calls {
     /// Registers a call until the guard drops.
-    pub(crate) fn enter(self: &Arc<Self>, context: ToolContext) -> CallGuard {
+    pub(crate) fn enter(self: &Arc<Self>, context: ToolContext, asking: Arc<Asking>) -> CallGuard {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         self.list
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push((id, context));
+            .push((id, context, asking));
         CallGuard {
             calls: Arc::clone(self),
             id,
@@ -122,18 +125,21 @@ impl Calls {
     /// The context of the call in flight: the earliest one when several calls of one
     /// run are; an error when none is, or when calls of several runs are (MCP does not
     /// say which call a server's request belongs to on every transport).
-    fn current(&self) -> Result<ToolContext, &'static str> {
+    fn current(&self) -> Result<(ToolContext, Arc<Asking>), &'static str> {
         let list = self.list.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some((_, first)) = list.first() else {
+        let Some((_, first, asking)) = list.first() else {
             return Err("no tool call is in flight on this connection");
         };
-        if list.iter().any(|(_, c)| c.trace_id() != first.trace_id()) {
+        if list
+            .iter()
+            .any(|(_, c, _)| c.trace_id() != first.trace_id())
+        {
             return Err(
                 "calls of several runs are in flight on this connection, and the \
                         request does not say which one it serves",
             );
         }
-        Ok(first.clone())
+        Ok((first.clone(), Arc::clone(asking)))
     }
 }
 
@@ -149,7 +155,7 @@ impl Drop for CallGuard {
             .list
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .retain(|(id, _)| *id != self.id);
+            .retain(|(id, _, _)| *id != self.id);
     }
 }
 
@@ -180,9 +186,9 @@ impl ClientHandler for Client {
         if self.sampling.is_some() {
             capabilities.insert("sampling".to_owned(), json!({}));
         }
-        if self.elicitation.is_some() {
-            capabilities.insert("elicitation".to_owned(), json!({"form": {}}));
-        }
+        // Form elicitation is always taken: a handler answers at once, or the run
+        // pauses for a person (see `elicit.rs`).
+        capabilities.insert("elicitation".to_owned(), json!({"form": {}}));
         let mut info = ClientConfig::default();
         info.capabilities =
             serde_json::from_value::<ClientCapabilities>(Value::Object(capabilities))
@@ -198,7 +204,7 @@ impl ClientHandler for Client {
         let Some(sampling) = &self.sampling else {
             return Err(refused("sampling"));
         };
-        let call = self
+        let (call, _) = self
             .calls
             .current()
             .map_err(|why| invalid(format!("sampling refused: {why}")))?;
@@ -245,9 +251,6 @@ impl ClientHandler for Client {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let Some(handler) = &self.elicitation else {
-            return Err(refused("elicitation"));
-        };
         let ElicitRequestParams::FormElicitationParams {
             message,
             requested_schema,
@@ -258,9 +261,59 @@ impl ClientHandler for Client {
         };
         let schema = serde_json::to_value(&requested_schema)
             .map_err(|e| invalid(format!("the requested schema is not JSON: {e}")))?;
-        let answer = handler(message, schema.clone()).await;
-        let result = match answer {
-            Elicitation::Accept(value) => match check(&schema, &value) {
+        // The call this request serves: the answers it was resumed with come first.
+        let asking = self.calls.current().ok().map(|(_, asking)| asking);
+        let mut question = None;
+        if let Some(asking) = &asking {
+            let (id, ready) = asking.next(&message, &schema);
+            if let Ready::Answer(decision) = ready {
+                return Ok(self.answered(&schema, decision_answer(decision)));
+            }
+            question = Some(id);
+        }
+        let answer = match (&self.elicitation, asking, question) {
+            (Some(handler), _, _) => handler(message, schema.clone()).await,
+            (None, Some(asking), Some(id)) => {
+                // Nobody here can answer: the call ends and the run pauses on it.
+                let question = Question {
+                    id,
+                    message,
+                    schema,
+                };
+                let why = if asking.pause(question) {
+                    "the client's run pauses for a person's answer; this tool call is \
+                     cancelled and will be made again with the answer"
+                } else {
+                    "this tool call already waits on another question"
+                };
+                return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, why, None));
+            }
+            _ => {
+                return Err(invalid(
+                    "elicitation refused: no tool call is in flight on this connection".to_owned(),
+                ));
+            }
+        };
+        Ok(self.answered(&schema, answer))
+    }
+}
+
+/// A decision (given on resume) as an elicitation answer: a `result` accepts its
+/// value, `deny` declines, `dismiss` cancels (any other: decline).
+fn decision_answer(decision: Decision) -> Elicitation {
+    match decision {
+        Decision::Result { value } => Elicitation::Accept(value),
+        Decision::Dismiss => Elicitation::Cancel,
+        _ => Elicitation::Decline,
+    }
+}
+
+impl Client {
+    /// The answer as sent: accepted values checked against the schema first (one that
+    /// does not match is sent as `decline`, with a warning naming where).
+    fn answered(&self, schema: &Value, answer: Elicitation) -> ElicitResult {
+        match answer {
+            Elicitation::Accept(value) => match check(schema, &value) {
                 Ok(()) => {
                     let mut result = ElicitResult::new(ElicitationAction::Accept);
                     result.content = Some(value);
@@ -277,8 +330,7 @@ impl ClientHandler for Client {
             },
             Elicitation::Decline => ElicitResult::new(ElicitationAction::Decline),
             Elicitation::Cancel => ElicitResult::new(ElicitationAction::Cancel),
-        };
-        Ok(result)
+        }
     }
 }
 
@@ -348,6 +400,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
+    use agent_core::durable::Decisions;
     use agent_core::tool::StateMap;
 
     fn request(value: Value) -> CreateMessageRequestParams {
@@ -417,13 +470,14 @@ mod tests {
     fn a_request_belongs_to_the_one_run_with_calls_in_flight() {
         let calls = Arc::new(Calls::default());
         assert!(calls.current().unwrap_err().contains("no tool call"));
-        let first = calls.enter(context("trace-a"));
-        let second = calls.enter(context("trace-a"));
-        assert_eq!(calls.current().unwrap().trace_id(), "trace-a");
-        let other = calls.enter(context("trace-b"));
+        let asking = || Asking::new(Decisions::new()).0;
+        let first = calls.enter(context("trace-a"), asking());
+        let second = calls.enter(context("trace-a"), asking());
+        assert_eq!(calls.current().unwrap().0.trace_id(), "trace-a");
+        let other = calls.enter(context("trace-b"), asking());
         assert!(calls.current().unwrap_err().contains("several runs"));
         drop((first, second));
-        assert_eq!(calls.current().unwrap().trace_id(), "trace-b");
+        assert_eq!(calls.current().unwrap().0.trace_id(), "trace-b");
         drop(other);
         assert!(calls.current().is_err());
     }

@@ -53,6 +53,7 @@
 mod client;
 mod connect;
 mod connection;
+mod elicit;
 mod error;
 mod listing;
 mod names;

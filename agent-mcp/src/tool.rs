@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use agent_core::content::Part;
+use agent_core::durable::Decisions;
 use agent_core::{
     Tool, ToolContext, ToolError,
     tool::{ContentFuture, ToolContent, ToolDefinition, ToolFuture},
@@ -19,6 +20,7 @@ use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
 use serde_json::Value;
 
 use crate::connection::Connection;
+use crate::elicit::{self, Asking};
 use crate::names::model_name;
 use crate::server::scrub;
 
@@ -113,8 +115,10 @@ impl McpTool {
     /// `notifications/progress` the server sends with this call's `progressToken`
     /// starts it again (C37), and `deadline` (the run's) bounds the whole wait, progress
     /// or not. While it is in flight, the server's sampling requests run as children
-    /// of the calling run (see [`McpSampling`](crate::McpSampling)). A call given up on is cancelled (`notifications/cancelled`), also when the
-    /// runner drops it.
+    /// of the calling run (see [`McpSampling`](crate::McpSampling)), and an
+    /// elicitation no handler answers ends the call as a pause of the calling run (see
+    /// `elicit.rs`). A call given up on is cancelled (`notifications/cancelled`), also
+    /// when the runner drops it.
     async fn call_mcp(
         &self,
         arguments: Value,
@@ -122,8 +126,15 @@ impl McpTool {
     ) -> Result<ToolContent, ToolError> {
         let deadline = context.deadline();
         let connection = &self.connection;
-        // The server's sampling requests during this call are this run's.
-        let _in_flight = connection.calls.enter(context);
+        // A call made again on resume after it paused on a question: its answers, and
+        // the id of the paused "run" the calling run knows it by.
+        let (answers, run_id) = match context.resuming() {
+            Some(resume) => (resume.decisions.clone(), resume.run_id.clone()),
+            None => (Decisions::new(), elicit::fresh_run_id()),
+        };
+        let (asking, mut paused) = Asking::new(answers);
+        // The server's sampling and elicitation requests during this call are this run's.
+        let _in_flight = connection.calls.enter(context, Arc::clone(&asking));
         let label = &connection.label;
         let mut params = CallToolRequestParams::new(self.mcp_name.clone());
         if let Value::Object(map) = arguments {
@@ -149,7 +160,17 @@ impl McpTool {
             peer: peer.clone(),
             id: Some(handle.id.clone()),
         };
-        let response = handle.await_response().await;
+        // The pause is looked at first: it is signalled before the server gets the
+        // error that lets its call end, so a pause is never lost to that answer.
+        let response = tokio::select! {
+            biased;
+            Ok(question) = &mut paused => {
+                // A question nobody here answers: the call is cancelled (the guard
+                // sends `notifications/cancelled`) and the run pauses on it.
+                return Err(elicit::paused(label, run_id, &question, asking.used()));
+            }
+            response = handle.await_response() => response,
+        };
         // The SDK cancels a call it timed out itself; any other end needs none.
         guard.id = None;
         match response {

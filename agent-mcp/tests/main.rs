@@ -18,6 +18,7 @@ mod common;
 // `pub`: each file was a crate root, whose `pub` items were reachable (so neither
 // `dead_code` nor `unreachable_pub` applied to them); in public modules they still are.
 pub mod asking;
+pub mod elicit_pause;
 pub mod field_reports;
 pub mod http;
 pub mod parts;

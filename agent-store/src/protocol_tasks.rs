@@ -136,4 +136,51 @@ impl Store {
         });
         Ok(row)
     }
+
+    /// The tasks of `protocol` served by `agent` whose state is `state`, oldest write
+    /// first, at most `limit`: what a restarted server sweeps (tasks left `working`).
+    ///
+    /// # Errors
+    /// As [`put_protocol_task`](Self::put_protocol_task).
+    pub async fn protocol_tasks_in_state(
+        &self,
+        protocol: &str,
+        agent: &str,
+        state: &str,
+        limit: usize,
+    ) -> Result<Vec<ProtocolTask>, StoreError> {
+        check_key("protocol", protocol)?;
+        self.shared.ready().await?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = on_read_pool!(&self.shared.pools, pool, DB => {
+            sqlx::query(
+                "SELECT task_id, context_id, run_id, body, updated_at_ms FROM protocol_tasks \
+                 WHERE protocol = $1 AND agent = $2 AND state = $3 \
+                 ORDER BY updated_at_ms, task_id LIMIT $4",
+            )
+            .bind(protocol)
+            .bind(column(agent))
+            .bind(column(state))
+            .bind(limit)
+            .fetch_all(pool)
+            .await
+            .map_err(db_error)?
+            .into_iter()
+            .map(|row| {
+                Ok::<_, sqlx::Error>(ProtocolTask {
+                    protocol: protocol.to_owned(),
+                    id: row.try_get(0)?,
+                    context_id: row.try_get(1)?,
+                    agent: agent.to_owned(),
+                    run_id: row.try_get(2)?,
+                    state: state.to_owned(),
+                    body: row.try_get(3)?,
+                    updated_at_ms: u64::try_from(row.try_get::<i64, _>(4)?).unwrap_or(0),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(db_error)?
+        });
+        Ok(rows)
+    }
 }

@@ -55,7 +55,7 @@ pub use error::QueueError;
 pub use job::{DeadLetter, Done, Job};
 pub use limits::{RateLimited, RateLimiter};
 pub use pipeline::{Pipeline, PipelineReceipt, PipelineRun, Step, StepReceipt, Verdict};
-pub use queue::{Queue, QueueOptions};
+pub use queue::{Queue, QueueEvent, QueueOptions};
 pub use receipt::receipt_of;
 pub use registry::{
     META_DELIVERY, META_MAX_LLM_CALLS, META_OUTCOME_UNKNOWN, META_PARTIAL, META_RESUME_ERROR,

@@ -79,6 +79,16 @@ impl QueueOptions {
     }
 }
 
+/// One event of the queue's events stream (see [`Queue::events`]).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum QueueEvent {
+    /// A job's result was stored.
+    Done(crate::Done),
+    /// A job was set aside without a result.
+    Dead(crate::DeadLetter),
+}
+
 /// A connection to the queue: submit jobs, or take them as a worker. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Queue {
@@ -311,6 +321,48 @@ impl Queue {
             .get_consumer_from_stream(CONSUMER, self.stream_name("JOBS"))
             .await
             .map_err(QueueError::nats)
+    }
+
+    /// The events published from now on: each [`Done`](crate::Done) on `<ns>.results`
+    /// and [`DeadLetter`](crate::DeadLetter) on `<ns>.dead`, in order (an ordered
+    /// consumer of the events stream, starting after its last message). Open it before
+    /// submitting the job whose end it waits for. Events that do not decode are
+    /// skipped; the stream ends when the connection does.
+    ///
+    /// # Errors
+    /// [`QueueError::Nats`] when the events stream cannot be read.
+    pub async fn events(
+        &self,
+    ) -> Result<impl futures::Stream<Item = QueueEvent> + Send + Unpin + use<>, QueueError> {
+        use futures::StreamExt;
+        let consumer = self
+            .js
+            .create_consumer_on_stream(
+                consumer::pull::OrderedConfig {
+                    deliver_policy: consumer::DeliverPolicy::New,
+                    ..Default::default()
+                },
+                self.stream_name("EVENTS"),
+            )
+            .await
+            .map_err(QueueError::nats)?;
+        let messages = consumer.messages().await.map_err(QueueError::nats)?;
+        let dead = self.subject("dead");
+        let events = messages.filter_map(move |message| {
+            let event = message.ok().and_then(|m| {
+                if m.subject.as_str() == dead {
+                    serde_json::from_slice(&m.payload)
+                        .ok()
+                        .map(QueueEvent::Dead)
+                } else {
+                    serde_json::from_slice(&m.payload)
+                        .ok()
+                        .map(QueueEvent::Done)
+                }
+            });
+            std::future::ready(event)
+        });
+        Ok(Box::pin(events))
     }
 
     /// Deletes the queue's streams (and so its jobs, results and dead letters) and its

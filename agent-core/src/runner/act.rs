@@ -348,13 +348,16 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         tool_calls_before: u32,
     ) -> Option<AgentError> {
         let mut pending: Vec<PendingCall> = Vec::new();
+        let mut decided = Decisions::new();
         for (call, done) in calls.iter().zip(executed.iter()) {
             let Some(reason) = done.pause.clone() else {
                 continue;
             };
-            // A child run that paused: its pending calls are this run's, by path (C64).
+            // A child run that paused: its pending calls are this run's, by path (C64),
+            // and the decisions it keeps with us are recorded with the pause.
             if let Some(child) = &done.inside {
                 pending.extend(child.lifted(&call.id, &call.name));
+                decided.merge(child.lifted_decided(&call.id));
                 continue;
             }
             let arguments = done
@@ -410,7 +413,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         let phase = Phase::Paused {
             offered: offered.to_vec(),
             pending: pending.clone(),
-            decisions: Decisions::new(),
+            decisions: decided,
         };
         let reporter = (&self.emit.observers, &*self.inputs.trace_id);
         let saved = Box::pin(d.save(&phase, &mut self.state, reporter)).await;
@@ -438,6 +441,17 @@ fn gate_of(call: &ToolCall, decision: Decision, max_bytes: usize, ran: bool) -> 
             Gate::Answer(
                 ToolResult::error(&call.id, &call.name, text),
                 CallOutcome::Denied(reason),
+                ran,
+            )
+        }
+        Decision::Dismiss => {
+            let text = format!(
+                "{} was not run: a person dismissed the question without an answer",
+                call.name
+            );
+            Gate::Answer(
+                ToolResult::error(&call.id, &call.name, text),
+                CallOutcome::Denied("dismissed".to_owned()),
                 ran,
             )
         }

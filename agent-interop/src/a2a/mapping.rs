@@ -2,8 +2,9 @@
 //! input or the decisions that resume a paused run. The table is in the crate docs and
 //! `docs/interop.md`.
 
-use agent_core::durable::Decisions;
-use agent_core::{AgentError, AgentResult};
+use agent_core::durable::{Decisions, PendingCall};
+use agent_core::store::RunRecord;
+use agent_core::{AgentError, AgentResult, Ending};
 use serde_json::{Map, Value, json};
 
 use super::jsonrpc::{RpcCode, RpcError};
@@ -98,19 +99,112 @@ fn agent_message(task: &Task, parts: Vec<Part>) -> Message {
 /// | paused | `TASK_STATE_INPUT_REQUIRED` | status message: a text part, and a data part `{"pending": [PendingCall..]}` |
 /// | escalated | `TASK_STATE_FAILED` | status message naming the escalation; data `{"ending": "escalated", "reason", "summary"}` |
 /// | failed, exhausted, stuck | `TASK_STATE_FAILED` (`TASK_STATE_CANCELED` for `cancelled`) | status message: `"CATEGORY: error"`, data `{"ending", "category"}` |
-pub(crate) fn finish<T>(mut task: Task, result: &AgentResult<T>) -> Task {
+pub(crate) fn finish<T>(task: Task, result: &AgentResult<T>) -> Task {
     let ending = result.ending().as_str();
-    let mut facts = json!({
+    let facts = json!({
         "ending": ending,
         "traceId": result.trace_id,
         "agent": result.agent,
     });
-    match &result.outcome {
-        Ok(_) => {
-            // The validated value as the run's stores keep it: the submitted JSON, or a
-            // text answer as a JSON string.
-            let value = serde_json::from_str::<Value>(&result.output)
-                .unwrap_or_else(|_| Value::String(result.output.clone()));
+    let end = match &result.outcome {
+        // The validated value as the run's stores keep it: the submitted JSON, or a
+        // text answer as a JSON string.
+        Ok(_) => End::Value(
+            serde_json::from_str::<Value>(&result.output)
+                .unwrap_or_else(|_| Value::String(result.output.clone())),
+        ),
+        Err(AgentError::Paused { pending, .. }) => End::Paused(pending.clone()),
+        Err(error) => {
+            let escalation = match error {
+                AgentError::Escalated { reason, summary } => {
+                    Some((reason.clone(), summary.clone()))
+                }
+                _ => None,
+            };
+            End::Failed {
+                category: error.category().to_owned(),
+                text: error.to_string(),
+                escalation,
+            }
+        }
+    };
+    ended(task, ending, facts, end)
+}
+
+/// `task` as a run a worker ran ended, from its stored record (and, for a paused run,
+/// the calls it waits on, read from its checkpoint): the same table as [`finish`].
+pub(crate) fn finish_record(task: Task, record: &RunRecord, pending: Vec<PendingCall>) -> Task {
+    let ending = record.ending.as_str();
+    let facts = json!({
+        "ending": ending,
+        "traceId": record.metadata.get("trace_id").cloned().unwrap_or_default(),
+        "agent": record.agent,
+    });
+    let end = match record.ending {
+        Ending::Answered => End::Value(record.output.clone()),
+        Ending::Paused => End::Paused(pending),
+        _ => {
+            let text = record.error.clone().unwrap_or_default();
+            let escalation = (record.ending == Ending::Escalated).then(|| {
+                let get = |k: &str| {
+                    record
+                        .output
+                        .get(k)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned()
+                };
+                (get("reason"), get("summary"))
+            });
+            End::Failed {
+                category: record.category.clone().unwrap_or_else(|| "none".into()),
+                text,
+                escalation,
+            }
+        }
+    };
+    ended(task, ending, facts, end)
+}
+
+/// The category of a task whose run was lost with the process that ran it.
+pub const INTERRUPTED: &str = "interrupted";
+
+/// `task`, left `working` by a process that stopped before its run ended, as failed
+/// with category `interrupted` (see `A2aServer::sweep`).
+pub(crate) fn interrupted(task: Task) -> Task {
+    failed(
+        task,
+        INTERRUPTED,
+        "the process running this task stopped before its run ended",
+    )
+}
+
+/// `task` as failed (ending `failed`) with `category` and `text`, its run never ended
+/// by agent-core (lost, dead-lettered, never queued).
+pub(crate) fn failed(task: Task, category: &str, text: &str) -> Task {
+    let facts = json!({"ending": "failed", "category": category});
+    let end = End::Failed {
+        category: category.to_owned(),
+        text: text.to_owned(),
+        escalation: None,
+    };
+    ended(task, "failed", facts, end)
+}
+
+/// How a run ended, as the task shows it.
+enum End {
+    Value(Value),
+    Paused(Vec<PendingCall>),
+    Failed {
+        category: String,
+        text: String,
+        escalation: Option<(String, String)>,
+    },
+}
+
+fn ended(mut task: Task, ending: &str, mut facts: Value, end: End) -> Task {
+    match end {
+        End::Value(value) => {
             task.artifacts = vec![Artifact {
                 artifact_id: OUTPUT_ARTIFACT.into(),
                 name: OUTPUT_ARTIFACT.into(),
@@ -119,7 +213,7 @@ pub(crate) fn finish<T>(mut task: Task, result: &AgentResult<T>) -> Task {
             }];
             task.status = status(TaskState::Completed, None);
         }
-        Err(AgentError::Paused { pending, .. }) => {
+        End::Paused(pending) => {
             let text = format!(
                 "The run waits for decisions on {} call(s). Reply in this task with a data \
                  part {{\"decisions\": {{CALL_ID: {{\"decision\": \"approve\"}}}}}} (or deny \
@@ -131,17 +225,22 @@ pub(crate) fn finish<T>(mut task: Task, result: &AgentResult<T>) -> Task {
             task.history.push(message.clone());
             task.status = status(TaskState::InputRequired, Some(message));
         }
-        Err(error) => {
-            let category = error.category();
+        End::Failed {
+            category,
+            text,
+            escalation,
+        } => {
             facts["category"] = json!(category);
             let mut data = json!({"ending": ending, "category": category});
-            let text = match error {
-                AgentError::Escalated { reason, summary } => {
+            let text = match escalation {
+                Some((reason, summary)) => {
+                    let text =
+                        format!("escalated: the agent handed the task to a person: {reason}");
                     data["reason"] = json!(reason);
                     data["summary"] = json!(summary);
-                    format!("escalated: the agent handed the task to a person: {reason}")
+                    text
                 }
-                other => format!("{category}: {other}"),
+                None => format!("{category}: {text}"),
             };
             let state = if category == "cancelled" {
                 TaskState::Canceled

@@ -5,6 +5,7 @@
 mod client;
 mod jsonrpc;
 mod mapping;
+mod queued;
 mod run;
 mod server;
 mod sse;
@@ -13,6 +14,7 @@ pub mod types;
 
 pub use client::{A2aAgent, A2aError, A2aTool, REPLY_CALL};
 pub use jsonrpc::{RpcCode, RpcError};
-pub use mapping::{METADATA_KEY, OUTPUT_ARTIFACT};
+pub use mapping::{INTERRUPTED, METADATA_KEY, OUTPUT_ARTIFACT};
+pub use queued::Swept;
 pub use server::{A2aServer, DEFAULT_MAX_BODY_BYTES};
 pub use tasks::{InMemoryTasks, TaskFuture, TaskRecord, TaskStore};

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 
 use super::jsonrpc::{RpcCode, RpcError};
 use super::mapping::{self, decisions_of, input_of, status};
-use super::tasks::{TaskRecord, TaskStore};
+use super::tasks::{Queued, TaskRecord, TaskStore};
 use super::types::{
     AgentCard, Message, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
     TaskStatusUpdateEvent,
@@ -28,6 +28,8 @@ pub(crate) struct Shared<T> {
     pub(crate) max_body_bytes: usize,
     /// The cancellation tokens of the runs going on in this process, by task id.
     pub(crate) live: Mutex<HashMap<String, CancellationToken>>,
+    /// Where runs go when queue workers run them (`A2aServer::queue`).
+    pub(crate) queued: Option<Arc<Queued>>,
 }
 
 /// What a message starts: a new run, or a paused run resumed with decisions.
@@ -44,7 +46,7 @@ pub(crate) enum Started {
 }
 
 impl Started {
-    fn record(&self) -> &TaskRecord {
+    pub(crate) fn record(&self) -> &TaskRecord {
         match self {
             Started::New { record, .. } | Started::Resume { record, .. } => record,
         }
@@ -146,7 +148,7 @@ async fn end<T>(shared: &Shared<T>, mut record: TaskRecord, result: &AgentResult
 }
 
 /// Why a resume did not start: the task goes back to input-required.
-async fn refused<T>(
+pub(crate) async fn refused<T>(
     shared: &Shared<T>,
     before: TaskRecord,
     error: impl std::fmt::Display,
@@ -257,6 +259,14 @@ pub(crate) fn run_streamed<T: AgentOutput + Sync>(
             return;
         };
         let task = end(&shared, record, &result).await;
+        send_end(&sender, &task).await;
+    });
+    receiver
+}
+
+/// The end of a task's stream: an artifact update per artifact, then the final status.
+pub(crate) async fn send_end(sender: &mpsc::Sender<StreamResponse>, task: &Task) {
+    {
         for artifact in &task.artifacts {
             let update = StreamResponse {
                 artifact_update: Some(TaskArtifactUpdateEvent {
@@ -270,9 +280,8 @@ pub(crate) fn run_streamed<T: AgentOutput + Sync>(
             };
             let _ = sender.send(update).await;
         }
-        let _ = sender.send(status_update(&task)).await;
-    });
-    receiver
+        let _ = sender.send(status_update(task)).await;
+    }
 }
 
 fn status_update(task: &Task) -> StreamResponse {

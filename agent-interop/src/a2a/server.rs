@@ -18,9 +18,15 @@ use futures::Stream;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use agent_core::durable::CheckpointStore;
+use agent_core::store::{FeedbackStore, StoreError};
+use agent_worker::Queue;
+
 use super::jsonrpc::{self, RpcCode, RpcError};
 use super::mapping::with_history;
+use super::queued::Swept;
 use super::run::{self, Shared, Started};
+use super::tasks::Queued;
 use super::tasks::{InMemoryTasks, TaskStore};
 use super::types::{
     AGENT_CARD_PATH, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, PROTOCOL_VERSION,
@@ -51,6 +57,7 @@ pub struct A2aServer<T> {
     description: Option<String>,
     skills: Vec<AgentSkill>,
     max_body_bytes: usize,
+    queued: Option<Arc<Queued>>,
 }
 
 impl<T: AgentOutput> std::fmt::Debug for A2aServer<T> {
@@ -74,7 +81,60 @@ impl<T: AgentOutput + Sync> A2aServer<T> {
             description: None,
             skills: Vec::new(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            queued: None,
         }
+    }
+
+    /// Runs tasks on queue workers instead of in this process: `SendMessage` and
+    /// `SendStreamingMessage` put the task's run on `queue` as an agent-worker
+    /// [`Job`](agent_worker::Job) (agent = the config's name, run id = the task id), a
+    /// [`Worker`](agent_worker::Worker) serving this agent under that name runs it and
+    /// stores its record in `store`, and the task's state is written from that record
+    /// when the worker publishes that it is done (the table of the crate docs; a paused
+    /// run's pending calls are read from its checkpoint in `store`). A message for an
+    /// input-required task records its decisions in the run's checkpoint
+    /// (`record_decisions`) and puts the job back ([`Queue::resume`]); decisions that do
+    /// not fit are refused as in process, the task left input-required. A dead-lettered
+    /// job fails its task (category `dead_letter`). `store` must be the workers' store
+    /// (results and checkpoints). `CancelTask` marks the task canceled; the worker's run
+    /// goes on to its end, which is stored but does not change the task.
+    #[must_use]
+    pub fn queue<S>(mut self, queue: Queue, store: Arc<S>) -> Self
+    where
+        S: FeedbackStore + CheckpointStore + 'static,
+    {
+        let results: Arc<dyn FeedbackStore> = store.clone();
+        let checkpoints: Arc<dyn CheckpointStore> = store;
+        self.queued = Some(Arc::new(Queued {
+            queue,
+            results,
+            checkpoints,
+        }));
+        self
+    }
+
+    /// Settles this agent's tasks that a stopped process left `working` (call it once
+    /// at startup, before serving, from the one process that serves this agent from
+    /// this task store):
+    /// - tasks run in process (no [`queue`](Self::queue)): their run died with the
+    ///   process; each is marked `TASK_STATE_FAILED`, category `interrupted`;
+    /// - queued tasks: a run a worker ended (its `Done` was missed) has its state
+    ///   written from the stored record; a job that may never have reached the queue
+    ///   (no record, or a resume whose decisions are recorded) is put on it again (a
+    ///   job that did reach it is not run twice: the worker's checkpoint claim fences a
+    ///   second delivery); a resume whose decisions never reached the checkpoint goes
+    ///   back to input-required; a run going on in a worker is left.
+    ///
+    /// # Errors
+    /// The task store's (or the results and checkpoint store's) [`StoreError`];
+    /// tasks settled before the failure stay settled.
+    pub async fn sweep(&self) -> Result<Swept, StoreError> {
+        super::queued::sweep(
+            self.config.name(),
+            self.tasks.as_ref(),
+            self.queued.as_deref(),
+        )
+        .await
     }
 
     /// Keeps tasks in `store` (an `agent_store::Store`: a task then survives a restart,
@@ -179,6 +239,7 @@ impl<T: AgentOutput + Sync> A2aServer<T> {
             tasks: self.tasks,
             max_body_bytes: self.max_body_bytes,
             live: Mutex::new(HashMap::new()),
+            queued: self.queued,
         });
         Router::new()
             .route(AGENT_CARD_PATH, get(card::<T>))
@@ -309,7 +370,10 @@ async fn send<T: AgentOutput + Sync>(
         .as_ref()
         .and_then(|c| c.history_length);
     let started = run::begin(shared, request.message).await?;
-    let task = run::run_to_end(shared, started).await?;
+    let task = match &shared.queued {
+        Some(queued) => super::queued::run_to_end(shared, queued, started).await?,
+        None => run::run_to_end(shared, started).await?,
+    };
     let response = StreamResponse {
         task: Some(with_history(&task, history)),
         ..StreamResponse::default()
@@ -324,7 +388,10 @@ async fn stream<T: AgentOutput + Sync>(
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>> + use<T>>, RpcError> {
     let request: SendMessageRequest = params(params_value)?;
     let started: Started = run::begin(shared, request.message).await?;
-    let receiver = run::run_streamed(shared, started);
+    let receiver = match &shared.queued {
+        Some(queued) => super::queued::run_streamed(shared, queued, started),
+        None => run::run_streamed(shared, started),
+    };
     let events = futures::stream::unfold(receiver, move |mut receiver| {
         let id = id.clone();
         async move {

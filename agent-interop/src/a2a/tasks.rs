@@ -9,7 +9,15 @@ use std::sync::{Arc, Mutex};
 
 use agent_core::store::StoreError;
 
-use super::types::Task;
+use super::types::{Task, TaskState};
+
+/// Where a queued server's runs go and where their ends are read
+/// (`A2aServer::queue`).
+pub(crate) struct Queued {
+    pub(crate) queue: agent_worker::Queue,
+    pub(crate) results: Arc<dyn agent_core::store::FeedbackStore>,
+    pub(crate) checkpoints: Arc<dyn agent_core::durable::CheckpointStore>,
+}
 
 /// The future a [`TaskStore`] returns.
 pub type TaskFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
@@ -52,6 +60,18 @@ pub trait TaskStore: Send + Sync + 'static {
     /// The backend's [`StoreError`], or [`StoreError::Invalid`] for a stored body that
     /// is not a task.
     fn get<'a>(&'a self, id: &'a str) -> TaskFuture<'a, Option<TaskRecord>>;
+
+    /// The tasks of agent `agent` in state `state`, at most `limit` (what
+    /// [`A2aServer::sweep`](super::A2aServer::sweep) reads: tasks left `working`).
+    ///
+    /// # Errors
+    /// As [`get`](Self::get).
+    fn in_state<'a>(
+        &'a self,
+        agent: &'a str,
+        state: TaskState,
+        limit: usize,
+    ) -> TaskFuture<'a, Vec<TaskRecord>>;
 }
 
 /// Tasks in this process's memory (lost when it exits): the default of
@@ -80,6 +100,27 @@ impl TaskStore for InMemoryTasks {
 
     fn get<'a>(&'a self, id: &'a str) -> TaskFuture<'a, Option<TaskRecord>> {
         Box::pin(async move { Ok(self.tasks.lock().ok().and_then(|t| t.get(id).cloned())) })
+    }
+
+    fn in_state<'a>(
+        &'a self,
+        agent: &'a str,
+        state: TaskState,
+        limit: usize,
+    ) -> TaskFuture<'a, Vec<TaskRecord>> {
+        Box::pin(async move {
+            let tasks = self.tasks.lock().map(|t| {
+                let mut found: Vec<TaskRecord> = t
+                    .values()
+                    .filter(|r| r.agent == agent && r.task.status.state == state)
+                    .cloned()
+                    .collect();
+                found.sort_by(|a, b| a.task.id.cmp(&b.task.id));
+                found.truncate(limit);
+                found
+            });
+            Ok(tasks.unwrap_or_default())
+        })
     }
 }
 
@@ -113,6 +154,30 @@ impl TaskStore for agent_store::Store {
                 StoreError::invalid(format!("the stored A2A task {id} is not a task: {e}"))
             })?;
             Ok(Some(TaskRecord::new(task, row.agent, row.run_id)))
+        })
+    }
+
+    fn in_state<'a>(
+        &'a self,
+        agent: &'a str,
+        state: TaskState,
+        limit: usize,
+    ) -> TaskFuture<'a, Vec<TaskRecord>> {
+        Box::pin(async move {
+            let rows = self
+                .protocol_tasks_in_state(PROTOCOL, agent, state.as_str(), limit)
+                .await?;
+            let mut out = Vec::with_capacity(rows.len());
+            for row in rows {
+                let task: Task = serde_json::from_str(&row.body).map_err(|e| {
+                    StoreError::invalid(format!(
+                        "the stored A2A task {} is not a task: {e}",
+                        row.id
+                    ))
+                })?;
+                out.push(TaskRecord::new(task, row.agent, row.run_id));
+            }
+            Ok(out)
         })
     }
 }

@@ -1,6 +1,6 @@
 """An MCP server (the official MCP Python SDK's MCPServer, over stdio) whose tools ask the
-client: `summarize` sends `sampling/createMessage`, `book` sends `elicitation/create`,
-`capabilities` tells what the client declared.
+client: `summarize` sends `sampling/createMessage`, `book` sends `elicitation/create`, `plan`
+sends two, one after the other, `capabilities` tells what the client declared.
 
     python asking_server.py               (stdio)
     python asking_server.py --http PORT   (streamable HTTP at http://127.0.0.1:PORT/mcp)
@@ -81,6 +81,30 @@ async def book(ctx: Context) -> str:
     if result.action == "accept":
         return json.dumps({"action": "accept", "data": result.data.model_dump()})
     return json.dumps({"action": result.action})
+
+
+class Day(BaseModel):
+    date: str = Field(description="The day, as YYYY-MM-DD.")
+
+
+class Guests(BaseModel):
+    guests: int = Field(description="How many people.", ge=1)
+
+
+@server.tool()
+async def plan(ctx: Context) -> str:
+    """Asks two questions, one after the other, and returns both answers (or the first
+    action that was not `accept`)."""
+    answers = {}
+    for message, schema in (("Which day?", Day), ("For how many?", Guests)):
+        try:
+            result = await ctx.elicit(message, schema=schema)
+        except Exception as e:
+            return json.dumps({"error": str(e)})
+        if result.action != "accept":
+            return json.dumps({"action": result.action, "answers": answers})
+        answers.update(result.data.model_dump())
+    return json.dumps({"action": "accept", "answers": answers})
 
 
 if __name__ == "__main__":

@@ -38,6 +38,10 @@ fn problems(
                     Decision::Approve | Decision::Edit { .. }
                 )
                 | (PauseReason::Deferred { .. }, Decision::Result { .. })
+                | (
+                    PauseReason::Input { .. },
+                    Decision::Result { .. } | Decision::Dismiss
+                )
         );
         if !fits {
             out.push(DecisionProblem::WrongKind {
@@ -55,8 +59,28 @@ fn problems(
                 errors,
             });
         }
+        if let (PauseReason::Input { .. }, Decision::Result { value }) = (&call.reason, decision)
+            && let Err(errors) = check_answer(call, value)
+        {
+            out.push(DecisionProblem::InvalidAnswer {
+                call_id: call_id.to_owned(),
+                errors,
+            });
+        }
     }
     out
+}
+
+/// Checks an answer to a call that asks for input against the schema it asked with (its
+/// `parameters`; none: any answer). The errors name the fields (paths) and rules, never
+/// the values.
+fn check_answer(call: &PendingCall, value: &Value) -> Result<(), String> {
+    match &call.parameters {
+        Some(schema) => SchemaValidator::new(schema)?
+            .validate_masked(value)
+            .map_err(|e| e.to_string()),
+        None => Ok(()),
+    }
 }
 
 /// Checks an edit: of a call inside a child run (C64) against the parameter schema the
@@ -338,5 +362,91 @@ async fn record_once(
     {
         SaveOutcome::Saved => Ok(Some(left)),
         _ => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+    use crate::pause::Via;
+    use serde_json::json;
+
+    /// A question asked inside call `call_7`'s child: answers must match `schema`.
+    fn question() -> PendingCall {
+        let mut call = PendingCall::new(
+            "call_7/elicit-1-00000000",
+            "elicitation",
+            json!({"message": "How many?"}),
+            PauseReason::Input {
+                message: "How many?".into(),
+            },
+        )
+        .with_parameters(json!({"type": "object", "properties": {
+            "guests": {"type": "integer", "minimum": 1}}, "required": ["guests"]}));
+        call.via = vec![Via::new("call_7", "book", "srv", "mcp-1")];
+        call
+    }
+
+    fn no_tools(_: &str, _: &Value) -> Result<(), String> {
+        Err("no tools".into())
+    }
+
+    #[test]
+    fn an_answer_is_checked_against_the_asked_schema_naming_the_field_not_the_value() {
+        let pending = [question()];
+        let id = &pending[0].call_id;
+        let ok = Decisions::new().result(id, json!({"guests": 2}));
+        assert_eq!(problems(&pending, &ok, no_tools), []);
+        let bad = Decisions::new().result(id, json!({"guests": "s3cr3t"}));
+        let found = problems(&pending, &bad, no_tools);
+        let [DecisionProblem::InvalidAnswer { call_id, errors }] = found.as_slice() else {
+            panic!("expected an invalid answer, got {found:?}");
+        };
+        assert_eq!(call_id, id);
+        assert!(errors.starts_with("/guests: "), "{errors}");
+        assert!(!errors.contains("s3cr3t"), "{errors}");
+        let text = found[0].to_string();
+        assert!(
+            text.contains("does not match the schema it asked with"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_question_takes_result_deny_or_dismiss_and_nothing_else_does_dismiss() {
+        let pending = [question()];
+        let id = &pending[0].call_id;
+        for fits in [
+            Decisions::new().deny(id, "no"),
+            Decisions::new().dismiss(id),
+        ] {
+            assert_eq!(problems(&pending, &fits, no_tools), []);
+        }
+        for (wrong, kind) in [
+            (Decisions::new().approve(id), "approve"),
+            (Decisions::new().edit(id, json!({})), "edit"),
+        ] {
+            assert_eq!(
+                problems(&pending, &wrong, no_tools),
+                [DecisionProblem::WrongKind {
+                    call_id: id.clone(),
+                    decision: kind.into(),
+                    waits_for: "input".into(),
+                }]
+            );
+        }
+        let approval = [PendingCall::new(
+            "call_1",
+            "refund",
+            json!({}),
+            PauseReason::Approval,
+        )];
+        let dismissed = problems(&approval, &Decisions::new().dismiss("call_1"), no_tools);
+        assert_eq!(
+            dismissed[0].to_string(),
+            "call_1 waits for approval, which takes approve, deny or edit, not dismiss"
+        );
     }
 }

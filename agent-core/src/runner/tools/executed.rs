@@ -74,6 +74,7 @@ impl Executed {
         let text = match &reason {
             PauseReason::Approval => format!("{} waits for approval", call.name),
             PauseReason::Deferred { note } => note.clone(),
+            PauseReason::Input { message } => message.clone(),
         };
         Self {
             result: ToolResult::ok(&call.id, &call.name, text.clone()),
