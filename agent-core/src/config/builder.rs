@@ -22,6 +22,7 @@ use crate::store::StoreSettings;
 use crate::tool::ToolRegistry;
 
 use super::params::Params;
+use super::validator::OutputContext;
 use crate::limits::Limits;
 use crate::tool::{StateMap, StateRequirement, Tool, ToolDefinition};
 use std::collections::BTreeMap;
@@ -341,6 +342,36 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
     #[must_use]
     pub fn grader(mut self, grader: impl Grader<T> + 'static) -> Self {
         self.settings.grader = Some(Arc::new(grader));
+        self
+    }
+
+    /// A check on the validated value; an `Err(message)` is fed back to the model like a
+    /// schema error and counts against `max_parse_retries`.
+    #[must_use]
+    pub fn output_validator(
+        mut self,
+        check: impl Fn(&T) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.settings.output_validator = Some(Arc::new(move |value: &T, _: &OutputContext<'_>| {
+            check(value)
+        }));
+        self
+    }
+
+    /// A check on the validated value that also reads the run so far ([`OutputContext`]:
+    /// the conversation, every tool result): hold an answer to what the tools found. An
+    /// `Err(message)` is fed back to the model like a schema error and counts against
+    /// `max_parse_retries`; a panic in it is caught and fed back the same way. Replaces
+    /// any [`output_validator`](Self::output_validator) set before (one check per
+    /// config; call both checks from this one to keep both).
+    /// The triage example's order check is one (`examples/src/triage.rs`,
+    /// `order_found`).
+    #[must_use]
+    pub fn output_validator_with(
+        mut self,
+        check: impl Fn(&T, &OutputContext<'_>) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.settings.output_validator = Some(Arc::new(check));
         self
     }
 

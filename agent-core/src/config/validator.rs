@@ -4,9 +4,6 @@
 use std::sync::Arc;
 
 use crate::message::{Message, ToolResult};
-use crate::output::AgentOutput;
-
-use super::AgentConfigBuilder;
 
 /// A check on a validated value that also reads the run so far (see
 /// `AgentConfigBuilder::output_validator_with`); an `Err(message)` is fed back to the
@@ -60,60 +57,6 @@ impl std::fmt::Debug for OutputContext<'_> {
         f.debug_struct("OutputContext")
             .field("messages", &self.messages.len())
             .finish()
-    }
-}
-
-/// The builder's output checks (here, beside the context they read).
-impl<T: AgentOutput> AgentConfigBuilder<T> {
-    /// A check on the validated value; an `Err(message)` is fed back to the model like a
-    /// schema error and counts against `max_parse_retries`.
-    #[must_use]
-    pub fn output_validator(
-        mut self,
-        check: impl Fn(&T) -> Result<(), String> + Send + Sync + 'static,
-    ) -> Self {
-        self.settings.output_validator = Some(Arc::new(move |value: &T, _: &OutputContext<'_>| {
-            check(value)
-        }));
-        self
-    }
-
-    /// A check on the validated value that also reads the run so far ([`OutputContext`]:
-    /// the conversation, every tool result): hold an answer to what the tools found. An
-    /// `Err(message)` is fed back to the model like a schema error and counts against
-    /// `max_parse_retries`; a panic in it is caught and fed back the same way. Replaces
-    /// any [`output_validator`](Self::output_validator) set before (one check per
-    /// config; call both checks from this one to keep both).
-    ///
-    /// ```
-    /// use agent_core::{AgentConfig, agent_output};
-    ///
-    /// #[agent_output]
-    /// struct Answer {
-    ///     /// The order the ticket is about, if the lookup found one.
-    ///     order_id: Option<String>,
-    /// }
-    ///
-    /// let config = AgentConfig::<Answer>::builder("triage")
-    ///     .model("test")
-    ///     .output_validator_with(|answer, run| {
-    ///         let looked_up = run.results_of("lookup_order").next().is_some();
-    ///         if looked_up && answer.order_id.is_none() {
-    ///             return Err("/order_id: lookup_order found the order; give its id".into());
-    ///         }
-    ///         Ok(())
-    ///     })
-    ///     .build()
-    ///     .unwrap();
-    /// # let _ = config;
-    /// ```
-    #[must_use]
-    pub fn output_validator_with(
-        mut self,
-        check: impl Fn(&T, &OutputContext<'_>) -> Result<(), String> + Send + Sync + 'static,
-    ) -> Self {
-        self.settings.output_validator = Some(Arc::new(check));
-        self
     }
 }
 

@@ -10,7 +10,16 @@ mod gate;
 mod options;
 mod wire;
 
+// Used by the OpenAI and Anthropic adapters' batch wires only.
+#[cfg_attr(
+    not(any(feature = "openai", feature = "anthropic")),
+    allow(unused_imports)
+)]
 pub(crate) use fetch::{Fetcher, jsonl_lines};
 pub(crate) use gate::{Gate, Seat};
 pub use options::{BatchFallback, BatchReport, ProviderBatch};
+#[cfg_attr(
+    not(any(feature = "openai", feature = "anthropic")),
+    allow(unused_imports)
+)]
 pub(crate) use wire::{BatchFuture, BatchWire, JobState, ResultLine};

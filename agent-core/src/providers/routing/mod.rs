@@ -209,6 +209,9 @@ fn route_built(
         None => Some(HttpPool::new(options).map_err(invalid)?),
     };
     resolved.pool.clone_from(&pool);
+    // Set by the routes with a batch API; with only those routes built (feature
+    // `anthropic` alone) every arm sets it, and the `None` is never read.
+    #[allow(unused_assignments)]
     let mut batch: Option<Arc<dyn BatchWire>> = None;
     let (client, wire_model): (Arc<dyn LlmClient>, &str) = match target {
         #[cfg(feature = "anthropic")]
