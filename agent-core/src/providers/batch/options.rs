@@ -18,7 +18,7 @@ pub enum BatchFallback {
     /// price), and the run goes on with its answer. The default.
     #[default]
     Live,
-    /// The LLM call fails with a transient [`LlmError`] (the job's or the line's
+    /// The LLM call fails with a transient [`LlmError`](crate::llm::LlmError) (the job's or the line's
     /// error): the run's retry rules apply, so it is sent again in the next round's job
     /// while `max_llm_retries` allows, and the run ends
     /// [`MaxLlmRetries`](crate::AgentError::MaxLlmRetries) (category `provider`) after
