@@ -14,7 +14,9 @@ use serde_json::Value;
 
 use super::AnthropicClient;
 use crate::llm::{LlmError, LlmRequest};
-use crate::providers::batch::{BatchFuture, BatchWire, Fetcher, JobState, ResultLine, jsonl_lines};
+use crate::providers::batch::{
+    BatchFuture, BatchWire, Fetcher, JobState, ResultLine, jsonl_lines, request_line,
+};
 use crate::providers::glue::Wire;
 use crate::providers::http::Reply;
 
@@ -157,13 +159,7 @@ impl BatchWire for AnthropicBatch {
 
     fn line(&self, custom_id: &str, request: &LlmRequest) -> Result<Vec<u8>, LlmError> {
         let body = self.client.encode(request, false)?;
-        let id = serde_json::to_string(custom_id)
-            .map_err(|e| LlmError::permanent(format!("custom_id: {e}")))?;
-        let mut line = Vec::with_capacity(body.len() + 48);
-        line.extend_from_slice(format!("{{\"custom_id\":{id},\"params\":").as_bytes());
-        line.extend_from_slice(&body);
-        line.push(b'}');
-        Ok(line)
+        request_line(custom_id, "\"params\"", &body)
     }
 
     fn submit<'a>(&'a self, lines: &'a [Vec<u8>]) -> BatchFuture<'a, String> {

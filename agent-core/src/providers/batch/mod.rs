@@ -22,4 +22,4 @@ pub use options::{BatchFallback, BatchReport, ProviderBatch};
     not(any(feature = "openai", feature = "anthropic")),
     allow(unused_imports)
 )]
-pub(crate) use wire::{BatchFuture, BatchWire, JobState, ResultLine};
+pub(crate) use wire::{BatchFuture, BatchWire, JobState, ResultLine, request_line};

@@ -8,6 +8,26 @@ use crate::llm::{LlmError, LlmRequest, LlmResponse};
 /// The future of a batch endpoint call.
 pub(crate) type BatchFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, LlmError>> + Send + 'a>>;
 
+/// One job line: `{"custom_id":ID,ENVELOPE:BODY}`, the encoded request `body` placed
+/// after `envelope` (the provider's keys before the body, ending in the body's key:
+/// Anthropic `"params"`, OpenAI `"method":"POST","url":..,"body"`).
+///
+/// # Errors
+/// A permanent [`LlmError`] when the id cannot be written as JSON.
+pub(crate) fn request_line(
+    custom_id: &str,
+    envelope: &str,
+    body: &[u8],
+) -> Result<Vec<u8>, LlmError> {
+    let id = serde_json::to_string(custom_id)
+        .map_err(|e| LlmError::permanent(format!("custom_id: {e}")))?;
+    let mut line = Vec::with_capacity(body.len() + id.len() + envelope.len() + 16);
+    line.extend_from_slice(format!("{{\"custom_id\":{id},{envelope}:").as_bytes());
+    line.extend_from_slice(body);
+    line.push(b'}');
+    Ok(line)
+}
+
 /// Where a job stands.
 pub(crate) enum JobState {
     /// Still being processed (or cancelled, not yet ended).

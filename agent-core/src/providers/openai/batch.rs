@@ -15,7 +15,9 @@ use serde_json::Value;
 
 use super::OpenAiClient;
 use crate::llm::{LlmError, LlmRequest};
-use crate::providers::batch::{BatchFuture, BatchWire, Fetcher, JobState, ResultLine, jsonl_lines};
+use crate::providers::batch::{
+    BatchFuture, BatchWire, Fetcher, JobState, ResultLine, jsonl_lines, request_line,
+};
 use crate::providers::classify::status_error;
 use crate::providers::glue::Wire;
 use crate::providers::http::Reply;
@@ -200,16 +202,8 @@ impl BatchWire for OpenAiBatch {
 
     fn line(&self, custom_id: &str, request: &LlmRequest) -> Result<Vec<u8>, LlmError> {
         let body = self.client.encode(request, false)?;
-        let id = serde_json::to_string(custom_id)
-            .map_err(|e| LlmError::permanent(format!("custom_id: {e}")))?;
-        let mut line = Vec::with_capacity(body.len() + 96);
-        line.extend_from_slice(
-            format!("{{\"custom_id\":{id},\"method\":\"POST\",\"url\":\"{ENDPOINT}\",\"body\":")
-                .as_bytes(),
-        );
-        line.extend_from_slice(&body);
-        line.push(b'}');
-        Ok(line)
+        let envelope = format!("\"method\":\"POST\",\"url\":\"{ENDPOINT}\",\"body\"");
+        request_line(custom_id, &envelope, &body)
     }
 
     fn submit<'a>(&'a self, lines: &'a [Vec<u8>]) -> BatchFuture<'a, String> {
