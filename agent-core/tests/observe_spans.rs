@@ -1,8 +1,7 @@
 //! Observability: OpenTelemetry GenAI spans through `tracing`.
 //!
-//! One test function: tracing caches each callsite's interest process-wide, and a run on
-//! another test thread (with no subscriber, or its own) can leave a callsite cached as
-//! uninteresting, so the harness rebuilds the interest cache once its subscriber is set.
+//! One test function; its subscriber is set through `common::traced`, which keeps the
+//! process-wide callsite interest cache from hiding the run's spans (see there).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use crate::common;
@@ -90,13 +89,10 @@ fn run_traced<T>(f: impl std::future::Future<Output = T>) -> (T, Capture) {
         .enable_all()
         .build()
         .unwrap();
-    let out = tracing::subscriber::with_default(subscriber, || {
-        // Another test's thread may have cached a callsite's interest while no
-        // subscriber of ours was live (tracing caches it process-wide): recompute it now
-        // that this one is, so no span of the run goes unrecorded.
-        tracing::callsite::rebuild_interest_cache();
+    let out = {
+        let _guard = common::traced::set_default(subscriber);
         runtime.block_on(f)
-    });
+    };
     (out, capture)
 }
 
@@ -179,4 +175,20 @@ fn a_failed_provider_call_marks_its_chat_span() {
 fn spans() {
     spans_follow_the_genai_conventions();
     a_failed_provider_call_marks_its_chat_span();
+}
+
+/// A callsite only this test uses, so its first hit is the one below.
+fn probe() {
+    tracing::info_span!("traced_probe").in_scope(|| {});
+}
+
+#[test]
+fn a_callsite_first_hit_by_a_thread_without_a_subscriber_still_reaches_the_test_subscriber() {
+    let capture = Capture::default();
+    let subscriber = tracing_subscriber::registry().with(capture.clone());
+    let _guard = common::traced::set_default(subscriber);
+    // Another thread, whose default is no subscriber, registers the callsite first.
+    std::thread::spawn(probe).join().unwrap();
+    probe();
+    assert_eq!(capture.named("traced_probe").len(), 1);
 }

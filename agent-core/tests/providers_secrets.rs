@@ -55,7 +55,7 @@ async fn everything_after_a_401(
         .with_ansi(false)
         .with_writer(move || sink.clone())
         .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let _guard = crate::common::traced::set_default(subscriber);
 
     let base_url = format!("{}{base_url_suffix}", server.uri());
     let builder = triage(model, &base_url);

@@ -29,7 +29,7 @@ fn warnings_of_build(model: &str, temperature: f32) -> String {
         .with_ansi(false)
         .with_writer(move || sink.clone())
         .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let _guard = crate::common::traced::set_default(subscriber);
     AgentConfig::<String>::builder("t")
         .model(model)
         .provider(

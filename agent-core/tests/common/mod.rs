@@ -4,6 +4,7 @@
 
 pub(crate) mod by_turn;
 pub(crate) mod planned;
+pub(crate) mod traced;
 
 use std::sync::Arc;
 use std::sync::OnceLock;
