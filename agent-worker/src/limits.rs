@@ -4,7 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_core::llm::{LlmClient, LlmError, LlmFuture, LlmRequest, OutputCapabilities};
+use agent_core::llm::{
+    ContentCapabilities, LlmClient, LlmError, LlmFuture, LlmRequest, OutputCapabilities, Reasoning,
+    StreamSink,
+};
 use async_nats::jetstream::{kv, stream};
 
 use crate::error::QueueError;
@@ -162,9 +165,11 @@ fn parse(value: &[u8]) -> Option<(u64, u32)> {
     Some((window.parse().ok()?, count.parse().ok()?))
 }
 
-/// An LLM client that takes a slot of a shared [`RateLimiter`] before every request.
-/// A limiter failure (NATS unreachable) is a transient provider error, so the run's
-/// retry policy and budgets apply to it.
+/// An LLM client that takes a slot of a shared [`RateLimiter`] before every request,
+/// plain or streamed. A limiter failure (NATS unreachable) is a transient provider
+/// error, so the run's retry policy and budgets apply to it. Everything else is the
+/// inner client's: its streaming, its output, content, reasoning and prompt-cache
+/// capabilities, its temperature rules.
 pub struct RateLimited {
     inner: Arc<dyn LlmClient>,
     limiter: RateLimiter,
@@ -197,6 +202,20 @@ impl LlmClient for RateLimited {
         })
     }
 
+    fn complete_streaming<'a>(
+        &'a self,
+        request: &'a LlmRequest,
+        sink: &'a mut dyn StreamSink,
+    ) -> LlmFuture<'a> {
+        Box::pin(async move {
+            self.limiter
+                .acquire()
+                .await
+                .map_err(|e| LlmError::transient(format!("rate limiter: {e}")))?;
+            self.inner.complete_streaming(request, sink).await
+        })
+    }
+
     fn provider(&self) -> &str {
         self.inner.provider()
     }
@@ -211,5 +230,18 @@ impl LlmClient for RateLimited {
 
     fn prompt_cache_ttls(&self, model: &str) -> &'static [agent_core::output::PromptCacheTtl] {
         self.inner.prompt_cache_ttls(model)
+    }
+
+    fn check_reasoning(
+        &self,
+        model: &str,
+        reasoning: &Reasoning,
+        max_tokens: u32,
+    ) -> Result<(), &'static str> {
+        self.inner.check_reasoning(model, reasoning, max_tokens)
+    }
+
+    fn content_capabilities(&self, model: &str) -> ContentCapabilities {
+        self.inner.content_capabilities(model)
     }
 }

@@ -444,5 +444,72 @@ async fn a_rate_limit_is_shared_by_every_worker() {
         .unwrap();
     let result = agent_core::run_agent(&config, "ticket 1").await;
     assert_eq!(result.outcome.as_deref(), Ok("echo: ticket 1"));
+
+    // ... and says what its inner client says: parts it takes, reasoning it refuses, and
+    // a streamed call streams (two deltas, not the turn replayed in one piece).
+    let limited = RateLimited::new(Arc::new(Pieces), a.clone());
+    use agent_core::llm::{ContentCapabilities, LlmClient, LlmRequest, Reasoning};
+    assert_eq!(limited.content_capabilities("m"), ContentCapabilities::ANY);
+    assert_eq!(
+        limited.check_reasoning("m", &Reasoning::budget(1024), 4096),
+        Err("Pieces reasons not")
+    );
+    let mut deltas = Deltas::default();
+    let turn = limited
+        .complete_streaming(&LlmRequest::new("m"), &mut deltas)
+        .await
+        .unwrap();
+    assert_eq!(turn.text, "ab");
+    assert_eq!(deltas.0, ["a", "b"]);
     env.remove().await;
+}
+
+/// A client whose streamed call sends its text in two pieces, that takes every part and
+/// refuses reasoning: what a wrapper must pass through.
+struct Pieces;
+
+impl agent_core::llm::LlmClient for Pieces {
+    fn complete<'a>(
+        &'a self,
+        _request: &'a agent_core::llm::LlmRequest,
+    ) -> agent_core::llm::LlmFuture<'a> {
+        Box::pin(async { Ok(agent_core::llm::LlmResponse::text("ab")) })
+    }
+
+    fn complete_streaming<'a>(
+        &'a self,
+        _request: &'a agent_core::llm::LlmRequest,
+        sink: &'a mut dyn agent_core::llm::StreamSink,
+    ) -> agent_core::llm::LlmFuture<'a> {
+        Box::pin(async move {
+            sink.on_delta(agent_core::llm::StreamDelta::Text("a"));
+            sink.on_delta(agent_core::llm::StreamDelta::Text("b"));
+            Ok(agent_core::llm::LlmResponse::text("ab"))
+        })
+    }
+
+    fn check_reasoning(
+        &self,
+        _model: &str,
+        _reasoning: &agent_core::llm::Reasoning,
+        _max_tokens: u32,
+    ) -> Result<(), &'static str> {
+        Err("Pieces reasons not")
+    }
+
+    fn content_capabilities(&self, _model: &str) -> agent_core::llm::ContentCapabilities {
+        agent_core::llm::ContentCapabilities::ANY
+    }
+}
+
+/// The text deltas a streamed call sent.
+#[derive(Default)]
+struct Deltas(Vec<String>);
+
+impl agent_core::llm::StreamSink for Deltas {
+    fn on_delta(&mut self, delta: agent_core::llm::StreamDelta<'_>) {
+        if let agent_core::llm::StreamDelta::Text(text) = delta {
+            self.0.push(text.to_owned());
+        }
+    }
 }
