@@ -77,6 +77,13 @@ pub(crate) struct RunState {
     pub(crate) elapsed_ms: u64,
     /// Store failures counted, as of the last checkpoint.
     pub(crate) store_failures: u32,
+    /// In a batched `run_batch`: the provider job and line the run's waiting LLM call
+    /// is in, from the job's acceptance until the call returns (see
+    /// `runner/batched.rs`). A run resumed with one waits on that job instead of
+    /// sending the call again. A checkpoint written before it reads as none. (Boxed:
+    /// rare, and the state is held by every run.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) batch_call: Option<Box<crate::providers::batch::BatchedCall>>,
 }
 
 impl RunState {

@@ -136,4 +136,23 @@ pub struct BatchReport {
     /// Jobs cancelled because they passed the deadline; their runs ended
     /// `deadline_exceeded`.
     pub deadline_cancelled: u32,
+    /// Jobs submitted before a crash (by the `run_batch` this one resumes) that this one
+    /// polled for its resumed runs' calls instead of sending them again (see
+    /// `docs/batch.md`, "Crash and resume"). Not in `jobs` or `requests`; their answers
+    /// and unanswered calls are in `answered`, `unanswered` and `sent_live`.
+    pub resumed_jobs: u32,
+}
+
+impl BatchReport {
+    /// Adds `other`'s counts to these.
+    pub(crate) fn absorb(&mut self, other: &BatchReport) {
+        self.jobs += other.jobs;
+        self.requests += other.requests;
+        self.answered += other.answered;
+        self.unanswered += other.unanswered;
+        self.sent_live += other.sent_live;
+        self.unknown_results += other.unknown_results;
+        self.deadline_cancelled += other.deadline_cancelled;
+        self.resumed_jobs += other.resumed_jobs;
+    }
 }
