@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use agent_core::durable::{CheckpointStore, InMemoryCheckpoints};
 use agent_core::eval::run_batch;
+use agent_core::AgentError;
 use agent_core::providers::BatchReport;
 use serde_json::Value;
 
@@ -219,4 +220,39 @@ async fn anthropic_resumed_calls_read_the_stored_batch_and_its_expired_lines_go_
     let prefix = |id: &String| id.split('-').next().unwrap().to_owned();
     let gates: BTreeSet<String> = ids(1).iter().chain(&ids(2)).map(prefix).collect();
     assert_eq!(gates.len(), 2, "one nonce per gate: {gates:?}");
+}
+
+#[tokio::test]
+async fn a_stored_job_past_its_deadline_counted_from_its_submission_is_cancelled() {
+    let fake = BatchServer::start(Mode::Hold { at: 2 }).await;
+    let lookup = TestTool::new("lookup", Behaviour::Echo);
+    let store = InMemoryCheckpoints::new();
+    let config = builder("gpt-4o-mini", &fake.openai_url(), &lookup)
+        .checkpoints(store.clone())
+        .provider_batch(fast().run_ids("late"))
+        .build()
+        .unwrap();
+    crash_in_flight(&fake, &config, &store, "late", 10, "body").await;
+    // Resumed with a 2 ms deadline, at least 5 ms after the job's submission: it is
+    // past it already, and still in progress at its one status read.
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let limit = Duration::from_millis(2);
+    let config = builder("gpt-4o-mini", &fake.openai_url(), &lookup)
+        .checkpoints(store.clone())
+        .provider_batch(fast().deadline(limit).run_ids("late"))
+        .build()
+        .unwrap();
+    let batch = run_batch(&config, inputs(10), 10).await;
+    for result in &batch.results {
+        match &result.outcome {
+            Err(AgentError::DeadlineExceeded { limit: l }) => assert_eq!(*l, limit),
+            other => panic!("{other:?}"),
+        }
+    }
+    let s = fake.state();
+    assert_eq!(s.cancels, ["batch_1"]);
+    assert_eq!((s.jobs.len(), s.live_calls), (2, 0));
+    drop(s);
+    let report = batch.provider_batch.unwrap();
+    assert_eq!(counts(&report), [0, 0, 0, 10, 0, 0, 1, 1]);
 }

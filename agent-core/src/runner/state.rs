@@ -355,6 +355,26 @@ mod tests {
     }
 
     #[test]
+    fn a_batched_call_is_kept_and_a_state_written_before_it_reads_as_none() {
+        let mut state = RunState::new(vec![Message::user("x")]);
+        let plain = serde_json::to_string(&state).unwrap_or_default();
+        assert!(!plain.contains("batch_call"), "{plain}");
+        let back: Result<RunState, _> = serde_json::from_str(&plain);
+        assert!(back.is_ok_and(|s| s.batch_call.is_none()));
+        let call = crate::providers::batch::BatchedCall {
+            provider: "openai".to_owned(),
+            job: "batch_abc".to_owned(),
+            custom_id: "0a1b2c3d-s4-q9".to_owned(),
+            submitted_at_ms: 1_765_000_000_000,
+            requests: 20,
+        };
+        state.batch_call = Some(Box::new(call.clone()));
+        let text = serde_json::to_string(&state).unwrap_or_default();
+        let back: Result<RunState, _> = serde_json::from_str(&text);
+        assert_eq!(back.ok().and_then(|s| s.batch_call).map(|c| *c), Some(call));
+    }
+
+    #[test]
     fn a_model_entry_is_made_at_its_first_call_and_counts_its_own_calls() {
         let mut state = RunState::default();
         state.count_call(Some("a"));

@@ -45,7 +45,9 @@ pub enum BatchFallback {
 ///   input order). With a checkpoint store, calling `run_batch` again with the same
 ///   prefix and inputs after a crash resumes each run from its checkpoint (a finished
 ///   run returns its stored result, a run never started starts): only the rounds not
-///   yet answered are submitted. Default none (the runs are named by their trace ids).
+///   yet answered are submitted, and a call whose job the provider had accepted waits
+///   on that job (each run's checkpoint names it from its acceptance) instead of being
+///   sent again. Default none (the runs are named by their trace ids).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct ProviderBatch {
