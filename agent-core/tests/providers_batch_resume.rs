@@ -7,9 +7,9 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use agent_core::AgentError;
 use agent_core::durable::{CheckpointStore, InMemoryCheckpoints};
 use agent_core::eval::run_batch;
-use agent_core::AgentError;
 use agent_core::providers::BatchReport;
 use serde_json::Value;
 
@@ -63,13 +63,11 @@ async fn crash_in_flight(
         () = recorded_in(store, prefix, n, "batch_1") => {}
     }
     assert_eq!(rounds(fake, body), [vec![0; n], vec![1; n]]);
-    let s = fake.state();
-    let in_job: BTreeSet<String> = s.jobs[1]
+    let in_job: BTreeSet<String> = fake.state().jobs[1]
         .lines
         .iter()
         .map(|l| l["custom_id"].as_str().unwrap().to_owned())
         .collect();
-    drop(s);
     let mut stored = BTreeSet::new();
     for i in 0..n {
         let call = batch_call(store, prefix, i).await.unwrap();

@@ -113,7 +113,8 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                     outcome.map_err(|_| None)
                 }
                 (None, Some(seat)) => {
-                    let call = batched::call(seat, request, client.as_ref(), stored, durable, reporter);
+                    let call =
+                        batched::call(seat, request, client.as_ref(), stored, durable, reporter);
                     Box::pin(call).await.map_err(Some)
                 }
                 (None, None) => tokio::time::timeout(limit, client.complete(request))

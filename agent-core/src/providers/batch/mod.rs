@@ -21,8 +21,8 @@ mod wire;
 )]
 pub(crate) use fetch::{Fetcher, jsonl_lines};
 pub(crate) use gate::{Gate, Gated, Seat};
-pub(crate) use resume::BatchedCall;
 pub use options::{BatchFallback, BatchReport, ProviderBatch};
+pub(crate) use resume::BatchedCall;
 #[cfg_attr(
     not(any(feature = "openai", feature = "anthropic")),
     allow(unused_imports)

@@ -261,10 +261,7 @@ impl Stored {
             by_id.insert(line.custom_id, line.outcome);
         }
         self.lock().report.unknown_results += unknown;
-        Stage::Read {
-            lines: by_id,
-            note,
-        }
+        Stage::Read { lines: by_id, note }
     }
 }
 
@@ -279,7 +276,9 @@ fn claim(job: &str, stage: &mut Stage, custom_id: &str, report: &mut BatchReport
             }
             Some(Err(error)) => Reply::Unanswered(error),
             None => {
-                let why = note.as_deref().map_or_else(String::new, |n| format!(" ({n})"));
+                let why = note
+                    .as_deref()
+                    .map_or_else(String::new, |n| format!(" ({n})"));
                 Reply::Unanswered(LlmError::transient(format!(
                     "the provider batch job {job} gave no result for request {custom_id}{why}"
                 )))
