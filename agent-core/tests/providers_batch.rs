@@ -22,9 +22,9 @@ use crate::providers_support::batch_server::{BatchServer, Mode};
 
 /// Per LLM call of the fake (1,000 input and 100 output tokens) at $2.50 / $10 per
 /// MTok: $0.0035 live; three calls a run.
-const LIVE_RUN_USD: f64 = 3.0 * (1000.0 * 2.5 + 100.0 * 10.0) / 1e6;
+pub(crate) const LIVE_RUN_USD: f64 = 3.0 * (1000.0 * 2.5 + 100.0 * 10.0) / 1e6;
 
-fn fast() -> ProviderBatch {
+pub(crate) fn fast() -> ProviderBatch {
     // Rounds form when every run waits (the window is never what closes one here).
     ProviderBatch::new()
         .collect_window(Duration::from_secs(600))
@@ -34,7 +34,7 @@ fn fast() -> ProviderBatch {
         ))
 }
 
-fn builder(model: &str, base: &str, lookup: &TestTool) -> AgentConfigBuilder<String> {
+pub(crate) fn builder(model: &str, base: &str, lookup: &TestTool) -> AgentConfigBuilder<String> {
     AgentConfig::<String>::builder("batched")
         .model(model)
         .provider(
@@ -47,12 +47,12 @@ fn builder(model: &str, base: &str, lookup: &TestTool) -> AgentConfigBuilder<Str
         .backoff(Backoff::none())
 }
 
-fn inputs(n: usize) -> Vec<String> {
+pub(crate) fn inputs(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("ticket-{i}")).collect()
 }
 
 /// Every run answered `done: ticket-i` in 3 LLM calls, at `run_usd`.
-fn assert_answered(batch: &Batch<String>, run_usd: f64) {
+pub(crate) fn assert_answered(batch: &Batch<String>, run_usd: f64) {
     for (i, result) in batch.results.iter().enumerate() {
         assert_eq!(
             result.outcome.as_deref(),
@@ -66,7 +66,7 @@ fn assert_answered(batch: &Batch<String>, run_usd: f64) {
 
 /// The tool results of each line of each job (one number per line): the round a line
 /// belongs to.
-fn rounds(fake: &BatchServer, body: &str) -> Vec<Vec<usize>> {
+pub(crate) fn rounds(fake: &BatchServer, body: &str) -> Vec<Vec<usize>> {
     let s = fake.state();
     s.jobs
         .iter()
@@ -79,7 +79,7 @@ fn rounds(fake: &BatchServer, body: &str) -> Vec<Vec<usize>> {
         .collect()
 }
 
-fn tool_results(body: &Value) -> usize {
+pub(crate) fn tool_results(body: &Value) -> usize {
     body["messages"]
         .as_array()
         .unwrap()

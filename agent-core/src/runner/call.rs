@@ -14,6 +14,7 @@ use crate::llm::{LlmError, LlmErrorCause, LlmResponse, StopReason, TokenUsage, T
 use crate::observe::RunEvent;
 use crate::output::{AgentOutput, SUBMIT_OUTPUT};
 
+use super::batched;
 use super::model::sink::{PartialKind, TurnSink};
 use super::model::{spans, strip_provider_parts};
 use super::parts;
@@ -94,6 +95,10 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         let seat = self.inputs.batch.as_deref().filter(|seat| {
             sink.is_none() && model.batch.as_ref().is_some_and(|wire| seat.serves(wire))
         });
+        // A batched call records its job in the checkpoint once the job is accepted.
+        let stored = self.state.batch_call.as_deref();
+        let durable = self.durable.as_deref_mut();
+        let reporter = (&self.emit.observers, &*self.inputs.trace_id);
         // The timer sits inside the catch boundary: outside a runtime its creation panics.
         let guarded = AssertUnwindSafe(async move {
             match (sink.as_mut(), seat) {
@@ -107,7 +112,11 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                     }
                     outcome.map_err(|_| None)
                 }
-                (None, Some(seat)) => seat.complete(request, client.as_ref()).await.map_err(Some),
+                (None, Some(seat)) => {
+                    let call =
+                        batched::call(seat, request, client.as_ref(), stored, durable, reporter);
+                    Box::pin(call).await.map_err(Some)
+                }
                 (None, None) => tokio::time::timeout(limit, client.complete(request))
                     .await
                     .map_err(|_| None),
@@ -116,6 +125,8 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         .catch_unwind();
         let guarded = guarded.instrument(span.clone()).await;
         self.state.messages = std::mem::take(&mut self.request.messages);
+        // The call returned (or failed): a resume no longer waits on its job.
+        self.state.batch_call = None;
         let outcome = match guarded {
             Ok(Ok(outcome)) => outcome,
             // The batch job passed its deadline and was cancelled.

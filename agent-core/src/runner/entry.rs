@@ -303,6 +303,9 @@ async fn attach_durable<T: AgentOutput>(
         failures,
         lease,
     );
+    if run.inputs.batch.is_some() {
+        durable.keep_before_call();
+    }
     let header = match resumed {
         Some(resumed) => restore(run, &mut durable, *resumed),
         None => Header {

@@ -16,6 +16,7 @@
 mod act;
 mod agent_tool;
 mod agents;
+mod batched;
 mod call;
 mod cancel;
 mod compact;

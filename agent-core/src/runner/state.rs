@@ -77,6 +77,13 @@ pub(crate) struct RunState {
     pub(crate) elapsed_ms: u64,
     /// Store failures counted, as of the last checkpoint.
     pub(crate) store_failures: u32,
+    /// In a batched `run_batch`: the provider job and line the run's waiting LLM call
+    /// is in, from the job's acceptance until the call returns (see
+    /// `runner/batched.rs`). A run resumed with one waits on that job instead of
+    /// sending the call again. A checkpoint written before it reads as none. (Boxed:
+    /// rare, and the state is held by every run.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) batch_call: Option<Box<crate::providers::batch::BatchedCall>>,
 }
 
 impl RunState {
@@ -345,6 +352,26 @@ mod tests {
             back.map(|s| s.revealed).ok(),
             Some(vec!["refund_order".to_owned()])
         );
+    }
+
+    #[test]
+    fn a_batched_call_is_kept_and_a_state_written_before_it_reads_as_none() {
+        let mut state = RunState::new(vec![Message::user("x")]);
+        let plain = serde_json::to_string(&state).unwrap_or_default();
+        assert!(!plain.contains("batch_call"), "{plain}");
+        let back: Result<RunState, _> = serde_json::from_str(&plain);
+        assert!(back.is_ok_and(|s| s.batch_call.is_none()));
+        let call = crate::providers::batch::BatchedCall {
+            provider: "openai".to_owned(),
+            job: "batch_abc".to_owned(),
+            custom_id: "0a1b2c3d-s4-q9".to_owned(),
+            submitted_at_ms: 1_765_000_000_000,
+            requests: 20,
+        };
+        state.batch_call = Some(Box::new(call.clone()));
+        let text = serde_json::to_string(&state).unwrap_or_default();
+        let back: Result<RunState, _> = serde_json::from_str(&text);
+        assert_eq!(back.ok().and_then(|s| s.batch_call).map(|c| *c), Some(call));
     }
 
     #[test]

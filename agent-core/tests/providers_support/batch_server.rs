@@ -1,7 +1,8 @@
 //! A fake of OpenAI's Batch API and Anthropic's Message Batches (and their live
 //! endpoints), over wiremock: it keeps every uploaded file and job, answers each
 //! request with a scripted model (two `lookup` calls, then `done: {input}`), and can
-//! expire a job, add unknown result lines, never finish, or hang a job's creation.
+//! expire a job, add unknown result lines, never finish, hang a job's creation, hold a
+//! job in progress, or forget a job (404).
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -26,6 +27,31 @@ pub(crate) enum Mode {
     Never,
     /// Creating job number `at` (1-based) never returns.
     HangCreate { at: u32 },
+    /// Job number `at` (1-based) stays in progress while the mode holds.
+    Hold { at: usize },
+    /// Job number `at` (1-based) is unknown to the server: its status reads 404.
+    Lost { at: usize },
+    /// Job number `at` (1-based) ends with only its first `answered` requests
+    /// answered, the others expired (either wire).
+    Expire { at: usize, answered: usize },
+}
+
+/// How many of job `index`'s (0-based) first requests are answered in `mode`.
+fn answered_in(mode: Mode, index: usize) -> usize {
+    match mode {
+        Mode::ExpireFirst { answered } if index == 0 => answered,
+        Mode::Expire { at, answered } if index + 1 == at => answered,
+        _ => usize::MAX,
+    }
+}
+
+/// Whether the status of job `index` (0-based) reads in progress in `mode`.
+fn in_progress(mode: Option<Mode>, index: usize) -> bool {
+    match mode {
+        Some(Mode::Never) => true,
+        Some(Mode::Hold { at }) => index + 1 == at,
+        _ => false,
+    }
 }
 
 /// One job the fake holds.
@@ -187,10 +213,7 @@ impl Fake {
         let mode = s.mode.unwrap();
         let mut output = Vec::new();
         let mut errors = Vec::new();
-        let answered = match mode {
-            Mode::ExpireFirst { answered } if index == 0 => answered,
-            _ => usize::MAX,
-        };
+        let answered = answered_in(mode, index);
         for (i, line) in job.lines.iter().enumerate() {
             let id = &line["custom_id"];
             if i < answered {
@@ -226,16 +249,29 @@ impl Fake {
     }
 
     fn anthropic_results(&self, s: &State, index: usize) -> Vec<u8> {
+        let answered = answered_in(s.mode.unwrap(), index);
         let lines: Vec<Value> = s.jobs[index]
             .lines
             .iter()
-            .map(|line| {
+            .enumerate()
+            .map(|(i, line)| {
+                if i >= answered {
+                    return json!({"custom_id": line["custom_id"], "result": {"type": "expired"}});
+                }
                 json!({"custom_id": line["custom_id"], "result": {"type": "succeeded",
                     "message": anthropic_reply(&line["params"])}})
             })
             .collect();
         jsonl(&lines)
     }
+}
+
+/// The 404 of a job the server does not know, in `Mode::Lost`.
+fn lost(s: &State, index: usize) -> Option<ResponseTemplate> {
+    (s.mode == Some(Mode::Lost { at: index + 1 })).then(|| {
+        ResponseTemplate::new(404).set_body_json(json!({"error": {
+            "type": "not_found_error", "message": "no such batch"}}))
+    })
 }
 
 impl Respond for Fake {
@@ -280,17 +316,24 @@ impl Respond for Fake {
                 ok(&json!({"id": id, "status": "validating", "processing_status": "in_progress"}))
             }
             (false, ["v1", "batches", id]) => {
-                if s.mode == Some(Mode::Never) {
+                let index = job_index(&s, id);
+                if let Some(lost) = lost(&s, index) {
+                    return lost;
+                }
+                if in_progress(s.mode, index) {
                     return ok(&json!({"id": id, "status": "in_progress"}));
                 }
-                let index = job_index(&s, id);
                 ok(&self.openai_results(&mut s, index))
             }
             (false, ["v1", "files", id, "content"]) => {
                 ResponseTemplate::new(200).set_body_raw(s.files[*id].clone(), "application/jsonl")
             }
             (false, ["v1", "messages", "batches", id]) => {
-                if s.mode == Some(Mode::Never) {
+                let index = job_index(&s, id);
+                if let Some(lost) = lost(&s, index) {
+                    return lost;
+                }
+                if in_progress(s.mode, index) {
                     return ok(&json!({"id": id, "processing_status": "in_progress"}));
                 }
                 let url = format!("{}/v1/messages/batches/{id}/results", s.uri);

@@ -1,7 +1,10 @@
 //! The gate: the runs of one batched `run_batch` each hold a [`Seat`]; a run's LLM call
 //! waits at the gate, and when every active run has a call waiting (or the first one
 //! waited `collect_window`), the gate sends them all as one provider job, polls it with
-//! backoff until it ends or passes its deadline, and hands each call its answer.
+//! backoff until it ends or passes its deadline, and hands each call its answer. A
+//! durable run learns which job and line its call is in once the job is accepted
+//! ([`Ticket::accepted`]); a resumed run's call that is in a job already waits on it
+//! (`resume.rs`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -10,23 +13,14 @@ use std::time::Duration;
 use tokio::sync::{Notify, oneshot};
 use tokio::time::Instant;
 
+use super::job::{self, Reply, Waited, as_transient};
 use super::options::{BatchFallback, BatchReport, ProviderBatch};
-use super::wire::{BatchWire, JobState, ResultLine};
+use super::resume::{BatchedCall, Stored};
+use super::wire::{BatchWire, ResultLine};
 use crate::llm::{LlmClient, LlmError, LlmRequest, LlmResponse};
 
 /// How many times a job's submission is tried on transient failures.
 const SUBMIT_ATTEMPTS: u32 = 5;
-
-/// What a call waiting at the gate gets back.
-enum Reply {
-    /// The job's answer (its usage marked batch-priced).
-    Answer(LlmResponse),
-    /// The job did not answer it: transient (expired, cancelled, missing, the job
-    /// failed) or the request's own permanent error.
-    Unanswered(LlmError),
-    /// The job passed the batch's deadline and was cancelled.
-    Deadline(Duration),
-}
 
 /// The outcome of a gated LLM call: an answer or a failure, as a live call's; or
 /// `Err(limit)` when its job passed the batch's deadline (the run ends
@@ -38,6 +32,8 @@ struct Queued {
     custom_id: String,
     line: Vec<u8>,
     reply: oneshot::Sender<Reply>,
+    /// Told where the call is once its job is accepted.
+    accepted: oneshot::Sender<BatchedCall>,
 }
 
 #[derive(Default)]
@@ -62,6 +58,11 @@ pub(crate) struct Gate {
     options: ProviderBatch,
     state: Mutex<State>,
     changed: Notify,
+    /// Drawn per gate, in every `custom_id` it writes (`{nonce}-s{seat}-q{n}`): ids
+    /// never repeat those of a job an earlier process submitted.
+    nonce: String,
+    /// The jobs an earlier process submitted that resumed calls wait on.
+    stored: Stored,
 }
 
 impl Gate {
@@ -72,6 +73,8 @@ impl Gate {
             options,
             state: Mutex::new(State::default()),
             changed: Notify::new(),
+            nonce: format!("{:08x}", fastrand::u32(..)),
+            stored: Stored::default(),
         })
     }
 
@@ -96,11 +99,14 @@ impl Gate {
     pub(crate) fn close(&self) {
         self.lock().closed = true;
         self.changed.notify_one();
+        self.stored.close();
     }
 
-    /// What the jobs did so far.
+    /// What the jobs did so far (the stored jobs' included).
     pub(crate) fn report(&self) -> BatchReport {
-        self.lock().report.clone()
+        let mut report = self.lock().report.clone();
+        report.absorb(&self.stored.report());
+        report
     }
 
     fn leave(&self, seat: u64) {
@@ -129,15 +135,20 @@ impl Gate {
         }
     }
 
-    /// Runs the jobs until [`close`](Self::close) and an empty queue.
+    /// Runs the jobs until [`close`](Self::close) and an empty queue, and polls the
+    /// stored jobs resumed calls wait on.
     pub(crate) async fn drive(&self) {
-        while let Some(round) = self.next_round().await {
-            self.run_job(round).await;
-        }
+        let rounds = async {
+            while let Some(round) = self.next_round().await {
+                self.run_job(round).await;
+            }
+        };
+        futures::join!(rounds, self.stored.drive(&*self.wire, &self.options));
     }
 
-    /// Waits for a round: every active run has a call queued, or the first queued call
-    /// waited `collect_window`. `None` once closed with nothing queued.
+    /// Waits for a round: every active run has a call queued (or waits on a stored
+    /// job), or the first queued call waited `collect_window`. `None` once closed with
+    /// nothing queued.
     async fn next_round(&self) -> Option<Vec<Queued>> {
         loop {
             let notified = self.changed.notified();
@@ -150,7 +161,8 @@ impl Gate {
                     None => None,
                     Some(first) => {
                         let due = first + self.options.collect_window;
-                        if s.queued.len() >= s.active || Instant::now() >= due {
+                        let ready = s.queued.len() + self.stored.waiting();
+                        if ready >= s.active || Instant::now() >= due {
                             s.first_at = None;
                             s.queued.clear();
                             return Some(std::mem::take(&mut s.queue));
@@ -177,8 +189,10 @@ impl Gate {
         let due = Instant::now() + deadline;
         let mut lines = Vec::with_capacity(round.len());
         let mut waiting: HashMap<String, oneshot::Sender<Reply>> = HashMap::new();
+        let mut accepted = Vec::with_capacity(round.len());
         for q in round {
             lines.push(q.line);
+            accepted.push((q.custom_id.clone(), q.accepted));
             waiting.insert(q.custom_id, q.reply);
         }
         let count = lines.len();
@@ -187,6 +201,7 @@ impl Gate {
             s.report.jobs += 1;
             s.report.requests += count as u64;
         }
+        let submitted_at_ms = crate::store::now_ms();
         let job = match self.submit(&lines, due).await {
             Ok(job) => job,
             Err(None) => return self.deadline_passed(waiting, None).await,
@@ -199,23 +214,20 @@ impl Gate {
             batch.requests = count,
             "provider batch job submitted"
         );
-        let mut attempt = 0;
-        let (results, note) = loop {
-            let delay = self.options.poll.delay(attempt, None);
-            attempt = attempt.saturating_add(1);
-            if Instant::now() + delay >= due {
-                tokio::time::sleep_until(due).await;
-                return self.deadline_passed(waiting, Some(&job)).await;
-            }
-            tokio::time::sleep(delay).await;
-            match self.wire.poll(&job).await {
-                Ok(JobState::Running) => {}
-                Ok(JobState::Ended { results, note }) => break (results, note),
-                Err(error) if error.is_transient() => {
-                    tracing::debug!(batch.job = %job, error = %error.message, "batch poll failed");
-                }
-                Err(error) => return self.unanswered(waiting, &error),
-            }
+        // Durable runs record where their call is (see `resume.rs`).
+        for (custom_id, tell) in accepted {
+            let _ = tell.send(BatchedCall {
+                provider: self.wire.provider().to_owned(),
+                job: job.clone(),
+                custom_id,
+                submitted_at_ms,
+                requests: count as u64,
+            });
+        }
+        let (results, note) = match job::wait(&*self.wire, &self.options.poll, &job, due).await {
+            Waited::Ended { results, note } => (results, note),
+            Waited::Deadline => return self.deadline_passed(waiting, Some(&job)).await,
+            Waited::Failed(error) => return self.unanswered(waiting, &error),
         };
         let cap = self.wire.max_response_bytes().saturating_mul(count.max(1));
         match self.wire.results(&results, cap).await {
@@ -298,9 +310,8 @@ impl Gate {
         let mut s = self.lock();
         s.report.unanswered += waiting.len() as u64;
         drop(s);
-        let mut error = error.clone();
         // The job failed as a whole: its requests may succeed sent again.
-        error.kind = crate::llm::LlmErrorKind::Transient;
+        let error = as_transient(error);
         for (_, reply) in waiting {
             let _ = reply.send(Reply::Unanswered(error.clone()));
         }
@@ -312,10 +323,7 @@ impl Gate {
         job: Option<&str>,
     ) {
         if let Some(job) = job {
-            tracing::warn!(batch.job = %job, "provider batch job passed its deadline: cancelled");
-            if let Err(error) = self.wire.cancel(job).await {
-                tracing::warn!(batch.job = %job, error = %error.message, "cancelling the batch job failed");
-            }
+            job::cancel(&*self.wire, job).await;
         }
         let mut s = self.lock();
         s.report.deadline_cancelled += 1;
@@ -339,17 +347,26 @@ impl Drop for Seat {
     }
 }
 
-/// Takes a queued call back if its run stops waiting for it.
-struct Waiting<'a> {
-    seat: &'a Seat,
+/// A call at the gate: queued for the next job, or waiting on a stored one. Dropped
+/// before its answer (its run was cut off), it takes the call back if still queued.
+pub(crate) struct Ticket<'s> {
+    seat: &'s Seat,
     custom_id: String,
+    /// The stored job the call waits on (a resumed call).
+    stored: Option<String>,
+    accepted: Option<oneshot::Receiver<BatchedCall>>,
+    reply: oneshot::Receiver<Reply>,
     done: bool,
 }
 
-impl Drop for Waiting<'_> {
+impl Drop for Ticket<'_> {
     fn drop(&mut self) {
-        if !self.done {
-            self.seat.gate.withdraw(self.seat.id, &self.custom_id);
+        if self.done {
+            return;
+        }
+        match &self.stored {
+            Some(job) => self.seat.gate.stored.withdraw(job, &self.custom_id),
+            None => self.seat.gate.withdraw(self.seat.id, &self.custom_id),
         }
     }
 }
@@ -360,39 +377,76 @@ impl Seat {
         std::ptr::addr_eq(Arc::as_ptr(&self.gate.wire), Arc::as_ptr(wire))
     }
 
-    /// One LLM call through the gate; `live` serves it when its job does not and the
-    /// fallback is [`BatchFallback::Live`].
-    pub(crate) async fn complete(&self, request: &LlmRequest, live: &dyn LlmClient) -> Gated {
+    /// One LLM call through the gate: queued for the next job, or, when `stored` names
+    /// a job of this gate's provider that holds the call already (a resumed run's),
+    /// waiting on that job.
+    ///
+    /// # Errors
+    /// A permanent [`LlmError`] when the request cannot be encoded as a line.
+    pub(crate) fn send(
+        &self,
+        request: &LlmRequest,
+        stored: Option<&BatchedCall>,
+    ) -> Result<Ticket<'_>, LlmError> {
         let gate = &self.gate;
-        let (custom_id, receiver) = {
+        if let Some(call) = stored.filter(|c| c.provider == gate.wire.provider()) {
+            let reply = gate.stored.wait(call);
+            gate.changed.notify_one();
+            return Ok(Ticket {
+                seat: self,
+                custom_id: call.custom_id.clone(),
+                stored: Some(call.job.clone()),
+                accepted: None,
+                reply,
+                done: false,
+            });
+        }
+        let (custom_id, reply, accepted) = {
             let mut s = gate.lock();
             let n = s.next_request;
             s.next_request += 1;
-            let custom_id = format!("s{}-q{n}", self.id);
-            let line = match gate.wire.line(&custom_id, request) {
-                Ok(line) => line,
-                Err(error) => return Ok(Err(error)),
-            };
-            let (reply, receiver) = oneshot::channel();
+            let custom_id = format!("{}-s{}-q{n}", gate.nonce, self.id);
+            let line = gate.wire.line(&custom_id, request)?;
+            let (reply, reply_rx) = oneshot::channel();
+            let (accepted, accepted_rx) = oneshot::channel();
             s.queue.push(Queued {
                 custom_id: custom_id.clone(),
                 line,
                 reply,
+                accepted,
             });
             *s.queued.entry(self.id).or_insert(0) += 1;
             if s.first_at.is_none() {
                 s.first_at = Some(Instant::now());
             }
-            (custom_id, receiver)
+            (custom_id, reply_rx, accepted_rx)
         };
         gate.changed.notify_one();
-        let mut waiting = Waiting {
+        Ok(Ticket {
             seat: self,
             custom_id,
+            stored: None,
+            accepted: Some(accepted),
+            reply,
             done: false,
-        };
-        let reply = receiver.await;
-        waiting.done = true;
+        })
+    }
+}
+
+impl Ticket<'_> {
+    /// Waits until the provider accepted the job the call is in and returns where it
+    /// is; `None` for a call waiting on a stored job (recorded already) or one whose
+    /// job was never accepted (its answer follows at once).
+    pub(crate) async fn accepted(&mut self) -> Option<BatchedCall> {
+        self.accepted.take()?.await.ok()
+    }
+
+    /// The call's answer; `live` serves it when its job does not and the fallback is
+    /// [`BatchFallback::Live`].
+    pub(crate) async fn answer(mut self, request: &LlmRequest, live: &dyn LlmClient) -> Gated {
+        let reply = (&mut self.reply).await;
+        self.done = true;
+        let gate = &self.seat.gate;
         match reply {
             Ok(Reply::Answer(response)) => Ok(Ok(response)),
             Ok(Reply::Deadline(limit)) => Err(limit),

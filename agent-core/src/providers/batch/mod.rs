@@ -2,12 +2,16 @@
 //! batched [`run_batch`](crate::eval::run_batch) ([`ProviderBatch`], `options.rs`), what it
 //! did ([`BatchReport`]), and, crate-private, the wire of each provider's batch endpoints
 //! ([`BatchWire`], `wire.rs`; the adapters' own files implement it), their HTTP calls
-//! (`fetch.rs`) and the gate that gathers the runs' LLM calls into one job per round
-//! (`gate.rs`). The rules are in `docs/batch.md`.
+//! (`fetch.rs`), the gate that gathers the runs' LLM calls into one job per round
+//! (`gate.rs`), the wait on one submitted job (`job.rs`), and the wait of a resumed
+//! run's call on the job an earlier process put it in (`resume.rs`, [`BatchedCall`]).
+//! The rules are in `docs/batch.md`.
 
 mod fetch;
 mod gate;
+mod job;
 mod options;
+mod resume;
 mod wire;
 
 // Used by the OpenAI and Anthropic adapters' batch wires only.
@@ -16,8 +20,9 @@ mod wire;
     allow(unused_imports)
 )]
 pub(crate) use fetch::{Fetcher, jsonl_lines};
-pub(crate) use gate::{Gate, Seat};
+pub(crate) use gate::{Gate, Gated, Seat};
 pub use options::{BatchFallback, BatchReport, ProviderBatch};
+pub(crate) use resume::BatchedCall;
 #[cfg_attr(
     not(any(feature = "openai", feature = "anthropic")),
     allow(unused_imports)

@@ -45,7 +45,9 @@ pub enum BatchFallback {
 ///   input order). With a checkpoint store, calling `run_batch` again with the same
 ///   prefix and inputs after a crash resumes each run from its checkpoint (a finished
 ///   run returns its stored result, a run never started starts): only the rounds not
-///   yet answered are submitted. Default none (the runs are named by their trace ids).
+///   yet answered are submitted, and a call whose job the provider had accepted waits
+///   on that job (each run's checkpoint names it from its acceptance) instead of being
+///   sent again. Default none (the runs are named by their trace ids).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct ProviderBatch {
@@ -136,4 +138,23 @@ pub struct BatchReport {
     /// Jobs cancelled because they passed the deadline; their runs ended
     /// `deadline_exceeded`.
     pub deadline_cancelled: u32,
+    /// Jobs submitted before a crash (by the `run_batch` this one resumes) that this one
+    /// polled for its resumed runs' calls instead of sending them again (see
+    /// `docs/batch.md`, "Crash and resume"). Not in `jobs` or `requests`; their answers
+    /// and unanswered calls are in `answered`, `unanswered` and `sent_live`.
+    pub resumed_jobs: u32,
+}
+
+impl BatchReport {
+    /// Adds `other`'s counts to these.
+    pub(crate) fn absorb(&mut self, other: &BatchReport) {
+        self.jobs += other.jobs;
+        self.requests += other.requests;
+        self.answered += other.answered;
+        self.unanswered += other.unanswered;
+        self.sent_live += other.sent_live;
+        self.unknown_results += other.unknown_results;
+        self.deadline_cancelled += other.deadline_cancelled;
+        self.resumed_jobs += other.resumed_jobs;
+    }
 }

@@ -12,6 +12,7 @@
 //! entry with the run's next write (see `ledger.rs`). Every write is awaited, bounded by
 //! `store_timeout`; a failed write is counted and the run goes on.
 
+mod batched;
 mod io;
 pub(crate) mod lease;
 pub(crate) mod ledger;
@@ -93,6 +94,11 @@ pub(crate) struct Durable {
     lease: Duration,
     /// Moves the run's lease on while it is between writes (stopped when dropped).
     _renewal: lease::Renewal,
+    /// Whether the run keeps `before_call` (it has a provider batch seat).
+    keeps_before_call: bool,
+    /// The seq and the bare text (see `batched.rs`) of the last `before_call`
+    /// checkpoint, while the run keeps it.
+    before_call: Option<(u64, String)>,
 }
 
 /// FNV-1a 64 of the canonical arguments, as 16 hex digits.
@@ -171,6 +177,8 @@ impl Durable {
             transcript: EncodedTranscript::default(),
             decisions: Decisions::new(),
             inside: Vec::new(),
+            keeps_before_call: false,
+            before_call: None,
         }
     }
 
@@ -284,6 +292,9 @@ impl Durable {
         if let Err(error) = outcome {
             self.failures = self.failures.saturating_add(1);
             report(observers, trace_id, "save", &error);
+        }
+        if self.keeps_before_call && matches!(phase, Phase::BeforeCall) {
+            self.remember_before_call(state);
         }
         self.fenced().map_or(Ok(()), Err)
     }

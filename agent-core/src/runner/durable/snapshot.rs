@@ -233,26 +233,51 @@ impl EncodedTranscript {
                 phase,
             })
         };
-        let head = format!("{{\"format\":{STATE_FORMAT},\"state\":{{\"messages\":[");
-        let Some(tail) = rest
-            .strip_prefix(head.as_str())
-            .and_then(|tail| tail.strip_prefix(']'))
-        else {
+        let Some(text) = self.splice(&rest) else {
             // Not the shape written above (cannot happen while `messages` is the state's
             // first field): the whole snapshot, encoded the plain way.
             return plain(state);
         };
-        let mut text = String::with_capacity(rest.len() + self.text.len());
-        text.push_str(&head);
-        text.push_str(&self.text);
-        text.push(']');
-        text.push_str(tail);
         // Every debug build (the tests) checks the cache against the plain encoding,
         // byte for byte: a change to the transcript it missed fails there.
         #[cfg(debug_assertions)]
         debug_assert_eq!(text, plain(state)?, "a stale transcript");
         Ok(text)
     }
+}
+
+impl EncodedTranscript {
+    /// `bare`, a snapshot's text encoded with no messages (`{"format":2,"state":
+    /// {"messages":[],..},..}`), with the cached messages put in their place; `None`
+    /// when `bare` is not of that shape.
+    pub(crate) fn splice(&self, bare: &str) -> Option<String> {
+        let head = format!("{{\"format\":{STATE_FORMAT},\"state\":{{\"messages\":[");
+        let tail = bare.strip_prefix(head.as_str())?.strip_prefix(']')?;
+        let mut text = String::with_capacity(bare.len() + self.text.len());
+        text.push_str(&head);
+        text.push_str(&self.text);
+        text.push(']');
+        text.push_str(tail);
+        Some(text)
+    }
+}
+
+/// The text of a snapshot of `state` at `phase` without its messages and its batched
+/// call (both put back after): what [`EncodedTranscript::splice`] takes.
+///
+/// # Errors
+/// When the snapshot does not encode.
+pub(crate) fn bare_text(state: &mut RunState, phase: &Phase) -> Result<String, serde_json::Error> {
+    let messages = std::mem::take(&mut state.messages);
+    let call = state.batch_call.take();
+    let text = serde_json::to_string(&SnapshotOut {
+        format: STATE_FORMAT,
+        state,
+        phase,
+    });
+    state.messages = messages;
+    state.batch_call = call;
+    text
 }
 
 #[cfg(test)]
