@@ -39,6 +39,7 @@
 mod batch;
 pub mod demo;
 mod error;
+mod gates;
 mod job;
 mod limits;
 mod pipeline;

@@ -1,5 +1,6 @@
 //! [`AgentConfig`]: a frozen, validated agent definition.
 
+mod batch_gate;
 mod builder;
 mod caching;
 mod checks;

@@ -57,14 +57,11 @@ where
     // Converted up front: a stream adapter whose closure takes a borrowed input type
     // (`&str`) keeps rustc from proving the batch's future `Send`.
     let inputs: Vec<Input> = inputs.into_iter().map(Into::into).collect();
-    let gated = config
-        .inner
-        .settings_provider_batch()
-        .zip(config.inner.primary().batch.clone());
+    let gated = config.inner.settings_provider_batch().zip(config.batch_gate());
     let (results, provider_batch) = match gated {
-        Some((batch, wire)) => {
+        Some((batch, gate)) => {
             let (results, report) =
-                super::provider_batch::run_gated(config, inputs, concurrency, batch, wire).await;
+                super::provider_batch::run_gated(config, inputs, concurrency, batch, gate).await;
             (results, Some(report))
         }
         None => (live(config, inputs, concurrency).await, None),

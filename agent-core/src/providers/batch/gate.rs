@@ -53,6 +53,8 @@ struct State {
     first_at: Option<Instant>,
     /// Every run of the batch ended: the gate stops once its queue is empty.
     closed: bool,
+    /// The driver returned: a call made now fails at once instead of waiting forever.
+    stopped: bool,
     report: BatchReport,
 }
 
@@ -133,6 +135,12 @@ impl Gate {
     pub(crate) async fn drive(&self) {
         while let Some(round) = self.next_round().await {
             self.run_job(round).await;
+            // Calls that came while the job was in flight get their window from now:
+            // the runs the job answered have it to join them.
+            let mut s = self.lock();
+            if s.first_at.is_some() {
+                s.first_at = Some(Instant::now());
+            }
         }
     }
 
@@ -146,7 +154,10 @@ impl Gate {
             let until = {
                 let mut s = self.lock();
                 match s.first_at {
-                    None if s.closed => return None,
+                    None if s.closed => {
+                        s.stopped = true;
+                        return None;
+                    }
                     None => None,
                     Some(first) => {
                         let due = first + self.options.collect_window;
@@ -366,6 +377,9 @@ impl Seat {
         let gate = &self.gate;
         let (custom_id, receiver) = {
             let mut s = gate.lock();
+            if s.stopped {
+                return Ok(Err(LlmError::transient("the batch gate was closed and stopped")));
+            }
             let n = s.next_request;
             s.next_request += 1;
             let custom_id = format!("s{}-q{n}", self.id);

@@ -3,10 +3,12 @@
 //! did ([`BatchReport`]), and, crate-private, the wire of each provider's batch endpoints
 //! ([`BatchWire`], `wire.rs`; the adapters' own files implement it), their HTTP calls
 //! (`fetch.rs`) and the gate that gathers the runs' LLM calls into one job per round
-//! (`gate.rs`). The rules are in `docs/batch.md`.
+//! (`gate.rs`; its public handle, [`BatchGate`] and [`BatchSeat`], in `handle.rs`, for
+//! runs beyond one `run_batch`: a queue worker's). The rules are in `docs/batch.md`.
 
 mod fetch;
 mod gate;
+mod handle;
 mod options;
 mod wire;
 
@@ -16,7 +18,8 @@ mod wire;
     allow(unused_imports)
 )]
 pub(crate) use fetch::{Fetcher, jsonl_lines};
-pub(crate) use gate::{Gate, Seat};
+pub(crate) use gate::Seat;
+pub use handle::{BatchGate, BatchSeat};
 pub use options::{BatchFallback, BatchReport, ProviderBatch};
 #[cfg_attr(
     not(any(feature = "openai", feature = "anthropic")),
