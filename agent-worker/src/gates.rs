@@ -2,7 +2,8 @@
 //! `.provider_batch(..)`, made at the agent's first job, driven by a task the worker
 //! owns, closed when the worker stops. Every run of such an agent on this worker holds a
 //! seat at its agent's gate, so the runs' calls go out as batch jobs (see
-//! `docs/batch.md`, "Over the queue").
+//! `docs/batch.md`, "Over the queue"). A worker whose `run` future is dropped stops
+//! the drivers too ([`StopOnDrop`]).
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -69,6 +70,16 @@ impl Gates {
         }
     }
 
+    /// Stops every gate's driver at once (the worker's `run` future was dropped: its
+    /// runs were dropped with it, nothing waits for an answer).
+    pub(crate) fn abort(&self) {
+        let open = std::mem::take(&mut *lock(&self.open));
+        for (agent, entry) in open {
+            entry.driver.abort();
+            add(lock(&self.closed).entry(agent).or_default(), &entry.gate.report());
+        }
+    }
+
     /// What each agent's gates did so far (closed and open ones), by registered name.
     pub(crate) fn reports(&self) -> BTreeMap<String, BatchReport> {
         let mut out = lock(&self.closed).clone();
@@ -90,4 +101,15 @@ fn add(into: &mut BatchReport, more: &BatchReport) {
     into.deadline_cancelled = into
         .deadline_cancelled
         .saturating_add(more.deadline_cancelled);
+}
+
+/// Aborts the gates' drivers when dropped: held by `Worker::run`, so a worker stopped
+/// by dropping its future (its task aborted) leaves no driver behind. After a graceful
+/// stop no gate is open and it does nothing.
+pub(crate) struct StopOnDrop<'a>(pub(crate) &'a Gates);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

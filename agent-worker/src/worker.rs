@@ -257,6 +257,7 @@ impl Worker {
             .info()
             .await
             .map_or(self.inner.queue.options.ack_wait, |i| i.config.ack_wait);
+        let _gates = crate::gates::StopOnDrop(&self.inner.gates);
         let slots = Arc::new(Semaphore::new(self.options.max_in_flight.max(1)));
         let mut tasks = JoinSet::new();
         let sweeper = match (&self.inner.checkpoints, self.options.sweep_every) {

@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -36,6 +37,10 @@ struct State {
     /// Each job's lines as sent (`{custom_id, method, url, body}`).
     jobs: Vec<Vec<Value>>,
     live_calls: u32,
+    /// Job creations received (a hung one included).
+    creates: usize,
+    /// Creating job number `n` (1-based) never returns.
+    hang_create: Option<usize>,
 }
 
 #[derive(Clone, Default)]
@@ -131,6 +136,10 @@ impl Respond for Fake {
                 ok(&json!({"id": id, "object": "file", "purpose": "batch"}))
             }
             (true, ["v1", "batches"]) => {
+                s.creates += 1;
+                if s.hang_create == Some(s.creates) {
+                    return ResponseTemplate::new(200).set_delay(Duration::from_secs(3600));
+                }
                 let file = body["input_file_id"].as_str().unwrap();
                 let lines: Vec<Value> = String::from_utf8_lossy(&s.files[file])
                     .lines()
@@ -167,8 +176,9 @@ impl Respond for Fake {
 // ---------------------------------------------------------------------------------
 // Agents, queue, store.
 
-/// Looks an order up (echoes its id).
-struct Lookup;
+/// Looks an order up (echoes its id), counting its runs.
+#[derive(Clone, Default)]
+struct Lookup(Arc<AtomicUsize>);
 
 impl Tool for Lookup {
     fn definition(&self) -> ToolDefinition {
@@ -181,12 +191,22 @@ impl Tool for Lookup {
     }
 
     fn call<'a>(&'a self, arguments: Value, _context: ToolContext) -> ToolFuture<'a> {
+        self.0.fetch_add(1, Ordering::SeqCst);
         Box::pin(async move { Ok(format!("order {} shipped", arguments["order_id"])) })
     }
 }
 
 /// An agent named `name` on the fake's `gpt-4o-mini`, batched or live.
 fn agent(name: &str, server: &MockServer, batched: bool) -> AgentConfig<String> {
+    agent_with(name, server, batched, Lookup::default())
+}
+
+fn agent_with(
+    name: &str,
+    server: &MockServer,
+    batched: bool,
+    lookup: Lookup,
+) -> AgentConfig<String> {
     let builder = AgentConfig::<String>::builder(name)
         .model("gpt-4o-mini")
         .provider(
@@ -194,7 +214,7 @@ fn agent(name: &str, server: &MockServer, batched: bool) -> AgentConfig<String> 
                 .with_api_key("sk-test")
                 .with_base_url(format!("{}/v1", server.uri())),
         )
-        .tool(Lookup)
+        .tool(lookup)
         .price("gpt-4o-mini", ModelPrice::new(2.5, 10.0))
         .backoff(Backoff::none());
     let builder = if batched {
@@ -231,12 +251,17 @@ struct Env {
 
 impl Env {
     async fn new() -> Option<Env> {
+        Self::with_ack_wait(Duration::from_secs(30)).await
+    }
+
+    async fn with_ack_wait(ack_wait: Duration) -> Option<Env> {
         let id = format!("{}_{:012x}", std::process::id(), fastrand::u64(..) >> 16);
         let (ns, schema) = (format!("awpb_{id}"), format!("awpb_{id}"));
         let queue = Queue::connect(
             QueueOptions::new()
                 .url(url("NATS_URL", "nats://127.0.0.1:4222"))
-                .namespace(ns),
+                .namespace(ns)
+                .ack_wait(ack_wait),
         )
         .await;
         let pg = url("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test");
@@ -260,11 +285,15 @@ impl Env {
 
     /// A worker in this process over `registry`, with room for every job at once.
     fn worker(&self, registry: Registry) -> Worker {
+        self.worker_with(registry, WorkerOptions::new())
+    }
+
+    fn worker_with(&self, registry: Registry, options: WorkerOptions) -> Worker {
         Worker::new(
             self.queue.clone(),
             Arc::new(self.store.clone()),
             registry,
-            WorkerOptions::new().max_in_flight(64).sweep_every(None),
+            options.max_in_flight(64).sweep_every(None),
         )
     }
 
@@ -405,4 +434,60 @@ async fn an_in_process_pipeline_batches_its_batched_step_too() {
     assert_eq!(fake.state().live_calls, 12);
     let triage = &run.receipt.steps[0].receipt;
     assert!((triage.cost_usd.unwrap() - 6.0 * LIVE_CALL_USD).abs() < 1e-9);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_between_rounds_leaves_runs_that_the_next_worker_resumes_into_its_gate() {
+    let Some(env) = Env::with_ack_wait(Duration::from_secs(1)).await else {
+        return;
+    };
+    let (server, fake) = Fake::start().await;
+    fake.state().hang_create = Some(2);
+    let lookup = Lookup::default();
+    let registry = Registry::new().with(agent_with("triage", &server, true, lookup.clone()));
+    let batch = tokio::spawn({
+        let (queue, store) = (env.queue.clone(), env.store.clone());
+        async move {
+            let options = BatchOptions::new().batch_id("resumed");
+            run_batch_queued(&queue, &store, "triage", inputs(10), &options).await
+        }
+    });
+    env.wait_pending(10).await;
+    // Worker A: round 1 answered, each run's tool ran and its checkpoint holds the
+    // second call; the second job's creation hangs. The worker is killed there (its
+    // task aborted: runs and the gate's driver dropped, nothing acked).
+    let short = WorkerOptions::new().lease(Duration::from_millis(200));
+    let first = env.worker_with(registry.clone(), short.clone());
+    let running = tokio::spawn(async move { first.run(CancellationToken::new()).await });
+    while fake.state().creates < 2 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    running.abort();
+    assert!(running.await.unwrap_err().is_cancelled());
+    assert_eq!(fake.rounds(), [vec![0; 10]]);
+    assert_eq!(lookup.0.load(Ordering::SeqCst), 10);
+
+    // Worker B gets the redelivered jobs (after the 1 s ack wait), resumes each run
+    // from its checkpoint with a seat at its own gate: only round 2 is sent.
+    let (batch, report) = with_worker(env.worker_with(registry, short), batch).await;
+    let batch = batch.unwrap().unwrap();
+    let rounds = fake.rounds();
+    assert_eq!(rounds[0], vec![0; 10]);
+    let later: Vec<usize> = rounds[1..].iter().flatten().copied().collect();
+    assert_eq!(later, vec![1; 10], "every run's second call once, in a batch job");
+    assert_eq!(fake.state().live_calls, 0);
+    assert_eq!(lookup.0.load(Ordering::SeqCst), 10, "no tool ran twice");
+    for (i, record) in batch.records.iter().enumerate() {
+        let record = record.as_ref().unwrap();
+        assert_eq!(record.output, json!(format!("done: ticket-{i}")));
+        assert_eq!(record.metadata.get("resumed").map(String::as_str), Some("true"));
+        assert_eq!(record.metadata.get("delivery").map(String::as_str), Some("2"));
+        assert_eq!(record.usage.llm_calls, 2);
+        let cost = record.usage.cost_usd.unwrap();
+        assert!((cost - LIVE_CALL_USD).abs() < 1e-12, "both calls at the batch price: {cost}");
+    }
+    let gate = &report.provider_batch["triage"];
+    assert_eq!((gate.requests, gate.answered, gate.sent_live), (10, 10, 0));
+    assert_eq!(report.runs, 10);
+    env.remove().await;
 }
