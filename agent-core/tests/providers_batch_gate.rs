@@ -89,7 +89,12 @@ async fn a_gate_outlives_one_batch_each_wave_of_runs_makes_its_own_rounds() {
     }
     let report = gate.report();
     assert_eq!(
-        (report.jobs, report.requests, report.answered, report.sent_live),
+        (
+            report.jobs,
+            report.requests,
+            report.answered,
+            report.sent_live
+        ),
         (6, 21, 21, 0)
     );
     assert_eq!(fake.state().live_calls, 0);

@@ -76,7 +76,10 @@ impl Gates {
         let open = std::mem::take(&mut *lock(&self.open));
         for (agent, entry) in open {
             entry.driver.abort();
-            add(lock(&self.closed).entry(agent).or_default(), &entry.gate.report());
+            add(
+                lock(&self.closed).entry(agent).or_default(),
+                &entry.gate.report(),
+            );
         }
     }
 

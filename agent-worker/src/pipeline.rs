@@ -197,15 +197,14 @@ impl Executor<'_> {
                 let gate = jobs.first().and_then(|job| registry.batch_gate(&job.agent));
                 let runs = async {
                     let gate = gate.as_ref();
-                    let records: Vec<Result<RunRecord, QueueError>> =
-                        futures::stream::iter(jobs)
-                            .map(|job| async move {
-                                let seat = gate.map(agent_core::providers::BatchGate::seat);
-                                registry.run_seated(job, None, seat).await
-                            })
-                            .buffered((*concurrency).max(1))
-                            .collect()
-                            .await;
+                    let records: Vec<Result<RunRecord, QueueError>> = futures::stream::iter(jobs)
+                        .map(|job| async move {
+                            let seat = gate.map(agent_core::providers::BatchGate::seat);
+                            registry.run_seated(job, None, seat).await
+                        })
+                        .buffered((*concurrency).max(1))
+                        .collect()
+                        .await;
                     if let Some(gate) = gate {
                         gate.close();
                     }

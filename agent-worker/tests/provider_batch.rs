@@ -310,10 +310,13 @@ impl Env {
         self.store.close().await.unwrap();
         let pg = url("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test");
         let mut conn = sqlx::PgConnection::connect(&pg).await.unwrap();
-        sqlx::query(&format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.schema))
-            .execute(&mut conn)
-            .await
-            .unwrap();
+        sqlx::query(&format!(
+            "DROP SCHEMA IF EXISTS \"{}\" CASCADE",
+            self.schema
+        ))
+        .execute(&mut conn)
+        .await
+        .unwrap();
     }
 }
 
@@ -345,15 +348,17 @@ async fn run_batch_queued_of_twenty_two_turn_runs_over_one_worker_is_two_batch_j
     // the first round holds every run.
     let batch = tokio::spawn({
         let (queue, store) = (env.queue.clone(), env.store.clone());
-        async move {
-            run_batch_queued(&queue, &store, "triage", inputs(20), &BatchOptions::new()).await
-        }
+        async move { run_batch_queued(&queue, &store, "triage", inputs(20), &BatchOptions::new()).await }
     });
     env.wait_pending(20).await;
     let (batch, report) = with_worker(env.worker(registry), batch).await;
     let batch = batch.unwrap().unwrap();
 
-    assert_eq!(fake.rounds(), [vec![0; 20], vec![1; 20]], "job k holds call k of every run");
+    assert_eq!(
+        fake.rounds(),
+        [vec![0; 20], vec![1; 20]],
+        "job k holds call k of every run"
+    );
     assert_eq!(fake.state().live_calls, 0);
     for (i, record) in batch.records.iter().enumerate() {
         let record = record.as_ref().unwrap();
@@ -398,7 +403,10 @@ async fn a_queued_pipeline_batches_its_first_step_and_calls_live_in_the_second()
 
     assert_eq!(run.receipt.completed, 8);
     for (i, output) in run.outputs.iter().enumerate() {
-        assert_eq!(output.as_deref(), Some(format!("done: done: ticket-{i}").as_str()));
+        assert_eq!(
+            output.as_deref(),
+            Some(format!("done: done: ticket-{i}").as_str())
+        );
         assert_eq!(run.verdicts[i], [Verdict::Promoted, Verdict::Promoted]);
     }
     // Step 1: every call in a batch job (the number of jobs depends on how the worker
@@ -474,17 +482,30 @@ async fn a_worker_killed_between_rounds_leaves_runs_that_the_next_worker_resumes
     let rounds = fake.rounds();
     assert_eq!(rounds[0], vec![0; 10]);
     let later: Vec<usize> = rounds[1..].iter().flatten().copied().collect();
-    assert_eq!(later, vec![1; 10], "every run's second call once, in a batch job");
+    assert_eq!(
+        later,
+        vec![1; 10],
+        "every run's second call once, in a batch job"
+    );
     assert_eq!(fake.state().live_calls, 0);
     assert_eq!(lookup.0.load(Ordering::SeqCst), 10, "no tool ran twice");
     for (i, record) in batch.records.iter().enumerate() {
         let record = record.as_ref().unwrap();
         assert_eq!(record.output, json!(format!("done: ticket-{i}")));
-        assert_eq!(record.metadata.get("resumed").map(String::as_str), Some("true"));
-        assert_eq!(record.metadata.get("delivery").map(String::as_str), Some("2"));
+        assert_eq!(
+            record.metadata.get("resumed").map(String::as_str),
+            Some("true")
+        );
+        assert_eq!(
+            record.metadata.get("delivery").map(String::as_str),
+            Some("2")
+        );
         assert_eq!(record.usage.llm_calls, 2);
         let cost = record.usage.cost_usd.unwrap();
-        assert!((cost - LIVE_CALL_USD).abs() < 1e-12, "both calls at the batch price: {cost}");
+        assert!(
+            (cost - LIVE_CALL_USD).abs() < 1e-12,
+            "both calls at the batch price: {cost}"
+        );
     }
     let gate = &report.provider_batch["triage"];
     assert_eq!((gate.requests, gate.answered, gate.sent_live), (10, 10, 0));

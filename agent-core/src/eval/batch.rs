@@ -57,7 +57,10 @@ where
     // Converted up front: a stream adapter whose closure takes a borrowed input type
     // (`&str`) keeps rustc from proving the batch's future `Send`.
     let inputs: Vec<Input> = inputs.into_iter().map(Into::into).collect();
-    let gated = config.inner.settings_provider_batch().zip(config.batch_gate());
+    let gated = config
+        .inner
+        .settings_provider_batch()
+        .zip(config.batch_gate());
     let (results, provider_batch) = match gated {
         Some((batch, gate)) => {
             let (results, report) =

@@ -378,7 +378,9 @@ impl Seat {
         let (custom_id, receiver) = {
             let mut s = gate.lock();
             if s.stopped {
-                return Ok(Err(LlmError::transient("the batch gate was closed and stopped")));
+                return Ok(Err(LlmError::transient(
+                    "the batch gate was closed and stopped",
+                )));
             }
             let n = s.next_request;
             s.next_request += 1;
