@@ -172,6 +172,17 @@ impl RunOptions {
         self
     }
 
+    /// The run's seat at a provider batch gate ([`BatchGate::seat`](crate::providers::BatchGate::seat)):
+    /// its calls to the gate's model (not streamed) wait for the gate's next batch job
+    /// instead of going live, billed at the batch price, bounded by the batch's
+    /// `deadline` instead of `llm_timeout`. Calls to another model go live. Also taken
+    /// by [`resume_agent_with`](crate::durable::resume_agent_with). See `docs/batch.md`.
+    #[must_use]
+    pub fn batch_seat(mut self, seat: crate::providers::BatchSeat) -> Self {
+        self.batch = Some(seat.into_inner());
+        self
+    }
+
     /// The run id set with [`run_id`](Self::run_id).
     pub fn run_id_value(&self) -> Option<&str> {
         self.run_id.as_deref()

@@ -47,6 +47,7 @@ pub mod output_modes;
 pub mod providers_anthropic;
 pub mod providers_azure;
 pub mod providers_batch;
+pub mod providers_batch_gate;
 pub mod providers_batch_resume;
 pub mod providers_bedrock;
 pub mod providers_compaction;

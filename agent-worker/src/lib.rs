@@ -4,7 +4,8 @@
 //! workers, one stored result per run id however often a job is delivered, dead letters
 //! for runs that keep crashing workers, a request rate per provider shared by every
 //! worker, `run_batch` over the queue with the same [`Receipt`](agent_core::eval::Receipt), and
-//! pipelines of agents. `docs/scale-out.md` has the design and the guarantees.
+//! pipelines of agents; agents with `.provider_batch(..)` have their calls sent in
+//! provider batch jobs (one gate per agent per worker, `docs/batch.md`). `docs/scale-out.md` has the design and the guarantees.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -39,6 +40,7 @@
 mod batch;
 pub mod demo;
 mod error;
+mod gates;
 mod job;
 mod limits;
 mod pipeline;

@@ -192,11 +192,28 @@ impl Executor<'_> {
     async fn run(&self, jobs: &[Job]) -> Result<Vec<Option<RunRecord>>, QueueError> {
         match self {
             Executor::Local(registry, concurrency) => {
-                let runs: Vec<_> = jobs.iter().map(|job| registry.run(job)).collect();
-                let records: Vec<Result<RunRecord, QueueError>> = futures::stream::iter(runs)
-                    .buffered((*concurrency).max(1))
-                    .collect()
-                    .await;
+                // A step's jobs share one agent: with `.provider_batch(..)`, one gate
+                // for the step, each run taking its seat as it starts.
+                let gate = jobs.first().and_then(|job| registry.batch_gate(&job.agent));
+                let runs = async {
+                    let gate = gate.as_ref();
+                    let records: Vec<Result<RunRecord, QueueError>> = futures::stream::iter(jobs)
+                        .map(|job| async move {
+                            let seat = gate.map(agent_core::providers::BatchGate::seat);
+                            registry.run_seated(job, None, seat).await
+                        })
+                        .buffered((*concurrency).max(1))
+                        .collect()
+                        .await;
+                    if let Some(gate) = gate {
+                        gate.close();
+                    }
+                    records
+                };
+                let records = match &gate {
+                    Some(gate) => futures::join!(runs, gate.drive()).0,
+                    None => runs.await,
+                };
                 records.into_iter().map(|r| r.map(Some)).collect()
             }
             Executor::Queued(queue, store, options) => {

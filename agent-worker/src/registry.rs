@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use agent_core::providers::{BatchGate, BatchSeat};
 use agent_core::store::RunRecord;
 use agent_core::{
     AgentConfig, AgentError, AgentOutput, AgentResult, Category, Ending, RunOptions, Value,
@@ -46,7 +47,17 @@ type RecordFuture<'a> = Pin<Box<dyn Future<Output = Result<RunRecord, QueueError
 
 /// One registered agent, its output type erased.
 trait Runnable: Send + Sync {
-    fn run<'a>(&'a self, job: &'a Job, lease: Option<Duration>) -> RecordFuture<'a>;
+    /// Runs `job`, its calls to a batched model waiting at `seat`'s gate when given.
+    fn run<'a>(
+        &'a self,
+        job: &'a Job,
+        lease: Option<Duration>,
+        seat: Option<BatchSeat>,
+    ) -> RecordFuture<'a>;
+
+    /// A new provider batch gate for this agent's runs when its config has
+    /// `.provider_batch(..)` ([`AgentConfig::batch_gate`]).
+    fn batch_gate(&self) -> Option<BatchGate>;
 
     /// This agent checkpointing into `store` when its config has no checkpoint store
     /// of its own; `None` when it has one.
@@ -57,10 +68,15 @@ trait Runnable: Send + Sync {
 }
 
 impl<T: AgentOutput + Sync> Runnable for AgentConfig<T> {
-    fn run<'a>(&'a self, job: &'a Job, lease: Option<Duration>) -> RecordFuture<'a> {
+    fn run<'a>(
+        &'a self,
+        job: &'a Job,
+        lease: Option<Duration>,
+        seat: Option<BatchSeat>,
+    ) -> RecordFuture<'a> {
         Box::pin(async move {
             let started_at_ms = now_ms();
-            let (result, resumed) = match resume_or_start(self, job, lease).await {
+            let (result, resumed) = match resume_or_start(self, job, lease, seat).await {
                 Ok(ran) => ran,
                 Err(Unresumable::Fenced) => {
                     return Err(QueueError::Fenced {
@@ -110,6 +126,10 @@ impl<T: AgentOutput + Sync> Runnable for AgentConfig<T> {
     fn agent_name(&self) -> &str {
         self.name()
     }
+
+    fn batch_gate(&self) -> Option<BatchGate> {
+        AgentConfig::batch_gate(self)
+    }
 }
 
 /// Why a delivery could not continue its run.
@@ -127,20 +147,23 @@ enum Unresumable {
 }
 
 /// Continues the job's run from its checkpoint, or starts it (under the job's run id)
-/// when it has none or the config has no checkpoint store. Returns the result and, with
-/// a checkpoint store, whether it was resumed.
+/// when it has none or the config has no checkpoint store; either way with `seat`, the
+/// run's place at its agent's provider batch gate. Returns the result and, with a
+/// checkpoint store, whether it was resumed.
 async fn resume_or_start<T: AgentOutput + Sync>(
     config: &AgentConfig<T>,
     job: &Job,
     lease: Option<Duration>,
+    seat: Option<BatchSeat>,
 ) -> Result<(AgentResult<T>, Option<bool>), Unresumable> {
-    let options = || {
-        let options = RunOptions::new().run_id(job.run_id.clone());
-        match lease {
-            Some(lease) => options.lease(lease),
-            None => options,
-        }
-    };
+    let mut base = RunOptions::new().run_id(job.run_id.clone());
+    if let Some(lease) = lease {
+        base = base.lease(lease);
+    }
+    if let Some(seat) = seat {
+        base = base.batch_seat(seat);
+    }
+    let options = || base.clone();
     match resume_agent_with(config, &job.run_id, options()).await {
         Ok(result) => return Ok((result, Some(true))),
         Err(ResumeError::NoCheckpointStore) => {
@@ -346,22 +369,27 @@ impl Registry {
     /// run (its resume claimed it first, or it took the run over from this one mid-run:
     /// [`AgentError::Fenced`]): that process stores the record, so this one must not.
     pub async fn run(&self, job: &Job) -> Result<RunRecord, QueueError> {
-        let agent = self.agents.get(&job.agent).ok_or_else(|| {
-            QueueError::invalid(format!("no agent is registered as {:?}", job.agent))
-        })?;
-        agent.run(job, None).await
+        self.run_seated(job, None, None).await
     }
 
-    /// [`run`](Self::run) with the run's lease ([`RunOptions::lease`]).
-    pub(crate) async fn run_with_lease(
+    /// [`run`](Self::run) with the run's lease ([`RunOptions::lease`]) and its seat at
+    /// the agent's provider batch gate ([`RunOptions::batch_seat`]).
+    pub(crate) async fn run_seated(
         &self,
         job: &Job,
-        lease: Duration,
+        lease: Option<Duration>,
+        seat: Option<BatchSeat>,
     ) -> Result<RunRecord, QueueError> {
         let agent = self.agents.get(&job.agent).ok_or_else(|| {
             QueueError::invalid(format!("no agent is registered as {:?}", job.agent))
         })?;
-        agent.run(job, Some(lease)).await
+        agent.run(job, lease, seat).await
+    }
+
+    /// A new provider batch gate for the runs of the agent registered as `agent` when
+    /// its config has `.provider_batch(..)`; `None` otherwise or when not registered.
+    pub(crate) fn batch_gate(&self, agent: &str) -> Option<BatchGate> {
+        self.agents.get(agent)?.batch_gate()
     }
 }
 

@@ -1,10 +1,12 @@
 //! [`Worker`]: pulls jobs, runs them, stores each result once, publishes, then acks.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use agent_core::durable::CheckpointStore;
+use agent_core::providers::{BatchReport, BatchSeat};
 use agent_core::store::RunRecord;
 use agent_core::{CancellationToken, store::FeedbackStore};
 use async_nats::jetstream::{AckKind, Message};
@@ -13,6 +15,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::error::QueueError;
+use crate::gates::Gates;
 use crate::job::{DeadLetter, Done, Job};
 use crate::queue::Queue;
 use crate::registry::{META_DELIVERY, Registry};
@@ -98,7 +101,7 @@ impl WorkerOptions {
 }
 
 /// What a worker did, returned when it stops.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WorkerReport {
     /// Jobs this worker ran and stored.
@@ -122,6 +125,10 @@ pub struct WorkerReport {
     /// Unfinished runs whose lease had lapsed that the sweeper could not put back: no
     /// agent of this worker has their agent's name (reported once per run and lease).
     pub orphans: u64,
+    /// What the provider batch jobs of this worker did, per registered agent name: only
+    /// the agents whose config has `.provider_batch(..)` and that ran a job here (each
+    /// has one gate while the worker runs; see `docs/batch.md`, "Over the queue").
+    pub provider_batch: BTreeMap<String, BatchReport>,
 }
 
 #[derive(Default)]
@@ -144,6 +151,8 @@ struct Inner {
     registry: Registry,
     counters: Counters,
     lease: Duration,
+    /// The provider batch gates of the agents with `.provider_batch(..)`.
+    gates: Gates,
 }
 
 /// A stateless worker: the agents it can run, the queue it serves and the store its
@@ -229,6 +238,7 @@ impl Worker {
                 registry,
                 counters: Counters::default(),
                 lease: options.lease,
+                gates: Gates::default(),
             }),
             options,
         }
@@ -247,6 +257,7 @@ impl Worker {
             .info()
             .await
             .map_or(self.inner.queue.options.ack_wait, |i| i.config.ack_wait);
+        let _gates = crate::gates::StopOnDrop(&self.inner.gates);
         let slots = Arc::new(Semaphore::new(self.options.max_in_flight.max(1)));
         let mut tasks = JoinSet::new();
         let sweeper = match (&self.inner.checkpoints, self.options.sweep_every) {
@@ -297,15 +308,20 @@ impl Worker {
             while let Some(message) = batch.next().await {
                 match message {
                     Ok(message) => {
+                        // Taken as the job comes in: a round of the agent's batch gate
+                        // waits for this run's call (up to its collect window).
+                        let seat = seat_for(&self.inner, &message);
                         let Some(permit) = permits.pop() else {
                             // More than asked for: run it anyway, without a slot.
                             let inner = Arc::clone(&self.inner);
-                            tasks.spawn(async move { process(&inner, message, ack_wait).await });
+                            tasks.spawn(async move {
+                                process(&inner, message, ack_wait, seat).await;
+                            });
                             continue;
                         };
                         let inner = Arc::clone(&self.inner);
                         tasks.spawn(async move {
-                            process(&inner, message, ack_wait).await;
+                            process(&inner, message, ack_wait, seat).await;
                             drop(permit);
                         });
                     }
@@ -319,6 +335,8 @@ impl Worker {
             while tasks.try_join_next().is_some() {}
         }
         while tasks.join_next().await.is_some() {}
+        // No run holds a seat any more: each gate's driver returns.
+        self.inner.gates.stop().await;
         if let Some(sweeper) = sweeper {
             // It stops at the shutdown, between two looks.
             let _ = sweeper.await;
@@ -338,8 +356,21 @@ impl Worker {
             waiting: c.waiting.load(Ordering::Relaxed),
             swept: c.swept.load(Ordering::Relaxed),
             orphans: c.orphans.load(Ordering::Relaxed),
+            provider_batch: self.inner.gates.reports(),
         }
     }
+}
+
+/// The job's seat at its agent's provider batch gate, when the agent is registered here
+/// and its config has `.provider_batch(..)`; only the agent's name is read (a job that
+/// does not decode is dead-lettered by [`process`]).
+fn seat_for(inner: &Inner, message: &Message) -> Option<BatchSeat> {
+    #[derive(serde::Deserialize)]
+    struct Named {
+        agent: String,
+    }
+    let named: Named = serde_json::from_slice(&message.payload).ok()?;
+    inner.gates.seat(&inner.registry, &named.agent)
 }
 
 async fn ack(message: &Message, kind: AckKind) {
@@ -355,7 +386,7 @@ async fn retry(inner: &Inner, message: &Message, why: &str) {
     ack(message, AckKind::Nak(Some(Duration::from_secs(1)))).await;
 }
 
-async fn process(inner: &Inner, message: Message, ack_wait: Duration) {
+async fn process(inner: &Inner, message: Message, ack_wait: Duration, seat: Option<BatchSeat>) {
     let deliveries = message.info().map_or(1, |i| i.delivered.max(1) as u64);
     let job: Job = match serde_json::from_slice(&message.payload) {
         Ok(job) => job,
@@ -399,7 +430,7 @@ async fn process(inner: &Inner, message: Message, ack_wait: Duration) {
         return retry(inner, &message, &format!("no agent {:?} here", job.agent)).await;
     }
     let record = {
-        let run = inner.registry.run_with_lease(&job, inner.lease);
+        let run = inner.registry.run_seated(&job, Some(inner.lease), seat);
         tokio::pin!(run);
         let beat = (ack_wait / 3).max(Duration::from_millis(30));
         let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + beat, beat);

@@ -14,5 +14,6 @@
 pub mod default_checkpoints;
 pub mod durable;
 pub mod faults;
+pub mod provider_batch;
 pub mod queue;
 pub mod sweeper;

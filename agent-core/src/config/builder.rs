@@ -298,15 +298,15 @@ impl<T: AgentOutput> AgentConfigBuilder<T> {
         self
     }
 
-    /// Sends the LLM calls of [`run_batch`](crate::eval::run_batch) through the
-    /// provider's batch API, one job per round of calls, at the batch price (half the
-    /// live price): OpenAI's Batch API for the OpenAI Chat Completions routes (`gpt-`,
-    /// `o1`/`o3`/`o4`, `chatgpt-`) and Anthropic's Message Batches for `claude-` (see
-    /// [`ProviderBatch`](crate::providers::ProviderBatch) and `docs/batch.md`). The
-    /// primary model's calls alone are batched (a fallback model's go live), and only
-    /// in `run_batch`: `run_agent` and streamed runs of the same config call live.
-    /// `build()` rejects it for any other route, and for a client of your own
-    /// (`.llm(..)`), with [`ConfigError::InvalidSetting`] naming the model.
+    /// Sends the LLM calls of [`run_batch`](crate::eval::run_batch) (and of an
+    /// `agent-worker` worker's runs, or any run seated at a
+    /// [`BatchGate`](crate::providers::BatchGate)) through the provider's batch API, one
+    /// job per round of calls, at half the live price: OpenAI's Batch API for `gpt-`,
+    /// `o1`/`o3`/`o4`, `chatgpt-`, Anthropic's Message Batches for `claude-` (see
+    /// [`ProviderBatch`](crate::providers::ProviderBatch), `docs/batch.md`). Only the
+    /// primary model's calls (a fallback's go live); a plain `run_agent` and streamed
+    /// runs call live. `build()` rejects it for any other route, and for a client of
+    /// your own (`.llm(..)`), with [`ConfigError::InvalidSetting`] naming the model.
     #[must_use]
     pub fn provider_batch(mut self, batch: crate::providers::ProviderBatch) -> Self {
         self.settings.provider_batch = Some(batch);

@@ -1,5 +1,6 @@
 //! [`AgentConfig`]: a frozen, validated agent definition.
 
+mod batch_gate;
 mod builder;
 mod caching;
 mod checks;
@@ -248,8 +249,9 @@ impl<T: AgentOutput> AgentConfig<T> {
         self.inner.settings.stores.checkpoints.is_some()
     }
 
-    /// The provider batch settings (`.provider_batch(..)`), when set: `run_batch`
-    /// sends this config's LLM calls in provider batch jobs.
+    /// The provider batch settings (`.provider_batch(..)`), when set: `run_batch` (and
+    /// any run seated at a [`batch_gate`](Self::batch_gate)) sends this config's LLM
+    /// calls in provider batch jobs.
     pub fn provider_batch(&self) -> Option<&crate::providers::ProviderBatch> {
         self.inner.settings.provider_batch.as_ref()
     }

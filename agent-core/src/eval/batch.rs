@@ -60,11 +60,11 @@ where
     let gated = config
         .inner
         .settings_provider_batch()
-        .zip(config.inner.primary().batch.clone());
+        .zip(config.batch_gate());
     let (results, provider_batch) = match gated {
-        Some((batch, wire)) => {
+        Some((batch, gate)) => {
             let (results, report) =
-                super::provider_batch::run_gated(config, inputs, concurrency, batch, wire).await;
+                super::provider_batch::run_gated(config, inputs, concurrency, batch, gate).await;
             (results, Some(report))
         }
         None => (live(config, inputs, concurrency).await, None),

@@ -1,31 +1,27 @@
 //! [`run_batch`](super::run_batch) over a provider's batch API: every run gets a seat
-//! at one gate, which sends each round of the runs' LLM calls as one batch job (see
-//! `providers/batch/` and `docs/batch.md`).
-
-use std::sync::Arc;
+//! at one [`BatchGate`], which sends each round of the runs' LLM calls as one batch job
+//! (see `providers/batch/` and `docs/batch.md`).
 
 use futures::StreamExt;
 
 use crate::config::AgentConfig;
 use crate::content::Input;
 use crate::output::AgentOutput;
-use crate::providers::batch::{BatchWire, Gate};
-use crate::providers::{BatchReport, ProviderBatch};
+use crate::providers::{BatchGate, BatchReport, ProviderBatch};
 use crate::result::AgentResult;
 use crate::run_options::RunOptions;
 use crate::runner::{resume_agent_with, run_agent_with};
 use crate::store::ResumeError;
 
-/// Runs `inputs` through a gate over `wire`, at most `concurrency` at a time; returns
-/// the results in input order and what the jobs did.
+/// Runs `inputs` through `gate`, at most `concurrency` at a time; returns the results
+/// in input order and what the jobs did.
 pub(super) async fn run_gated<T: AgentOutput>(
     config: &AgentConfig<T>,
     inputs: Vec<Input>,
     concurrency: usize,
     batch: &ProviderBatch,
-    wire: Arc<dyn BatchWire>,
+    gate: BatchGate,
 ) -> (Vec<AgentResult<T>>, BatchReport) {
-    let gate = Gate::new(wire, batch.clone());
     let prefix = batch.run_ids.as_deref();
     let runs = async {
         let gate = &gate;
@@ -47,13 +43,12 @@ pub(super) async fn run_gated<T: AgentOutput>(
 /// and one is stored, else started.
 async fn one<T: AgentOutput>(
     config: &AgentConfig<T>,
-    gate: &Arc<Gate>,
+    gate: &BatchGate,
     index: usize,
     input: Input,
     prefix: Option<&str>,
 ) -> AgentResult<T> {
-    let mut options = RunOptions::new();
-    options.batch = Some(Arc::new(gate.seat()));
+    let options = RunOptions::new().batch_seat(gate.seat());
     let Some(prefix) = prefix else {
         return run_agent_with(config, input, options).await;
     };

@@ -164,7 +164,7 @@ use std::time::Duration;
 #[cfg(feature = "anthropic")]
 #[cfg_attr(docsrs, doc(cfg(feature = "anthropic")))]
 pub use anthropic::AnthropicClient;
-pub use batch::{BatchFallback, BatchReport, ProviderBatch};
+pub use batch::{BatchFallback, BatchGate, BatchReport, BatchSeat, ProviderBatch};
 #[cfg(feature = "bedrock")]
 #[cfg_attr(docsrs, doc(cfg(feature = "bedrock")))]
 pub use bedrock::BedrockClient;

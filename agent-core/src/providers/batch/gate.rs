@@ -49,6 +49,8 @@ struct State {
     first_at: Option<Instant>,
     /// Every run of the batch ended: the gate stops once its queue is empty.
     closed: bool,
+    /// The driver returned: a call made now fails at once instead of waiting forever.
+    stopped: bool,
     report: BatchReport,
 }
 
@@ -141,6 +143,12 @@ impl Gate {
         let rounds = async {
             while let Some(round) = self.next_round().await {
                 self.run_job(round).await;
+                // Calls that came while the job was in flight get their window from
+                // now: the runs the job answered have it to join them.
+                let mut s = self.lock();
+                if s.first_at.is_some() {
+                    s.first_at = Some(Instant::now());
+                }
             }
         };
         futures::join!(rounds, self.stored.drive(&*self.wire, &self.options));
@@ -157,7 +165,10 @@ impl Gate {
             let until = {
                 let mut s = self.lock();
                 match s.first_at {
-                    None if s.closed => return None,
+                    None if s.closed => {
+                        s.stopped = true;
+                        return None;
+                    }
                     None => None,
                     Some(first) => {
                         let due = first + self.options.collect_window;
@@ -389,8 +400,15 @@ impl Seat {
         stored: Option<&BatchedCall>,
     ) -> Result<Ticket<'_>, LlmError> {
         let gate = &self.gate;
+        // One lock from the check to the queueing: a gate that stopped takes no call
+        // (nothing would ever answer it).
+        let mut s = gate.lock();
+        if s.stopped {
+            return Err(LlmError::transient("the batch gate was closed and stopped"));
+        }
         if let Some(call) = stored.filter(|c| c.provider == gate.wire.provider()) {
             let reply = gate.stored.wait(call);
+            drop(s);
             gate.changed.notify_one();
             return Ok(Ticket {
                 seat: self,
@@ -402,7 +420,6 @@ impl Seat {
             });
         }
         let (custom_id, reply, accepted) = {
-            let mut s = gate.lock();
             let n = s.next_request;
             s.next_request += 1;
             let custom_id = format!("{}-s{}-q{n}", gate.nonce, self.id);
@@ -421,6 +438,7 @@ impl Seat {
             }
             (custom_id, reply_rx, accepted_rx)
         };
+        drop(s);
         gate.changed.notify_one();
         Ok(Ticket {
             seat: self,

@@ -3,12 +3,14 @@
 //! did ([`BatchReport`]), and, crate-private, the wire of each provider's batch endpoints
 //! ([`BatchWire`], `wire.rs`; the adapters' own files implement it), their HTTP calls
 //! (`fetch.rs`), the gate that gathers the runs' LLM calls into one job per round
-//! (`gate.rs`), the wait on one submitted job (`job.rs`), and the wait of a resumed
-//! run's call on the job an earlier process put it in (`resume.rs`, [`BatchedCall`]).
-//! The rules are in `docs/batch.md`.
+//! (`gate.rs`; its public handle, [`BatchGate`] and [`BatchSeat`], in `handle.rs`, for
+//! runs beyond one `run_batch`: a queue worker's), the wait on one submitted job
+//! (`job.rs`), and the wait of a resumed run's call on the job an earlier process put it
+//! in (`resume.rs`, [`BatchedCall`]). The rules are in `docs/batch.md`.
 
 mod fetch;
 mod gate;
+mod handle;
 mod job;
 mod options;
 mod resume;
@@ -20,7 +22,8 @@ mod wire;
     allow(unused_imports)
 )]
 pub(crate) use fetch::{Fetcher, jsonl_lines};
-pub(crate) use gate::{Gate, Gated, Seat};
+pub(crate) use gate::{Gated, Seat};
+pub use handle::{BatchGate, BatchSeat};
 pub use options::{BatchFallback, BatchReport, ProviderBatch};
 pub(crate) use resume::BatchedCall;
 #[cfg_attr(

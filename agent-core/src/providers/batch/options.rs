@@ -118,7 +118,8 @@ impl ProviderBatch {
 }
 
 /// What the batch jobs of one [`run_batch`](crate::eval::run_batch) did (in
-/// [`Batch::provider_batch`](crate::eval::Batch::provider_batch)).
+/// [`Batch::provider_batch`](crate::eval::Batch::provider_batch)), or of one
+/// [`BatchGate`](crate::providers::BatchGate) so far ([`BatchGate::report`](crate::providers::BatchGate::report)).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct BatchReport {
