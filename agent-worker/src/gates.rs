@@ -64,9 +64,10 @@ impl Gates {
                 batch.requests = report.requests,
                 batch.answered = report.answered,
                 batch.sent_live = report.sent_live,
+                batch.resumed_jobs = report.resumed_jobs,
                 "provider batch gate closed"
             );
-            add(lock(&self.closed).entry(agent).or_default(), &report);
+            lock(&self.closed).entry(agent).or_default().absorb(&report);
         }
     }
 
@@ -76,10 +77,10 @@ impl Gates {
         let open = std::mem::take(&mut *lock(&self.open));
         for (agent, entry) in open {
             entry.driver.abort();
-            add(
-                lock(&self.closed).entry(agent).or_default(),
-                &entry.gate.report(),
-            );
+            lock(&self.closed)
+                .entry(agent)
+                .or_default()
+                .absorb(&entry.gate.report());
         }
     }
 
@@ -87,23 +88,12 @@ impl Gates {
     pub(crate) fn reports(&self) -> BTreeMap<String, BatchReport> {
         let mut out = lock(&self.closed).clone();
         for (agent, entry) in lock(&self.open).iter() {
-            add(out.entry(agent.clone()).or_default(), &entry.gate.report());
+            out.entry(agent.clone())
+                .or_default()
+                .absorb(&entry.gate.report());
         }
         out
     }
-}
-
-/// Adds `more` to `into`, field by field.
-fn add(into: &mut BatchReport, more: &BatchReport) {
-    into.jobs = into.jobs.saturating_add(more.jobs);
-    into.requests = into.requests.saturating_add(more.requests);
-    into.answered = into.answered.saturating_add(more.answered);
-    into.unanswered = into.unanswered.saturating_add(more.unanswered);
-    into.sent_live = into.sent_live.saturating_add(more.sent_live);
-    into.unknown_results = into.unknown_results.saturating_add(more.unknown_results);
-    into.deadline_cancelled = into
-        .deadline_cancelled
-        .saturating_add(more.deadline_cancelled);
 }
 
 /// Aborts the gates' drivers when dropped: held by `Worker::run`, so a worker stopped

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use agent_core::config::Backoff;
+use agent_core::durable::CheckpointStore;
 use agent_core::pricing::ModelPrice;
 use agent_core::providers::{ProviderBatch, ProviderOptions};
 use agent_core::tool::{ToolDefinition, ToolFuture};
@@ -41,6 +42,8 @@ struct State {
     creates: usize,
     /// Creating job number `n` (1-based) never returns.
     hang_create: Option<usize>,
+    /// Job `batch_{n}` reads `in_progress` while this is `Some(n)`.
+    hold: Option<usize>,
 }
 
 #[derive(Clone, Default)]
@@ -152,6 +155,9 @@ impl Respond for Fake {
             // Every job has completed by its first poll.
             (false, ["v1", "batches", id]) => {
                 let index: usize = id.trim_start_matches("batch_").parse().unwrap();
+                if s.hold == Some(index) {
+                    return ok(&json!({"id": id, "object": "batch", "status": "in_progress"}));
+                }
                 let mut out = Vec::new();
                 for line in &s.jobs[index] {
                     let result = json!({"id": "batch_req", "custom_id": line["custom_id"],
@@ -510,5 +516,82 @@ async fn a_worker_killed_between_rounds_leaves_runs_that_the_next_worker_resumes
     let gate = &report.provider_batch["triage"];
     assert_eq!((gate.requests, gate.answered, gate.sent_live), (10, 10, 0));
     assert_eq!(report.runs, 10);
+    env.remove().await;
+}
+
+/// The job run `run_id`'s checkpoint names as holding its batched call, if any.
+async fn recorded_job(store: &Store, run_id: &str) -> Option<String> {
+    let record = store.load(run_id).await.unwrap()?;
+    let state: Value = serde_json::from_str(&record.state).ok()?;
+    state["state"]["batch_call"]["job"]
+        .as_str()
+        .map(str::to_owned)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_while_a_job_is_in_flight_leaves_runs_the_next_worker_resumes_on_that_job()
+{
+    let Some(env) = Env::with_ack_wait(Duration::from_secs(1)).await else {
+        return;
+    };
+    let (server, fake) = Fake::start().await;
+    fake.state().hold = Some(1);
+    let lookup = Lookup::default();
+    let registry = Registry::new().with(agent_with("triage", &server, true, lookup.clone()));
+    let batch = tokio::spawn({
+        let (queue, store) = (env.queue.clone(), env.store.clone());
+        async move {
+            let options = BatchOptions::new().batch_id("inflight");
+            run_batch_queued(&queue, &store, "triage", inputs(10), &options).await
+        }
+    });
+    env.wait_pending(10).await;
+    // Worker A: round 1 answered, each run's tool ran; round 2's job `batch_1` was
+    // accepted and each run's checkpoint names it; the job stays in progress. The
+    // worker is killed there (nothing acked, the job's results never read).
+    let short = WorkerOptions::new().lease(Duration::from_millis(200));
+    let first = env.worker_with(registry.clone(), short.clone());
+    let running = tokio::spawn(async move { first.run(CancellationToken::new()).await });
+    for i in 0..10 {
+        let id = format!("inflight-{i}");
+        while recorded_job(&env.store, &id).await.as_deref() != Some("batch_1") {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    running.abort();
+    assert!(running.await.unwrap_err().is_cancelled());
+    assert_eq!(fake.rounds(), [vec![0; 10], vec![1; 10]]);
+
+    // The provider finishes the job; worker B gets the redelivered jobs and each
+    // resumed run waits on `batch_1` at B's gate instead of sending its call again.
+    fake.state().hold = None;
+    let (batch, report) = with_worker(env.worker_with(registry, short), batch).await;
+    let batch = batch.unwrap().unwrap();
+    assert_eq!(
+        fake.rounds(),
+        [vec![0; 10], vec![1; 10]],
+        "no job beyond the two rounds"
+    );
+    assert_eq!(fake.state().live_calls, 0);
+    assert_eq!(lookup.0.load(Ordering::SeqCst), 10, "no tool ran twice");
+    for (i, record) in batch.records.iter().enumerate() {
+        let record = record.as_ref().unwrap();
+        assert_eq!(record.output, json!(format!("done: ticket-{i}")));
+        assert_eq!(record.usage.llm_calls, 2);
+        let cost = record.usage.cost_usd.unwrap();
+        assert!(
+            (cost - LIVE_CALL_USD).abs() < 1e-12,
+            "both calls at the batch price: {cost}"
+        );
+        assert_eq!(
+            recorded_job(&env.store, &format!("inflight-{i}")).await,
+            None
+        );
+    }
+    let gate = &report.provider_batch["triage"];
+    assert_eq!(
+        (gate.jobs, gate.resumed_jobs, gate.answered, gate.sent_live),
+        (0, 1, 10, 0)
+    );
     env.remove().await;
 }

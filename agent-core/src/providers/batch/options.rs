@@ -147,15 +147,18 @@ pub struct BatchReport {
 }
 
 impl BatchReport {
-    /// Adds `other`'s counts to these.
-    pub(crate) fn absorb(&mut self, other: &BatchReport) {
-        self.jobs += other.jobs;
-        self.requests += other.requests;
-        self.answered += other.answered;
-        self.unanswered += other.unanswered;
-        self.sent_live += other.sent_live;
-        self.unknown_results += other.unknown_results;
-        self.deadline_cancelled += other.deadline_cancelled;
-        self.resumed_jobs += other.resumed_jobs;
+    /// Adds `other`'s counts to these, every field (saturating): the report of several
+    /// gates, or of a gate and the stored jobs it read.
+    pub fn absorb(&mut self, other: &BatchReport) {
+        self.jobs = self.jobs.saturating_add(other.jobs);
+        self.requests = self.requests.saturating_add(other.requests);
+        self.answered = self.answered.saturating_add(other.answered);
+        self.unanswered = self.unanswered.saturating_add(other.unanswered);
+        self.sent_live = self.sent_live.saturating_add(other.sent_live);
+        self.unknown_results = self.unknown_results.saturating_add(other.unknown_results);
+        self.deadline_cancelled = self
+            .deadline_cancelled
+            .saturating_add(other.deadline_cancelled);
+        self.resumed_jobs = self.resumed_jobs.saturating_add(other.resumed_jobs);
     }
 }
