@@ -33,6 +33,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             &is_known,
         );
         self.add_usage(&response);
+        self.on_provider_searches(&response.provider_searches);
         let input_tokens = response.usage.input_tokens;
         let LlmResponse {
             text,
