@@ -81,7 +81,10 @@ fn shop() -> Vec<Shop> {
     .collect()
 }
 
-fn with_shop(mut builder: AgentConfigBuilder<Triage>, tools: &[Shop]) -> AgentConfigBuilder<Triage> {
+fn with_shop(
+    mut builder: AgentConfigBuilder<Triage>,
+    tools: &[Shop],
+) -> AgentConfigBuilder<Triage> {
     for tool in tools {
         builder = builder.tool(tool.clone());
     }
@@ -92,9 +95,12 @@ fn with_shop(mut builder: AgentConfigBuilder<Triage>, tools: &[Shop]) -> AgentCo
     )
 }
 
-/// The reveals the run's observer saw: (llm call, tools).
+/// A reveal: the LLM call, the tools.
+type Reveal = (u32, Vec<String>);
+
+/// The reveals the run's observer saw.
 #[derive(Clone, Default)]
-struct Reveals(Arc<Mutex<Vec<(u32, Vec<String>)>>>);
+struct Reveals(Arc<Mutex<Vec<Reveal>>>);
 
 impl Reveals {
     fn observer(&self) -> impl Fn(&RunEvent<'_>) + Send + Sync + 'static {
@@ -109,7 +115,7 @@ impl Reveals {
         }
     }
 
-    fn get(&self) -> Vec<(u32, Vec<String>)> {
+    fn get(&self) -> Vec<Reveal> {
         self.0.lock().unwrap().clone()
     }
 }
@@ -159,8 +165,10 @@ fn search_blocks(names: &[&str]) -> Vec<Value> {
 fn anthropic_search_then_refund(names: &[&str]) -> ResponseTemplate {
     let mut content = vec![json!({"type": "text", "text": "Let me find a tool."})];
     content.extend(search_blocks(names));
-    content.push(json!({"type": "tool_use", "id": "toolu_refund", "name": "refund_order",
-                        "input": {"order_id": "A-1"}}));
+    content.push(
+        json!({"type": "tool_use", "id": "toolu_refund", "name": "refund_order",
+                        "input": {"order_id": "A-1"}}),
+    );
     anthropic(Value::Array(content), "tool_use")
 }
 
@@ -186,14 +194,20 @@ fn deferral(body: &Value) -> Vec<(String, bool)> {
 }
 
 fn pairs(expected: &[(&str, bool)]) -> Vec<(String, bool)> {
-    expected.iter().map(|(n, d)| ((*n).to_owned(), *d)).collect()
+    expected
+        .iter()
+        .map(|(n, d)| ((*n).to_owned(), *d))
+        .collect()
 }
 
 #[tokio::test]
 async fn anthropic_search_reveals_a_tool_the_model_calls_and_its_blocks_go_back_unchanged() {
     let server = serve(
         ANTHROPIC_PATH,
-        vec![anthropic_search_then_refund(&["refund_order"]), anthropic_submit()],
+        vec![
+            anthropic_search_then_refund(&["refund_order"]),
+            anthropic_submit(),
+        ],
     )
     .await;
     let tools = shop();
@@ -247,9 +261,14 @@ async fn anthropic_search_reveals_a_tool_the_model_calls_and_its_blocks_go_back_
     assert_eq!(deferral(&bodies[1]), first);
     let mut turn = search_blocks(&["refund_order"]);
     turn.push(json!({"type": "text", "text": "Let me find a tool."}));
-    turn.push(json!({"type": "tool_use", "id": "toolu_refund", "name": "refund_order",
-                     "input": {"order_id": "A-1"}}));
-    assert_eq!(bodies[1]["messages"][1], json!({"role": "assistant", "content": turn}));
+    turn.push(
+        json!({"type": "tool_use", "id": "toolu_refund", "name": "refund_order",
+                     "input": {"order_id": "A-1"}}),
+    );
+    assert_eq!(
+        bodies[1]["messages"][1],
+        json!({"role": "assistant", "content": turn})
+    );
     assert_eq!(
         bodies[1]["messages"][2]["content"][0]["tool_use_id"],
         "toolu_refund"
@@ -257,11 +276,14 @@ async fn anthropic_search_reveals_a_tool_the_model_calls_and_its_blocks_go_back_
 
     // The revealed set: the event and the trace's event, as the local search's.
     assert_eq!(reveals.get(), [(1, vec!["refund_order".to_owned()])]);
-    assert_eq!(trace_reveals(&traces), [(1, vec!["refund_order".to_owned()])]);
+    assert_eq!(
+        trace_reveals(&traces),
+        [(1, vec!["refund_order".to_owned()])]
+    );
 }
 
 /// The `ToolsRevealed` events of the last trace: (llm call, tools).
-fn trace_reveals(traces: &LastTrace) -> Vec<(u32, Vec<String>)> {
+fn trace_reveals(traces: &LastTrace) -> Vec<Reveal> {
     let trace = traces.0.lock().unwrap().clone().unwrap();
     trace
         .events
@@ -340,7 +362,10 @@ async fn a_streamed_anthropic_search_is_read_as_a_plain_one() {
 async fn a_provider_search_counts_toward_max_tool_calls() {
     let server = serve(
         ANTHROPIC_PATH,
-        vec![anthropic_search_then_refund(&["refund_order"]), anthropic_submit()],
+        vec![
+            anthropic_search_then_refund(&["refund_order"]),
+            anthropic_submit(),
+        ],
     )
     .await;
     let tools = shop();
@@ -388,7 +413,10 @@ async fn a_reference_to_no_tool_of_the_config_is_ignored() {
     assert_eq!(result.outcome, Ok(expected_triage()));
     assert_eq!(tools[1].runs(), 1);
     assert_eq!(reveals.get(), [(1, vec!["refund_order".to_owned()])]);
-    assert_eq!(trace_reveals(&traces), [(1, vec!["refund_order".to_owned()])]);
+    assert_eq!(
+        trace_reveals(&traces),
+        [(1, vec!["refund_order".to_owned()])]
+    );
     // The blocks still go back as they came, the unknown name included.
     let bodies = bodies(&server).await;
     assert_eq!(
@@ -468,6 +496,55 @@ async fn a_fallback_to_a_wire_without_native_search_goes_on_locally_with_the_rev
     // Claude's first call, then its three tries of the second (max_llm_retries 3).
     assert_eq!(requests(&claude).await.len(), 4);
     assert_eq!(reveals.get(), [(1, vec!["refund_order".to_owned()])]);
+}
+
+// A fallback from Claude to another Claude model: the first model's search blocks are
+// dropped at the switch, so the tool they revealed goes loaded (not deferred) and the
+// model can call it without searching again; the others stay deferred.
+#[tokio::test]
+async fn after_a_switch_the_revealed_tool_goes_loaded_to_a_native_fallback() {
+    let sonnet = MockServer::start().await;
+    mount_post(
+        &sonnet,
+        ANTHROPIC_PATH,
+        anthropic_search_then_refund(&["refund_order"]),
+        Some(1),
+    )
+    .await;
+    let overloaded = ResponseTemplate::new(529).set_body_json(json!({"type": "error",
+        "error": {"type": "overloaded_error", "message": "Overloaded"}}));
+    mount_post(&sonnet, ANTHROPIC_PATH, overloaded, None).await;
+    let opus = serve(ANTHROPIC_PATH, vec![anthropic_submit()]).await;
+    let tools = shop();
+    let config = with_shop(triage("claude-sonnet-4-5", &sonnet.uri()), &tools)
+        .fallback_model_with(
+            "claude-opus-4-5",
+            ProviderOptions::default()
+                .with_api_key(KEY)
+                .with_base_url(opus.uri()),
+        )
+        .build()
+        .unwrap();
+    let result = run_agent_with(&config, "Refund A-1", RunOptions::new()).await;
+    assert_eq!(result.outcome, Ok(expected_triage()));
+    let sent = bodies(&opus).await;
+    assert_eq!(
+        sent[0]["tools"][0]["type"],
+        "tool_search_tool_bm25_20251119"
+    );
+    assert_eq!(
+        deferral(&sent[0]),
+        pairs(&[
+            ("lookup_order", false),
+            ("refund_order", false),
+            ("cancel_order", true),
+            ("get_weather", true),
+            ("submit_output", false),
+        ])
+    );
+    let text = sent[0]["messages"].to_string();
+    assert!(!text.contains("srvtoolu_01"), "{text}");
+    assert!(text.contains("toolu_refund"), "{text}");
 }
 
 // A run on Claude pauses for approval of the tool its provider search revealed; it is
@@ -567,7 +644,11 @@ async fn openai_responses_search_reveals_a_tool_and_its_items_go_back_unchanged(
         RESPONSES_PATH,
         vec![
             responses(Value::Array(first)),
-            responses(json!([function_call("call_submit", "submit_output", &answer())])),
+            responses(json!([function_call(
+                "call_submit",
+                "submit_output",
+                &answer()
+            )])),
         ],
     )
     .await;

@@ -576,8 +576,8 @@ pub struct LlmResponse {
     /// the provider gave one: set with [`StopReason::Refusal`] or
     /// [`StopReason::ContentFilter`]; `None` otherwise.
     pub refusal: Option<RefusalReason>,
-    /// The provider's own tool searches of the turn (none by default).
-    pub provider_searches: ProviderSearches,
+    /// The provider's own tool searches of the turn, when it ran any (boxed: rare).
+    pub provider_searches: Option<Box<ProviderSearches>>,
 }
 
 impl LlmResponse {

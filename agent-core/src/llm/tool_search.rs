@@ -46,8 +46,9 @@ impl NativeToolSearch {
 }
 
 /// What the provider's own tool search did in one model turn
-/// ([`LlmResponse::provider_searches`](super::LlmResponse::provider_searches)): the
-/// runner counts each search as a tool call and adds the revealed names to the run's.
+/// ([`LlmResponse::provider_searches`](super::LlmResponse::provider_searches), set only
+/// when the turn had a search): the runner counts each search as a tool call and adds
+/// the revealed names to the run's.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ProviderSearches {
@@ -63,5 +64,27 @@ impl ProviderSearches {
     /// Whether the turn had no provider search.
     pub fn is_empty(&self) -> bool {
         self.searches == 0 && self.revealed.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_is_deferred_until_revealed_and_after_only_while_referenced() {
+        let search = NativeToolSearch::new(
+            ["refund_order".to_owned(), "cancel_order".to_owned()],
+            ["refund_order".to_owned()],
+        );
+        let none = HashSet::new();
+        let refund: HashSet<&str> = ["refund_order"].into_iter().collect();
+        assert!(search.defers("cancel_order", &none));
+        assert!(!search.defers("refund_order", &none));
+        assert!(search.defers("refund_order", &refund));
+        // Not searchable (always-on, the runner's own): never deferred.
+        assert!(!search.defers("lookup_order", &refund));
+        assert!(!search.defers("submit_output", &none));
+        assert!(ProviderSearches::default().is_empty());
     }
 }

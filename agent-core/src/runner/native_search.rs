@@ -23,9 +23,11 @@ impl<'c, T: AgentOutput> Run<'c, T> {
         }
         let model = self.model();
         let batched = self.emit.stream.is_none()
-            && self.inputs.batch.as_deref().is_some_and(|seat| {
-                model.batch.as_ref().is_some_and(|wire| seat.serves(wire))
-            });
+            && self
+                .inputs
+                .batch
+                .as_deref()
+                .is_some_and(|seat| model.batch.as_ref().is_some_and(|wire| seat.serves(wire)));
         !batched && model.client.native_tool_search(&model.wire_model)
     }
 

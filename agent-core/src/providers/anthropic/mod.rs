@@ -128,12 +128,9 @@ impl Wire for AnthropicClient {
         let files = wire::names_a_file(request);
         let search = request.native_tool_search.is_some() && !request.tools.is_empty();
         let value = match (files, search) {
-            (true, true) => HeaderValue::from_str(&format!(
-                "{},{}",
-                wire::FILES_BETA,
-                wire::search::BETA
-            ))
-            .ok(),
+            (true, true) => {
+                HeaderValue::from_str(&format!("{},{}", wire::FILES_BETA, wire::search::BETA)).ok()
+            }
             (true, false) => Some(HeaderValue::from_static(wire::FILES_BETA)),
             (false, true) => Some(HeaderValue::from_static(wire::search::BETA)),
             (false, false) => None,

@@ -274,7 +274,7 @@ impl Turn {
             .with_stop_reason(stop_reason)
             .with_usage(usage);
         response.reasoning = self.reasoning;
-        response.provider_searches = self.found;
+        response.provider_searches = (!self.found.is_empty()).then(|| Box::new(self.found));
         response
     }
 }

@@ -138,7 +138,7 @@ pub(crate) fn encode_body(
     let native = (request.native_tool_search.as_deref()).filter(|_| !request.tools.is_empty());
     let tools = match native {
         Some(native) => Some(Arc::from(
-            raw(&search::tools(request, native, wire_tool)).map_err(failed)?,
+            raw(&search::tools(request, native, wire_tool, reasoning_of)).map_err(failed)?,
         )),
         None if request.tools.is_empty() => None,
         None => Some(
@@ -529,7 +529,9 @@ pub(super) fn decode_wire(
             // A provider tool search: goes back ahead of the next call, as reasoning.
             Some("tool_search_call" | "tool_search_output") => {
                 found.searches += u32::from(text_of(&item, "type") == Some("tool_search_call"));
-                found.revealed.extend(search::loaded(&item).into_iter().map(str::to_owned));
+                found
+                    .revealed
+                    .extend(search::loaded(&item).into_iter().map(str::to_owned));
                 pending.push(item);
             }
             Some("reasoning") => {
@@ -582,7 +584,7 @@ pub(super) fn decode_wire(
         .with_usage(usage);
     response.model = wire.model;
     response.reasoning = reasoning;
-    response.provider_searches = found;
+    response.provider_searches = (!found.is_empty()).then(|| Box::new(found));
     response.request_id = request_id(&reply.headers).or(wire.id.filter(|id| !id.is_empty()));
     Ok(response)
 }

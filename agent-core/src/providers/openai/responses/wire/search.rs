@@ -17,16 +17,18 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use crate::llm::{LlmRequest, NativeToolSearch};
-use crate::message::Message;
+use crate::message::{Message, ToolCall};
 
 /// The `tools` array with `tool_search`: the search tool first, then each function as
-/// `function` gives it, with `defer_loading: true` where `native` defers it.
+/// `function` gives it, with `defer_loading: true` where `native` defers it (`kept`:
+/// the items kept with a call, which go back ahead of it).
 pub(super) fn tools(
     request: &LlmRequest,
     native: &NativeToolSearch,
     function: impl Fn(&crate::tool::ToolDefinition) -> Value,
+    kept: fn(&ToolCall) -> &[Value],
 ) -> Vec<Value> {
-    let referenced = referenced(&request.messages);
+    let referenced = referenced(&request.messages, kept);
     let mut out = Vec::with_capacity(request.tools.len() + 1);
     out.push(serde_json::json!({"type": "tool_search"}));
     for def in request.tools.iter() {
@@ -56,7 +58,12 @@ pub(super) fn loaded(item: &Value) -> Vec<&str> {
         return Vec::new();
     }
     let mut names = Vec::new();
-    for tool in item.get("tools").and_then(Value::as_array).into_iter().flatten() {
+    for tool in item
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         match tool.get("tools").and_then(Value::as_array) {
             Some(inner) => names.extend(
                 inner
@@ -70,12 +77,12 @@ pub(super) fn loaded(item: &Value) -> Vec<&str> {
 }
 
 /// The tools the search items kept in `history` loaded (names).
-fn referenced(history: &[Message]) -> HashSet<&str> {
+fn referenced(history: &[Message], kept: fn(&ToolCall) -> &[Value]) -> HashSet<&str> {
     let mut names = HashSet::new();
     for message in history {
         if let Message::Assistant { tool_calls, .. } = message {
             for call in tool_calls {
-                for item in super::reasoning_of(call) {
+                for item in kept(call) {
                     names.extend(loaded(item));
                 }
             }
