@@ -78,3 +78,4 @@ pub mod streaming_runs;
 pub mod sweep;
 pub mod temperature;
 pub mod tool_search;
+pub mod tool_search_native;

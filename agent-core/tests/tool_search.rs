@@ -401,9 +401,9 @@ async fn a_call_to_a_tool_not_revealed_or_to_no_tool_is_answered_as_unknown_and_
     );
 }
 
-/// A trace store that keeps the last trace.
+/// A trace store that keeps the last trace (`tool_search_native` uses it too).
 #[derive(Clone, Default)]
-struct LastTrace(Arc<Mutex<Option<TraceRecord>>>);
+pub(crate) struct LastTrace(pub(crate) Arc<Mutex<Option<TraceRecord>>>);
 
 impl TraceStore for LastTrace {
     fn record_trace<'a>(&'a self, trace: &'a TraceRecord) -> StoreFuture<'a, ()> {

@@ -81,6 +81,10 @@ pub(crate) fn of<T>(
             "tool_search".to_owned(),
             json!({"max_results": search.max_results, "always_on": search.always_on}),
         );
+        // Only when set, so that the fingerprints of configs without it stay as they were.
+        if search.native {
+            canonical.insert("tool_search_native".to_owned(), json!(true));
+        }
     }
     if let Some(key) = &s.prompt_cache_key {
         canonical.insert("prompt_cache_key".to_owned(), json!(key.as_ref()));

@@ -33,8 +33,11 @@ pub const SEARCH_TOOLS: &str = "search_tools";
 /// turn offered), never run. Each search counts as one tool call in
 /// `Usage::tool_calls` and toward `max_tool_calls`.
 ///
-/// The ranking is local on every provider; the providers' own tool search (Anthropic's
-/// tool search tool, OpenAI's `tool_search`) is not used: see `docs/providers.md`.
+/// The ranking is local on every provider unless [`prefer_native`](Self::prefer_native)
+/// is set: then a route whose provider documents a tool search of its own uses it
+/// instead (Anthropic's tool search tool, OpenAI Responses' `tool_search`; see
+/// `docs/providers.md`, "Tool search: the providers' own"), and every other route the
+/// local search, with the same revealed set.
 ///
 /// `build()` returns a [`ConfigError`] when there is no tool to find (every tool is
 /// always-on, or there is none), when an always-on name is no tool of the config, when
@@ -47,6 +50,9 @@ pub struct ToolSearch {
     pub max_results: usize,
     /// The tools offered from the first call on, by name.
     pub always_on: Vec<String>,
+    /// Whether a route whose provider runs a tool search of its own uses it (see
+    /// [`prefer_native`](Self::prefer_native)); `false` by default.
+    pub native: bool,
 }
 
 impl Default for ToolSearch {
@@ -62,6 +68,7 @@ impl ToolSearch {
         Self {
             max_results: 5,
             always_on: Vec::new(),
+            native: false,
         }
     }
 
@@ -69,6 +76,38 @@ impl ToolSearch {
     #[must_use]
     pub fn max_results(mut self, max_results: usize) -> Self {
         self.max_results = max_results;
+        self
+    }
+
+    /// Use the provider's own tool search on the routes whose provider documents one
+    /// and whose client sends it ([`LlmClient::native_tool_search`](crate::llm::LlmClient::native_tool_search)),
+    /// the local BM25 search on every other route:
+    ///
+    /// - the Anthropic Messages API (`AnthropicClient`) for Claude 4.5 and later
+    ///   (`claude-opus-4-5`, `claude-sonnet-4-5`, `claude-haiku-4-5`, 4.6, 5, ...): the
+    ///   tool `{"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}`,
+    ///   the header `anthropic-beta: advanced-tool-use-2025-11-20` (source:
+    ///   <https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool>);
+    /// - the OpenAI Responses API (`OpenAiResponsesClient` on OpenAI, not Azure) for
+    ///   `gpt-5.4` and later: the tool `{"type": "tool_search"}` (source:
+    ///   <https://developers.openai.com/api/docs/guides/tools-tool-search>).
+    ///
+    /// On those routes the request carries every tool, the searchable ones (all but
+    /// [`always_on`](Self::always_on)) with `defer_loading: true`, and no
+    /// `search_tools`; [`max_results`](Self::max_results) is the provider's to decide.
+    /// The tools a provider search returns are added to the run's revealed set (the
+    /// checkpoint, a `ToolsRevealed` event and trace event, as the local search's);
+    /// each provider search counts as one tool call in `Usage::tool_calls` and toward
+    /// `max_tool_calls`, counted when its turn arrives (it ran at the provider, so it
+    /// cannot be refused: a turn past the limit has its own tool calls refused). A
+    /// name no tool of the config has is ignored, with a warning. After a switch to a
+    /// fallback model without a native search, or a resume on one, the provider's
+    /// search blocks are dropped and the local search goes on with the revealed set
+    /// (revealed tools offered, `search_tools` for the rest). A batched call
+    /// (`run_batch`) uses the local search.
+    #[must_use]
+    pub fn prefer_native(mut self) -> Self {
+        self.native = true;
         self
     }
 
@@ -94,6 +133,8 @@ fn invalid(value: impl Into<String>, reason: &'static str) -> ConfigError {
 pub(crate) struct SearchPlan {
     pub(crate) max_results: usize,
     pub(crate) always_on: Vec<String>,
+    /// Whether routes with a native tool search use it (`prefer_native`).
+    pub(crate) native: bool,
     /// The search tool as the model sees it.
     pub(crate) definition: ToolDefinition,
 }
@@ -159,6 +200,7 @@ pub(super) fn plan(
     Ok(Some(SearchPlan {
         max_results: search.max_results,
         always_on: search.always_on.clone(),
+        native: search.native,
         definition: definition(),
     }))
 }

@@ -12,6 +12,7 @@ mod estimate;
 mod reasoning;
 mod refusal;
 mod sink;
+mod tool_search;
 
 use crate::content::TokenRule;
 pub use crate::message::{Message, ToolCall, ToolResult};
@@ -25,6 +26,7 @@ pub use reasoning::{Effort, Reasoning};
 pub use refusal::RefusalReason;
 pub use sink::{StreamDelta, StreamSink};
 pub(crate) use sink::{push_piece, replay};
+pub use tool_search::{NativeToolSearch, ProviderSearches};
 
 /// The future an [`LlmClient`] returns.
 pub type LlmFuture<'a> = Pin<Box<dyn Future<Output = Result<LlmResponse, LlmError>> + Send + 'a>>;
@@ -133,6 +135,13 @@ pub trait LlmClient: Send + Sync {
     fn prompt_cache_ttls(&self, model: &str) -> &'static [crate::output::PromptCacheTtl] {
         let _ = model;
         &[]
+    }
+
+    /// Whether this client sends `model`'s provider its own tool search
+    /// ([`LlmRequest::native_tool_search`]); the default is no (the local search).
+    fn native_tool_search(&self, model: &str) -> bool {
+        let _ = model;
+        false
     }
 }
 
@@ -253,6 +262,10 @@ impl<C: LlmClient + ?Sized> LlmClient for Arc<C> {
     fn prompt_cache_ttls(&self, model: &str) -> &'static [crate::output::PromptCacheTtl] {
         (**self).prompt_cache_ttls(model)
     }
+
+    fn native_tool_search(&self, model: &str) -> bool {
+        (**self).native_tool_search(model)
+    }
 }
 
 /// Which tools the model may or must call in a turn.
@@ -317,6 +330,9 @@ pub struct LlmRequest {
     /// How the estimates count the request's parts: the rule of the model the runner
     /// sends it to (its [`ContentCapabilities::tokens`]), set when the run has parts.
     pub(crate) token_rule: TokenRule,
+    /// The provider's own tool search, when the runner asks for it (see
+    /// [`NativeToolSearch`]); `None` sends none (the default).
+    pub native_tool_search: Option<Arc<NativeToolSearch>>,
 }
 
 impl LlmRequest {
@@ -336,6 +352,7 @@ impl LlmRequest {
             output: None,
             reasoning: None,
             token_rule: TokenRule::Conservative,
+            native_tool_search: None,
         }
     }
 
@@ -559,6 +576,8 @@ pub struct LlmResponse {
     /// the provider gave one: set with [`StopReason::Refusal`] or
     /// [`StopReason::ContentFilter`]; `None` otherwise.
     pub refusal: Option<RefusalReason>,
+    /// The provider's own tool searches of the turn, when it ran any (boxed: rare).
+    pub provider_searches: Option<Box<ProviderSearches>>,
 }
 
 impl LlmResponse {

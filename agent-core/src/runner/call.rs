@@ -29,6 +29,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             self.fit_parts()?;
         }
         let agent = self.agent;
+        self.live.native_search = self.uses_native_search();
         let offered = match agent.tool_search {
             Some(_) => self.offered_tools(),
             None => Arc::clone(&self.live.table.offered),
@@ -56,6 +57,13 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             (OutputPlan::Tool, false, true) => (self.offered_tools(), ToolChoice::Required),
             (OutputPlan::Json(_), false, true) => (self.offered_tools(), ToolChoice::None),
             _ => (self.offered_tools(), ToolChoice::Auto),
+        };
+        // The provider's search, when the offer has tools it can find (a wrap-up
+        // turn's answer tools alone have none).
+        self.request.native_tool_search = if self.live.native_search {
+            self.native_request(&tools)
+        } else {
+            None
         };
         self.request.tools = tools;
         self.request.tool_choice = choice;

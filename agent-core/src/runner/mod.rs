@@ -28,6 +28,7 @@ mod entry;
 mod finish;
 mod guard;
 mod model;
+mod native_search;
 mod parts;
 mod resume;
 mod run;

@@ -91,6 +91,9 @@ pub(super) struct Live {
     /// and the table they came from (see `search.rs`; boxed: most configs have no tool
     /// search, and `Run` is held by every run).
     pub(super) searched: Option<Box<Searched>>,
+    /// Whether the current LLM call uses the provider's own tool search (see
+    /// `native_search.rs`): then it offers every tool, as without tool search.
+    pub(super) native_search: bool,
 }
 
 /// One run in this process (see the module docs).
@@ -193,6 +196,7 @@ impl<'c, T: AgentOutput> Run<'c, T> {
                 scores: None,
                 has_parts,
                 searched: None,
+                native_search: false,
             },
             tree: Tree::new(&cfg.limits, parent),
             durable: None,
@@ -289,10 +293,12 @@ impl<'c, T: AgentOutput> Run<'c, T> {
     /// one `Arc`, cached in the table so it is encoded once), then `submit_output` and
     /// `escalate_to_human`.
     /// With tool search on, the user tools are the always-on and revealed ones (see
-    /// `search.rs`).
+    /// `search.rs`), unless the call uses the provider's own search (every tool).
     pub(super) fn offered_tools(&mut self) -> Arc<[ToolDefinition]> {
         let table = self.table();
-        if let Some(plan) = &self.agent.tool_search {
+        if let Some(plan) = &self.agent.tool_search
+            && !self.live.native_search
+        {
             return self.searched_offer(&table, plan);
         }
         if self.agent.hooks.tools_for.is_none() {

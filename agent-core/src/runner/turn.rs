@@ -33,6 +33,9 @@ impl<'c, T: AgentOutput> Run<'c, T> {
             &is_known,
         );
         self.add_usage(&response);
+        if let Some(found) = response.provider_searches.take() {
+            self.on_provider_searches(&found);
+        }
         let input_tokens = response.usage.input_tokens;
         let LlmResponse {
             text,

@@ -121,10 +121,22 @@ impl Wire for AnthropicClient {
     }
 
     /// `anthropic-beta: files-api-2025-04-14` when a part is a Files API id (source:
-    /// <https://docs.anthropic.com/en/docs/build-with-claude/files>); nothing else.
+    /// <https://docs.anthropic.com/en/docs/build-with-claude/files>), and
+    /// `advanced-tool-use-2025-11-20` with the tool search tool (see
+    /// [`LlmRequest::native_tool_search`]), comma-separated when both.
     fn content_headers(&self, request: &LlmRequest, headers: &mut HeaderMap) {
-        if wire::names_a_file(request) {
-            headers.insert("anthropic-beta", HeaderValue::from_static(wire::FILES_BETA));
+        let files = wire::names_a_file(request);
+        let search = request.native_tool_search.is_some() && !request.tools.is_empty();
+        let value = match (files, search) {
+            (true, true) => {
+                HeaderValue::from_str(&format!("{},{}", wire::FILES_BETA, wire::search::BETA)).ok()
+            }
+            (true, false) => Some(HeaderValue::from_static(wire::FILES_BETA)),
+            (false, true) => Some(HeaderValue::from_static(wire::search::BETA)),
+            (false, false) => None,
+        };
+        if let Some(value) = value {
+            headers.insert("anthropic-beta", value);
         }
     }
 
@@ -208,6 +220,15 @@ impl LlmClient for AnthropicClient {
     /// duration").
     fn prompt_cache_ttls(&self, _model: &str) -> &'static [crate::output::PromptCacheTtl] {
         wire::CACHE_TTLS
+    }
+
+    /// The tool search tool, for Claude 4.5 and later (Opus 4.5, Sonnet 4.5, Haiku 4.5,
+    /// 4.6, 5, ...; the models its page lists; source:
+    /// <https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool>).
+    /// Sent as `tool_search_tool_bm25_20251119` with `defer_loading` and the beta
+    /// header `advanced-tool-use-2025-11-20` (see `docs/providers.md`).
+    fn native_tool_search(&self, model: &str) -> bool {
+        anthropic_native_output(model)
     }
 }
 

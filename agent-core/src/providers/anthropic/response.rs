@@ -7,7 +7,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::wire::THINKING;
-use crate::llm::{LlmError, LlmResponse, RefusalReason, StopReason, TokenUsage};
+use super::wire::search::{self, SEARCH_BLOCKS, SearchBlock};
+use crate::llm::{LlmError, LlmResponse, ProviderSearches, RefusalReason, StopReason, TokenUsage};
 use crate::message::ToolCall;
 use crate::providers::ApiKey;
 use crate::providers::classify::{ErrorBody, embedded_error, request_id, undecodable};
@@ -197,19 +198,39 @@ pub(super) fn decode_assembled(assembled: Assembled, headers: &HeaderMap) -> Llm
     response
 }
 
-/// The text, calls and thinking of a reply, gathered block by block.
+/// The text, calls, thinking and tool search blocks of a reply, gathered block by
+/// block.
 #[derive(Default)]
 struct Turn {
     text: String,
     tool_calls: Vec<ToolCall>,
     thinking: Vec<Value>,
     reasoning: String,
+    /// The tool search blocks (`server_tool_use` of a search, `tool_search_tool_result`),
+    /// as they came (a streamed input parsed).
+    searches: Vec<Value>,
+    found: ProviderSearches,
 }
 
 impl Turn {
     /// Takes a block read as JSON: a thinking block kept (its text as reasoning), a
-    /// text or tool use block read, any other ignored.
+    /// tool search block kept (its references as revealed tools), a text or tool use
+    /// block read, any other ignored.
     fn block(&mut self, block: &Value) {
+        match search::search_block(block) {
+            Some(SearchBlock::Search) => {
+                self.found.searches += 1;
+                self.searches.push(parsed_input(block.clone()));
+                return;
+            }
+            Some(SearchBlock::Result) => {
+                let names = search::references(block).map(str::to_owned);
+                self.found.revealed.extend(names);
+                self.searches.push(block.clone());
+                return;
+            }
+            None => {}
+        }
         if let Some("thinking" | "redacted_thinking") = block.get("type").and_then(Value::as_str) {
             if let Some(t) = block.get("thinking").and_then(Value::as_str) {
                 self.reasoning.push_str(t);
@@ -234,14 +255,26 @@ impl Turn {
         // Thinking blocks go back with the tool calls that follow them, unchanged
         // (signatures included), as the API requires within a tool loop; a turn without
         // calls drops them (earlier turns' thinking need not be sent).
-        if let (false, Some(first)) = (self.thinking.is_empty(), self.tool_calls.first_mut()) {
-            first.provider_data = Some(serde_json::json!({ THINKING: self.thinking }));
+        // Tool search blocks go back with them too, in a request that has the search
+        // tool (see `wire::search`).
+        if let Some(first) = self.tool_calls.first_mut() {
+            let mut data = serde_json::Map::new();
+            if !self.thinking.is_empty() {
+                data.insert(THINKING.to_owned(), Value::Array(self.thinking));
+            }
+            if !self.searches.is_empty() {
+                data.insert(SEARCH_BLOCKS.to_owned(), Value::Array(self.searches));
+            }
+            if !data.is_empty() {
+                first.provider_data = Some(Value::Object(data));
+            }
         }
         let mut response = LlmResponse::tool_calls(self.tool_calls)
             .with_text(self.text)
             .with_stop_reason(stop_reason)
             .with_usage(usage);
         response.reasoning = self.reasoning;
+        response.provider_searches = (!self.found.is_empty()).then(|| Box::new(self.found));
         response
     }
 }

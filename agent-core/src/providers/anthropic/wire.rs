@@ -1,6 +1,8 @@
 //! The Messages API wire format: the request body a [`LlmRequest`] is encoded into
 //! (the reply is decoded in [`response`](super::response)).
 
+use std::sync::Arc;
+
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
@@ -129,8 +131,54 @@ struct WireTool<'a> {
     #[serde(skip_serializing_if = "str::is_empty")]
     description: &'a str,
     input_schema: Value,
+    /// With the tool search tool: the tool is loaded only when a search finds it.
+    #[serde(skip_serializing_if = "is_false")]
+    defer_loading: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     cache_control: Option<CacheControl>,
+}
+
+/// An entry of `tools` with the tool search tool on: the search tool, or a tool.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Entry<'a> {
+    Search(search::SearchTool<CacheControl>),
+    Tool(WireTool<'a>),
+}
+
+/// The `tools` array with the tool search tool (see [`search`]): the search tool
+/// first, then every tool, deferred as `native` says; the cache breakpoint on the last
+/// entry that is not deferred (a deferred tool is not part of the prompt).
+fn searched_tools<'a>(
+    request: &'a LlmRequest,
+    native: &crate::llm::NativeToolSearch,
+    mark: Option<CacheControl>,
+) -> Vec<Entry<'a>> {
+    let referenced = search::referenced(&request.messages);
+    let mut entries = Vec::with_capacity(request.tools.len() + 1);
+    entries.push(Entry::Search(search::SearchTool {
+        kind: search::TOOL_TYPE,
+        name: search::TOOL_NAME,
+        cache_control: None,
+    }));
+    for def in request.tools.iter() {
+        entries.push(Entry::Tool(WireTool {
+            name: &def.name,
+            description: &def.description,
+            input_schema: schema::for_anthropic(&def.parameters),
+            defer_loading: native.defers(&def.name, &referenced),
+            cache_control: None,
+        }));
+    }
+    let last = entries.iter_mut().rev().find_map(|e| match e {
+        Entry::Search(tool) => Some(&mut tool.cache_control),
+        Entry::Tool(tool) if !tool.defer_loading => Some(&mut tool.cache_control),
+        Entry::Tool(_) => None,
+    });
+    if let Some(slot) = last {
+        *slot = mark;
+    }
+    entries
 }
 
 /// The system prompt: a string, or one text block carrying a prompt-cache breakpoint.
@@ -211,8 +259,17 @@ pub(crate) fn encode_body(
     // when there is one (which caches the tools before it too), else the last tool.
     let mark_tools = request.prompt_cache && system.is_none();
     let mark = breakpoint(request);
-    let tools = if request.tools.is_empty() {
-        None
+    // The tool search tool (see `search`): encoded per request, as which tools are
+    // deferred follows the run's reveals.
+    let native = (request.native_tool_search.as_deref()).filter(|_| !request.tools.is_empty());
+    let searched = match native {
+        Some(native) => Some(
+            raw(&searched_tools(request, native, mark_tools.then_some(mark))).map_err(failed)?,
+        ),
+        None => None,
+    };
+    let tools = if request.tools.is_empty() || searched.is_some() {
+        searched.map(Arc::from)
     } else {
         let set = match (mark_tools, mark.ttl) {
             (false, _) => &cache.tools,
@@ -230,6 +287,7 @@ pub(crate) fn encode_body(
                         name: &def.name,
                         description: &def.description,
                         input_schema: schema::for_anthropic(&def.parameters),
+                        defer_loading: false,
                         cache_control: (mark_tools && i == last).then_some(mark),
                     })
                     .collect::<Vec<_>>())
@@ -284,7 +342,7 @@ pub(crate) fn encode_body(
         model: &request.model,
         max_tokens: request.max_tokens,
         system,
-        messages: messages(&request.messages, thinking.is_some())?,
+        messages: messages(&request.messages, thinking.is_some(), native.is_some())?,
         tools: tools.as_deref(),
         // With extended thinking, only `auto` and `none` are accepted ("Tool use with
         // extended thinking" in the page above): a forced choice goes as `auto`.
@@ -339,13 +397,16 @@ fn unsigned_tool_loop(history: &[crate::message::Message]) -> bool {
 
 /// The conversation as Anthropic messages: user-side turns (text and tool results) that
 /// follow each other are merged into one `user` message, tool results first; a user
-/// turn's parts follow its text (a turn of parts alone sends no `(empty)` text).
+/// turn's parts follow its text (a turn of parts alone sends no `(empty)` text). A
+/// turn's tool search blocks go back, after its thinking, only when the request has
+/// the search tool (`searching`).
 ///
 /// # Errors
 /// A part this wire cannot encode (see [`media::block`]).
 fn messages(
     history: &[crate::message::Message],
     thinking: bool,
+    searching: bool,
 ) -> Result<Vec<WireMessage<'_>>, LlmError> {
     let mut out: Vec<WireMessage<'_>> = Vec::new();
     for turn in history::turns(history) {
@@ -408,6 +469,9 @@ fn messages(
                         .and_then(|d| d.get(THINKING)),
                 ) {
                     content.extend(blocks.iter().map(Block::Raw));
+                }
+                if let (true, Some(first)) = (searching, calls.first()) {
+                    content.extend(search::blocks_of(first).iter().map(Block::Raw));
                 }
                 if !text.trim().is_empty() {
                     content.push(Block::Text { text });
@@ -502,5 +566,6 @@ fn user_blocks<'m, 'a>(out: &'m mut Vec<WireMessage<'a>>) -> &'m mut Vec<Block<'
 }
 
 mod media;
+pub(crate) mod search;
 #[cfg(test)]
 mod tests;

@@ -86,3 +86,51 @@ fn tool_choice_and_temperature_are_mapped() {
         );
     }
 }
+
+#[test]
+fn with_the_tool_search_tool_the_cache_breakpoint_is_on_the_last_loaded_entry() {
+    use crate::llm::NativeToolSearch;
+    use crate::tool::ToolDefinition;
+    let tool = |name: &str| ToolDefinition::new(name, "", json!({"type": "object"}));
+    let mut request = LlmRequest::new("claude-sonnet-4-5")
+        .with_message(Message::user("hi"))
+        .with_tools(vec![tool("a"), tool("b"), tool("c")]);
+    request.prompt_cache = true;
+    // `b` and `c` searchable; `c` revealed (no reference goes back): loaded.
+    request.native_tool_search = Some(std::sync::Arc::new(NativeToolSearch::new(
+        ["b".to_owned(), "c".to_owned()],
+        ["c".to_owned()],
+    )));
+    let b = body(&request);
+    let tools = b["tools"].as_array().unwrap();
+    assert_eq!(
+        tools[0],
+        json!({"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"})
+    );
+    let marks: Vec<(&str, bool, bool)> = tools[1..]
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap(),
+                t.get("defer_loading").is_some(),
+                t.get("cache_control").is_some(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        marks,
+        [("a", false, false), ("b", true, false), ("c", false, true)]
+    );
+    // Every tool deferred: the search tool takes the mark.
+    request.native_tool_search = Some(std::sync::Arc::new(NativeToolSearch::new(
+        ["a".to_owned(), "b".to_owned(), "c".to_owned()],
+        [],
+    )));
+    let b = body(&request);
+    assert_eq!(b["tools"][0]["cache_control"], json!({"type": "ephemeral"}));
+    assert_eq!(
+        b["tools"].to_string().matches("cache_control").count(),
+        1,
+        "{b}"
+    );
+}

@@ -265,4 +265,54 @@ impl LlmClient for OpenAiResponsesClient {
     fn prompt_cache_ttls(&self, _model: &str) -> &'static [crate::output::PromptCacheTtl] {
         super::wire::CACHE_TTLS
     }
+
+    /// `tool_search` on OpenAI (not Azure, whose pages do not list it) for `gpt-5.4`
+    /// and later, the models its page names (source:
+    /// <https://developers.openai.com/api/docs/guides/tools-tool-search>): sent as
+    /// `{"type": "tool_search"}` with the functions to find `defer_loading: true`.
+    fn native_tool_search(&self, model: &str) -> bool {
+        self.transport.provider() != AZURE_PROVIDER && takes_tool_search(model)
+    }
+}
+
+/// Whether an OpenAI model name is `gpt-5.4` or later (`gpt-5.4`, `gpt-5.4-mini`,
+/// `gpt-5.5`, `gpt-6`, ...).
+fn takes_tool_search(model: &str) -> bool {
+    let Some(rest) = model.strip_prefix("gpt-") else {
+        return false;
+    };
+    let version = rest.split('-').next().unwrap_or_default();
+    let mut numbers = version.split('.').map(str::parse::<u32>);
+    match (numbers.next(), numbers.next()) {
+        (Some(Ok(major)), minor) => {
+            let minor = match minor {
+                Some(Ok(minor)) => minor,
+                Some(Err(_)) => return false,
+                None => 0,
+            };
+            major > 5 || (major == 5 && minor >= 4)
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod search_tests {
+    #[test]
+    fn tool_search_is_for_gpt_5_4_and_later() {
+        for (model, takes) in [
+            ("gpt-5.4", true),
+            ("gpt-5.4-mini", true),
+            ("gpt-5.10", true),
+            ("gpt-6", true),
+            ("gpt-5", false),
+            ("gpt-5.1", false),
+            ("gpt-5-mini", false),
+            ("gpt-4o", false),
+            ("o3", false),
+            ("gpt-x.4", false),
+        ] {
+            assert_eq!(super::takes_tool_search(model), takes, "{model}");
+        }
+    }
 }

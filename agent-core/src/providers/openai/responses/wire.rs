@@ -4,6 +4,7 @@
 //! (<https://platform.openai.com/docs/api-reference/responses>).
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -132,15 +133,20 @@ pub(crate) fn encode_body(
     let failed = |e: serde_json::Error| {
         LlmError::permanent(format!("cannot serialize the responses request: {e}"))
     };
-    let tools = if request.tools.is_empty() {
-        None
-    } else {
-        Some(
+    // With `tool_search` (see `search`), encoded per request: which functions are
+    // deferred follows the run's reveals.
+    let native = (request.native_tool_search.as_deref()).filter(|_| !request.tools.is_empty());
+    let tools = match native {
+        Some(native) => Some(Arc::from(
+            raw(&search::tools(request, native, wire_tool, reasoning_of)).map_err(failed)?,
+        )),
+        None if request.tools.is_empty() => None,
+        None => Some(
             cache
                 .tools
                 .get_or_encode(&request.tools, |defs| raw(&wire_tools(defs)))
                 .map_err(failed)?,
-        )
+        ),
     };
     let text = match request.output.as_ref().filter(|spec| spec.is_native()) {
         Some(spec) => Some(
@@ -156,7 +162,7 @@ pub(crate) fn encode_body(
         ),
         None => None,
     };
-    let (input, previous_response_id) = input(&request.messages, store)?;
+    let (input, previous_response_id) = input(&request.messages, store, native.is_some())?;
     let (cache_key, retention) = cache_fields(request);
     let body = Body {
         model: &request.model,
@@ -189,22 +195,23 @@ pub(crate) fn encode_body(
 /// which would change what optional parameters mean; the arguments are validated by
 /// the runner, as on Chat Completions).
 fn wire_tools(defs: &[ToolDefinition]) -> Vec<Value> {
-    defs.iter()
-        .map(|def| {
-            let mut tool = Map::new();
-            tool.insert("type".to_owned(), Value::String("function".to_owned()));
-            tool.insert("name".to_owned(), Value::String(def.name.clone()));
-            if !def.description.is_empty() {
-                tool.insert(
-                    "description".to_owned(),
-                    Value::String(def.description.clone()),
-                );
-            }
-            tool.insert("parameters".to_owned(), schema::for_openai(&def.parameters));
-            tool.insert("strict".to_owned(), Value::Bool(false));
-            Value::Object(tool)
-        })
-        .collect()
+    defs.iter().map(wire_tool).collect()
+}
+
+/// One function of [`wire_tools`].
+fn wire_tool(def: &ToolDefinition) -> Value {
+    let mut tool = Map::new();
+    tool.insert("type".to_owned(), Value::String("function".to_owned()));
+    tool.insert("name".to_owned(), Value::String(def.name.clone()));
+    if !def.description.is_empty() {
+        tool.insert(
+            "description".to_owned(),
+            Value::String(def.description.clone()),
+        );
+    }
+    tool.insert("parameters".to_owned(), schema::for_openai(&def.parameters));
+    tool.insert("strict".to_owned(), Value::Bool(false));
+    Value::Object(tool)
 }
 
 fn tool_choice<'a>(choice: &'a ToolChoice, tools: &[ToolDefinition]) -> Option<WireChoice<'a>> {
@@ -227,7 +234,8 @@ fn data_of(call: &ToolCall) -> Option<&Map<String, Value>> {
     call.provider_data.as_ref().and_then(Value::as_object)
 }
 
-/// The reasoning items kept with a call, to send back ahead of it.
+/// The reasoning items kept with a call, to send back ahead of it (tool search items
+/// among them, see [`search`]).
 fn reasoning_of(call: &ToolCall) -> &[Value] {
     data_of(call)
         .and_then(|d| d.get("reasoning"))
@@ -264,7 +272,15 @@ fn response_id_of(calls: &[ToolCall]) -> Option<&str> {
 fn input(
     messages: &[crate::message::Message],
     store: bool,
+    searching: bool,
 ) -> Result<(Vec<Input<'_>>, Option<&str>), LlmError> {
+    // Tool search items go back only in a request that has `tool_search`.
+    let ahead = |call| {
+        reasoning_of(call)
+            .iter()
+            .filter(move |item| searching || !search::is_search_item(item))
+            .map(Input::Raw)
+    };
     let turns = history::turns(messages);
     let mut start = 0;
     let mut previous = None;
@@ -300,7 +316,7 @@ fn input(
             }
             Turn::Assistant { text, calls } => {
                 if let Some(first) = calls.first() {
-                    out.extend(reasoning_of(first).iter().map(Input::Raw));
+                    out.extend(ahead(first));
                 }
                 if !text.trim().is_empty() || calls.is_empty() {
                     out.push(Input::Item(Item::Message {
@@ -310,7 +326,7 @@ fn input(
                 }
                 for (i, call) in calls.iter().enumerate() {
                     if i > 0 {
-                        out.extend(reasoning_of(call).iter().map(Input::Raw));
+                        out.extend(ahead(call));
                     }
                     out.push(Input::Item(function_call(call)));
                 }
@@ -474,6 +490,7 @@ pub(super) fn decode_wire(
     let mut reasoning = String::new();
     let mut pending: Vec<Value> = Vec::new();
     let mut calls: Vec<ToolCall> = Vec::new();
+    let mut found = crate::llm::ProviderSearches::default();
     for item in output {
         match text_of(&item, "type") {
             Some("message") => {
@@ -508,6 +525,14 @@ pub(super) fn decode_wire(
                     call.provider_data = Some(Value::Object(data));
                 }
                 calls.push(call);
+            }
+            // A provider tool search: goes back ahead of the next call, as reasoning.
+            Some("tool_search_call" | "tool_search_output") => {
+                found.searches += u32::from(text_of(&item, "type") == Some("tool_search_call"));
+                found
+                    .revealed
+                    .extend(search::loaded(&item).into_iter().map(str::to_owned));
+                pending.push(item);
             }
             Some("reasoning") => {
                 let summary = item.get("summary").and_then(Value::as_array);
@@ -559,6 +584,7 @@ pub(super) fn decode_wire(
         .with_usage(usage);
     response.model = wire.model;
     response.reasoning = reasoning;
+    response.provider_searches = (!found.is_empty()).then(|| Box::new(found));
     response.request_id = request_id(&reply.headers).or(wire.id.filter(|id| !id.is_empty()));
     Ok(response)
 }
@@ -595,5 +621,6 @@ fn failure(
     }
 }
 
+mod search;
 #[cfg(test)]
 mod tests;
