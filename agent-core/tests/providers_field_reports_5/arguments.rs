@@ -86,7 +86,7 @@ async fn c60_arguments_only_in_a_calls_whole_start_or_final_chunk_reach_the_prev
             .unwrap();
         let (events, result) = collect(run_agent_stream(&config, "ticket")).await;
         assert_eq!(result.outcome, Ok(expected_triage()), "{label}");
-        assert_eq!(tool.seen(), [lookup.clone()], "{label}");
+        assert_eq!(tool.seen(), std::slice::from_ref(&lookup), "{label}");
         assert_eq!(
             finished_arguments(&events),
             [lookup.clone(), answer.clone()],

@@ -173,14 +173,17 @@ async fn c61_every_stream_split_at_any_byte_is_the_same_turn_as_written_at_once(
         "blocked_prompt.json",
     ] {
         let plain: Value = serde_json::from_str(&fixture(&format!("gemini/{file}"))).unwrap();
-        let body = gemini_stream_of(&plain, 5).into_bytes();
-        cases.push((
-            format!("vertex gemini {file}"),
-            Reader::Vertex,
-            "gemini-2.5-flash",
-            body,
-            SSE,
-        ));
+        // As sent (`\r\n` line ends), and with `\n` ones.
+        let crlf = gemini_stream_of(&plain, 5);
+        for body in [crlf.replace("\r\n", "\n"), crlf] {
+            cases.push((
+                format!("vertex gemini {file}"),
+                Reader::Vertex,
+                "gemini-2.5-flash",
+                body.into_bytes(),
+                SSE,
+            ));
+        }
     }
     for (label, reader, model, body, content_type) in cases {
         let request = hello(model);

@@ -4,7 +4,7 @@
 use super::*;
 use crate::providers_field_reports_4::{events, gemini_client, run, sse_body, stream_once, v1};
 
-use agent_core::providers::{AnthropicClient, OpenAiResponsesClient, VertexClient};
+use agent_core::providers::{AnthropicClient, BedrockClient, OpenAiResponsesClient, VertexClient};
 use agent_core::{
     AgentError, ToolRegistry,
     error::Budget,
@@ -159,6 +159,37 @@ async fn c57_a_blank_id_or_model_is_none_and_a_stream_keeps_the_first_non_empty_
     let response = client.complete(&hello("gpt-5-mini")).await.unwrap();
     assert_eq!(response.tool_calls[0].name, "submit_output");
     assert_no_identity("responses", &response);
+    // A blank request-id header is none too: the body's id is taken, and Bedrock (whose
+    // only id is its header) has none.
+    let server = MockServer::start().await;
+    let claude = anthropic_message(&Turn::submit(Family::Anthropic));
+    let reply = ResponseTemplate::new(200)
+        .set_body_json(claude)
+        .insert_header("request-id", "");
+    mount_post(&server, "/v1/messages", reply, None).await;
+    let bedrock = ResponseTemplate::new(200)
+        .set_body_json(bedrock_response(&Turn::submit(Family::Bedrock)))
+        .insert_header("x-amzn-requestid", " ");
+    let path = "/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse";
+    mount_post(&server, path, bedrock, None).await;
+    let anthropic = AnthropicClient::new(&options(&server.uri())).unwrap();
+    let response = anthropic
+        .complete(&hello("claude-sonnet-4-5"))
+        .await
+        .unwrap();
+    assert_eq!(response.request_id.as_deref(), Some("msg_kinds"));
+    let bedrock = BedrockClient::new(
+        &options(&server.uri())
+            .with_aws_region("us-east-1")
+            .with_bearer_token(KEY),
+    )
+    .unwrap();
+    let response = bedrock
+        .complete(&hello("anthropic.claude-sonnet-4-5-20250929-v1:0"))
+        .await
+        .unwrap();
+    assert_eq!(response.tool_calls[0].name, "submit_output");
+    assert_eq!(response.request_id, None);
 
     // Streamed: Anthropic's `message_start` with a blank id and model.
     let stream = anthropic_stream(&Turn::submit(Family::Anthropic), true)
