@@ -56,6 +56,7 @@ pub mod providers_errors;
 pub mod providers_field_reports;
 pub mod providers_field_reports_3;
 pub mod providers_field_reports_4;
+pub mod providers_field_reports_5;
 pub mod providers_gemini;
 pub mod providers_native_tools;
 pub mod providers_openai;

@@ -78,7 +78,11 @@ async fn c27_openai_refusal_ends_the_run_after_one_request() {
         AgentError::Refused {
             stop_reason: StopReason::Refusal,
             message: "I'm sorry, I can't help with that request.".into(),
-            reason: None,
+            // The refusal text is the reason's explanation (C58).
+            reason: Some(
+                agent_core::llm::RefusalReason::new()
+                    .with_explanation("I'm sorry, I can't help with that request.")
+            ),
         }
     );
     assert_eq!(requests(&server).await.len(), 1);

@@ -22,24 +22,24 @@ use providers_support::*;
 use serde_json::{Value, json};
 use wiremock::{MockServer, ResponseTemplate};
 
-const ANSWER: &str =
+pub(crate) const ANSWER: &str =
     r#"{"severity": 2, "queue": "shipping", "summary": "Parcel A-1001 is a week late."}"#;
 
 // ---- helpers ---------------------------------------------------------------------------
 
 /// A response whose body is the given SSE text.
-fn sse_body(body: String) -> ResponseTemplate {
+pub(crate) fn sse_body(body: String) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
 }
 
 /// A recorded SSE fixture.
-fn sse(path: &str) -> ResponseTemplate {
+pub(crate) fn sse(path: &str) -> ResponseTemplate {
     raw_fixture(200, &format!("streaming/{path}"), "text/event-stream")
 }
 
 /// Chat Completions chunks (each a `choices[0]` of its own, `None` for a chunk with
 /// empty `choices` and `usage`) as events, without the `[DONE]` end marker.
-fn chunk_events(choices: &[Value]) -> String {
+pub(crate) fn chunk_events(choices: &[Value]) -> String {
     let mut out = String::new();
     for choice in choices {
         let chunk = if choice.get("usage").is_some() {
@@ -55,12 +55,12 @@ fn chunk_events(choices: &[Value]) -> String {
 }
 
 /// [`chunk_events`] ended by `[DONE]`.
-fn chunks(choices: &[Value]) -> String {
+pub(crate) fn chunks(choices: &[Value]) -> String {
     chunk_events(choices) + "data: [DONE]\n\n"
 }
 
 /// Anthropic events (`type` inside each) as an event stream.
-fn events(events: &[Value]) -> String {
+pub(crate) fn events(events: &[Value]) -> String {
     events
         .iter()
         .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
@@ -68,7 +68,7 @@ fn events(events: &[Value]) -> String {
 }
 
 /// A server answering each request with the next of `replies` (the last one repeats).
-async fn serve(path: &str, replies: Vec<ResponseTemplate>) -> MockServer {
+pub(crate) async fn serve(path: &str, replies: Vec<ResponseTemplate>) -> MockServer {
     let server = MockServer::start().await;
     let n = replies.len();
     for (i, reply) in replies.into_iter().enumerate() {
@@ -77,12 +77,14 @@ async fn serve(path: &str, replies: Vec<ResponseTemplate>) -> MockServer {
     server
 }
 
-fn v1(server: &MockServer) -> String {
+pub(crate) fn v1(server: &MockServer) -> String {
     format!("{}/v1", server.uri())
 }
 
 /// Every event of a streamed run, the result apart.
-async fn collect<T>(mut stream: RunStream<'_, T>) -> (Vec<StreamEvent<T>>, AgentResult<T>) {
+pub(crate) async fn collect<T>(
+    mut stream: RunStream<'_, T>,
+) -> (Vec<StreamEvent<T>>, AgentResult<T>) {
     let mut events = Vec::new();
     let mut result = None;
     while let Some(event) = stream.next().await {
@@ -95,7 +97,7 @@ async fn collect<T>(mut stream: RunStream<'_, T>) -> (Vec<StreamEvent<T>>, Agent
 }
 
 /// A run, streamed or not.
-async fn run(
+pub(crate) async fn run(
     config: &agent_core::AgentConfig<Triage>,
     streamed: bool,
 ) -> (Vec<StreamEvent<Triage>>, AgentResult<Triage>) {
@@ -107,7 +109,7 @@ async fn run(
 }
 
 /// The names of the calls started and finished in a streamed run.
-fn call_names<T>(events: &[StreamEvent<T>]) -> (Vec<String>, Vec<String>) {
+pub(crate) fn call_names<T>(events: &[StreamEvent<T>]) -> (Vec<String>, Vec<String>) {
     let mut started = Vec::new();
     let mut finished = Vec::new();
     for event in events {
@@ -121,7 +123,7 @@ fn call_names<T>(events: &[StreamEvent<T>]) -> (Vec<String>, Vec<String>) {
 }
 
 /// The partial answers of a streamed run.
-fn partials<T>(events: &[StreamEvent<T>]) -> Vec<Value> {
+pub(crate) fn partials<T>(events: &[StreamEvent<T>]) -> Vec<Value> {
     events
         .iter()
         .filter_map(|e| match e {
@@ -131,7 +133,7 @@ fn partials<T>(events: &[StreamEvent<T>]) -> Vec<Value> {
         .collect()
 }
 
-fn retries<T>(events: &[StreamEvent<T>]) -> Vec<String> {
+pub(crate) fn retries<T>(events: &[StreamEvent<T>]) -> Vec<String> {
     events
         .iter()
         .filter_map(|e| match e {
@@ -141,13 +143,13 @@ fn retries<T>(events: &[StreamEvent<T>]) -> Vec<String> {
         .collect()
 }
 
-fn answer() -> Value {
+pub(crate) fn answer() -> Value {
     serde_json::from_str(ANSWER).unwrap()
 }
 
 /// The Chat Completions routes that share the one chunk reader: (model, path, whether
 /// the base URL ends in `/v1`).
-const CHAT: [(&str, &str, bool); 4] = [
+pub(crate) const CHAT: [(&str, &str, bool); 4] = [
     ("gpt-4.1", "/v1/chat/completions", true),
     (
         "azure/prod-gpt-4o",
@@ -159,7 +161,7 @@ const CHAT: [(&str, &str, bool); 4] = [
 ];
 
 /// A server for one Chat Completions route, and its base URL.
-async fn chat_server(
+pub(crate) async fn chat_server(
     route: (&str, &str, bool),
     replies: Vec<ResponseTemplate>,
 ) -> (MockServer, String) {
@@ -170,7 +172,7 @@ async fn chat_server(
 }
 
 /// One streamed round trip through a client, with the deltas it produced as text.
-async fn stream_once(
+pub(crate) async fn stream_once(
     client: &dyn LlmClient,
     request: &LlmRequest,
 ) -> (Result<LlmResponse, agent_core::llm::LlmError>, Vec<String>) {
@@ -192,11 +194,12 @@ async fn stream_once(
 
 // ---- Bedrock event-stream frames -------------------------------------------------------
 
-const BEDROCK_ROUTE: &str = "bedrock/anthropic.claude-sonnet-4-5-20250929-v1:0";
-const BEDROCK_STREAM: &str = "/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse-stream";
+pub(crate) const BEDROCK_ROUTE: &str = "bedrock/anthropic.claude-sonnet-4-5-20250929-v1:0";
+pub(crate) const BEDROCK_STREAM: &str =
+    "/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse-stream";
 
 /// One event-stream message named `name`, with a JSON payload.
-fn frame(name: &str, payload: &Value) -> Vec<u8> {
+pub(crate) fn frame(name: &str, payload: &Value) -> Vec<u8> {
     let string = |v: &str| HeaderValue::String(v.to_owned().into());
     let message = Message::new(payload.to_string().into_bytes())
         .add_header(Header::new(":message-type", string("event")))
@@ -207,7 +210,7 @@ fn frame(name: &str, payload: &Value) -> Vec<u8> {
     out
 }
 
-fn event_stream(frames: &[(&str, Value)]) -> ResponseTemplate {
+pub(crate) fn event_stream(frames: &[(&str, Value)]) -> ResponseTemplate {
     let body: Vec<u8> = frames.iter().flat_map(|(n, p)| frame(n, p)).collect();
     ResponseTemplate::new(200).set_body_raw(body, "application/vnd.amazon.eventstream")
 }
@@ -216,7 +219,12 @@ fn event_stream(frames: &[(&str, Value)]) -> ResponseTemplate {
 
 /// A call streamed with its name cut into `name` pieces (each piece its own fragment,
 /// before the arguments), or, with `repeat`, the whole name (and id) in every fragment.
-fn streamed_call(id: &str, name: &[&str], arguments: &[&str], repeat: bool) -> Vec<Value> {
+pub(crate) fn streamed_call(
+    id: &str,
+    name: &[&str],
+    arguments: &[&str],
+    repeat: bool,
+) -> Vec<Value> {
     let whole: String = name.concat();
     let mut out = Vec::new();
     let pieces: Vec<&str> = if repeat { vec![&whole] } else { name.to_vec() };
@@ -283,13 +291,13 @@ async fn c54_a_streamed_name_in_pieces_is_joined_on_every_wire() {
 
 // ---- C55: a final chunk, then no end marker --------------------------------------------
 
-fn anthropic_submit_events_without_stop() -> String {
+pub(crate) fn anthropic_submit_events_without_stop() -> String {
     let whole = fixture("streaming/anthropic/submit.sse");
     let at = whole.find("event: message_stop").unwrap();
     whole[..at].to_owned()
 }
 
-fn bedrock_frames(stop: &str, calls: bool) -> Vec<(&'static str, Value)> {
+pub(crate) fn bedrock_frames(stop: &str, calls: bool) -> Vec<(&'static str, Value)> {
     let mut frames = vec![("messageStart", json!({"role": "assistant"}))];
     if calls {
         frames.push((
@@ -719,7 +727,7 @@ async fn c58_a_refusal_without_text_carries_its_structured_reason_on_every_wire(
 
 // ---- C59: an incomplete Responses reply without `output` -------------------------------
 
-fn incomplete_without_output(reason: &str) -> Value {
+pub(crate) fn incomplete_without_output(reason: &str) -> Value {
     json!({"id": "resp_c59", "object": "response", "created_at": 1756315657,
            "status": "incomplete", "incomplete_details": {"reason": reason},
            "model": "gpt-5-mini-2025-08-07", "error": null,
@@ -851,15 +859,15 @@ async fn c60_responses_call_arguments_sent_only_in_done_events_reach_the_preview
 
 // ---- C61: Gemini streamed --------------------------------------------------------------
 
-const GEMINI: &str = "gemini-3-pro-preview";
-const GEMINI_STREAM: &str = "/v1beta/models/gemini-3-pro-preview:streamGenerateContent";
+pub(crate) const GEMINI: &str = "gemini-3-pro-preview";
+pub(crate) const GEMINI_STREAM: &str = "/v1beta/models/gemini-3-pro-preview:streamGenerateContent";
 
 /// A plain `generateContent` reply as the `streamGenerateContent` events that make it:
 /// every text part cut into pieces of `piece` characters, each piece a chunk of its own;
 /// the function calls whole, in the last chunk with the finish reason and the usage (the
 /// earlier chunks carry the prompt's count only); the model version and response id on
 /// every chunk.
-fn gemini_stream_of(plain: &Value, piece: usize) -> String {
+pub(crate) fn gemini_stream_of(plain: &Value, piece: usize) -> String {
     let mut chunks_: Vec<Value> = Vec::new();
     let meta = |mut chunk: Value| {
         for key in ["modelVersion", "responseId"] {
@@ -911,7 +919,7 @@ fn gemini_stream_of(plain: &Value, piece: usize) -> String {
         .collect()
 }
 
-fn gemini_client(base: &str) -> GeminiClient {
+pub(crate) fn gemini_client(base: &str) -> GeminiClient {
     GeminiClient::new(
         &ProviderOptions::default()
             .with_api_key(KEY)
@@ -921,51 +929,13 @@ fn gemini_client(base: &str) -> GeminiClient {
 }
 
 /// Responses compared as turns: synthesised call ids (`call_` + random hex) blanked.
-fn turn(mut response: LlmResponse) -> LlmResponse {
+pub(crate) fn turn(mut response: LlmResponse) -> LlmResponse {
     for call in &mut response.tool_calls {
         if call.id.starts_with("call_") {
             call.id.clear();
         }
     }
     response
-}
-
-/// A one-shot server that answers with `body` (an event stream) written in pieces of
-/// `piece` bytes, each flushed on its own; returns its base URL.
-async fn trickle_server(body: String, piece: usize) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let (mut socket, _) = listener.accept().await.unwrap();
-        socket.set_nodelay(true).unwrap();
-        let mut request = Vec::new();
-        let mut buf = [0u8; 8192];
-        loop {
-            let n = socket.read(&mut buf).await.unwrap();
-            request.extend_from_slice(&buf[..n]);
-            let text = String::from_utf8_lossy(&request).to_ascii_lowercase();
-            if let Some(head_end) = text.find("\r\n\r\n") {
-                let length = text
-                    .lines()
-                    .find_map(|l| l.strip_prefix("content-length:"))
-                    .and_then(|v| v.trim().parse::<usize>().ok())
-                    .unwrap_or(0);
-                if request.len() >= head_end + 4 + length || n == 0 {
-                    break;
-                }
-            }
-        }
-        let head =
-            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
-        socket.write_all(head.as_bytes()).await.unwrap();
-        for bytes in body.as_bytes().chunks(piece) {
-            socket.write_all(bytes).await.unwrap();
-            socket.flush().await.unwrap();
-            tokio::task::yield_now().await;
-        }
-    });
-    format!("http://{addr}")
 }
 
 #[tokio::test]
@@ -1000,7 +970,7 @@ async fn c61_a_gemini_stream_split_at_any_byte_is_the_same_turn_as_the_plain_cal
         );
         for (piece, bytes) in [(4, 1), (7, 3), (1000, 64)] {
             let body = gemini_stream_of(&plain_body, piece);
-            let base = trickle_server(body, bytes).await;
+            let base = trickle_server(body.into_bytes(), "text/event-stream", bytes).await;
             let (streamed, deltas) = stream_once(&gemini_client(&base), &request).await;
             let streamed = turn(streamed.unwrap_or_else(|e| panic!("{file}: {e}")));
             assert_eq!(streamed, plain, "{file}, split every {bytes} bytes");

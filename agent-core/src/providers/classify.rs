@@ -300,9 +300,13 @@ pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 /// The provider's request id: `request-id` (Anthropic), else `x-request-id` (OpenAI and
 /// most proxies), else `x-amzn-requestid` (AWS).
 pub(crate) fn request_id(headers: &HeaderMap) -> Option<String> {
+    // A blank header is none (C57's kind), so the next one, or the body's id, is taken.
     ["request-id", "x-request-id", "x-amzn-requestid"]
         .iter()
-        .find_map(|name| headers.get(*name)?.to_str().ok())
+        .find_map(|name| {
+            let value = headers.get(*name)?.to_str().ok()?;
+            (!value.trim().is_empty()).then_some(value)
+        })
         .map(str::to_owned)
 }
 

@@ -12,6 +12,7 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use crate::error::ConfigError;
 use crate::llm::{LlmError, LlmFuture, LlmRequest, LlmResponse, StreamSink, replay};
 use crate::providers::http::{Reply, Transport, traced};
+use crate::providers::normalize;
 use crate::providers::sse::{self, Assembler, Framing};
 
 /// A provider's request and reply formats, over its [`Transport`].
@@ -102,7 +103,7 @@ pub(crate) async fn round_trip<W: Wire>(
     let mut signed = wire.signed_headers(&url, &body)?;
     wire.content_headers(request, &mut signed);
     let reply = wire.transport().post_with(&url, body, signed).await?;
-    wire.decode(&reply)
+    wire.decode(&reply).map(normalize::blank_identity)
 }
 
 /// One streamed LLM call: the pieces go to `sink` as they arrive; the returned
@@ -128,7 +129,7 @@ pub(crate) async fn streamed_round_trip<W: Streams>(
         .await?;
     let status = streaming.status;
     let assembler = W::Assembler::default();
-    match sse::read(transport, streaming, W::FRAMING, assembler, sink).await? {
+    let response = match sse::read(transport, streaming, W::FRAMING, assembler, sink).await? {
         sse::Streamed::Done(assembled, headers) => wire.decode_streamed(assembled, status, headers),
         sse::Streamed::Failed(reply) => wire.decode(&reply),
         sse::Streamed::Whole(reply) => {
@@ -136,7 +137,8 @@ pub(crate) async fn streamed_round_trip<W: Streams>(
             replay(&response, sink);
             Ok(response)
         }
-    }
+    };
+    response.map(normalize::blank_identity)
 }
 
 /// [`LlmClient::complete`](crate::llm::LlmClient::complete) of an HTTP adapter: one traced

@@ -1,14 +1,24 @@
-//! Response clean-up shared by the adapters: unique call ids (case C9) and tool calls
-//! written as text by llama.cpp-style servers.
+//! Response clean-up shared by the adapters: unique call ids (case C9), tool calls
+//! written as text by llama.cpp-style servers, and blank ids and models (C57).
 
 use std::collections::HashSet;
 
 use serde_json::Value;
 
+use crate::llm::LlmResponse;
 use crate::message::ToolCall;
 
 const OPEN: &str = "<tool_call>";
 const CLOSE: &str = "</tool_call>";
+
+/// A blank request id or model is none: what a proxy's placeholder or a stream's
+/// filter-results chunk sends (`"id": ""`, `"model": ""`, C57's kind), on every wire,
+/// plain or streamed, so a response's id and model are the provider's or nothing.
+pub(crate) fn blank_identity(mut response: LlmResponse) -> LlmResponse {
+    response.request_id = response.request_id.filter(|id| !id.trim().is_empty());
+    response.model = response.model.filter(|m| !m.trim().is_empty());
+    response
+}
 
 /// Gives every call a unique, non-empty id: a missing (empty) or repeated id is replaced
 /// by a fresh random one, `call_` and 16 hex digits (case C9).

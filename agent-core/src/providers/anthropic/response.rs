@@ -109,8 +109,9 @@ impl AssembledBlock {
 /// Normalizes a 2xx reply.
 ///
 /// # Errors
-/// Transient when the body is not JSON, is cut off or lacks `content` (case C20); an
-/// `error` object in a 2xx body is classified by [`embedded_error`].
+/// Transient when the body is not JSON, is cut off or lacks both `content` and
+/// `stop_reason` (case C20; a stop reason alone is an empty turn, C59); an `error`
+/// object in a 2xx body is classified by [`embedded_error`].
 pub(crate) fn decode(reply: &Reply, key: Option<&ApiKey>) -> Result<LlmResponse, LlmError> {
     let wire: WireResponse = serde_json::from_slice(&reply.body).map_err(|e| {
         undecodable(
@@ -122,7 +123,13 @@ pub(crate) fn decode(reply: &Reply, key: Option<&ApiKey>) -> Result<LlmResponse,
             key,
         )
     })?;
-    let Some(content) = wire.content else {
+    // A reply that names its stop reason but has no `content` (a proxy's shape of a
+    // turn cut by `max_tokens` before any block, C59) is an empty turn of that stop;
+    // without either it is a body cut short.
+    let content = wire
+        .content
+        .or_else(|| wire.stop_reason.is_some().then(Vec::new));
+    let Some(content) = content else {
         if let Some(error) = wire.error.and_then(ErrorBody::from_value) {
             return Err(embedded_error(
                 "anthropic",

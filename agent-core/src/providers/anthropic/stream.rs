@@ -92,6 +92,7 @@ impl EventAssembler {
         sink: &mut dyn StreamSink,
     ) -> Result<(), serde_json::Error> {
         let start = StartBlock::read(raw)?;
+        self.preview_whole_inputs(sink);
         let text = |t: &event::Text<'_>| t.get().unwrap_or_default().to_owned();
         let block = match start.kind.get() {
             Some("text") => {
@@ -158,6 +159,30 @@ impl EventAssembler {
             &mut u.cache_read_input_tokens,
             usage.cache_read_input_tokens,
         );
+    }
+
+    /// Previews the input of each `tool_use` block that got no `input_json_delta` but
+    /// whose `content_block_start` held the whole input (C60's kind: Anthropic sends
+    /// `input: {}` there and the input in deltas, but compatible servers and proxies
+    /// send the input whole at the start, <https://docs.anthropic.com/en/docs/build-with-claude/streaming>
+    /// "Input JSON delta"). Called once the block's deltas are over (the next block
+    /// starts, or `message_delta` brings the stop reason); the input's JSON text then
+    /// stands as the block's pieces, so the call is decoded from the same text.
+    fn preview_whole_inputs(&mut self, sink: &mut dyn StreamSink) {
+        for (_, block) in &mut self.blocks {
+            if let Block::ToolUse {
+                call, start, json, ..
+            } = block
+                && json.is_empty()
+                && start.as_object().is_some_and(|o| !o.is_empty())
+            {
+                *json = start.to_string();
+                sink.on_delta(StreamDelta::ToolCallArguments {
+                    index: *call,
+                    json: json.as_str(),
+                });
+            }
+        }
     }
 
     fn on_delta(&mut self, index: usize, delta: &Delta<'_>, sink: &mut dyn StreamSink) {
@@ -262,6 +287,7 @@ impl Assembler for EventAssembler {
                 if let Some(reason) = stop_reason {
                     self.stop_reason = Some(reason);
                 }
+                self.preview_whole_inputs(sink);
                 if stop_details.is_some() {
                     self.stop_details = stop_details;
                 }

@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
 use super::media::{self, Document, Image, Media, Names};
-use crate::llm::{LlmError, LlmRequest, LlmResponse, StopReason, TokenUsage, ToolChoice};
+use crate::llm::{
+    LlmError, LlmRequest, LlmResponse, RefusalReason, StopReason, TokenUsage, ToolChoice,
+};
 use crate::message::{Message, ToolCall};
 use crate::output::PromptCacheTtl;
 use crate::providers::ApiKey;
@@ -421,7 +423,7 @@ struct Output {
     message: Option<OutputMessage>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 struct OutputMessage {
     #[serde(default)]
     content: Vec<Value>,
@@ -498,9 +500,16 @@ pub(crate) fn decode(reply: &Reply, key: Option<&ApiKey>) -> Result<LlmResponse,
             key,
         ));
     }
-    let Some(message) = wire.output.and_then(|o| o.message) else {
-        let missing = <serde_json::Error as serde::de::Error>::missing_field("output.message");
-        return Err(undecodable_body(&missing));
+    // A reply that names its stop but has no message (a turn cut by `max_tokens`
+    // before any block, C59) is an empty turn of that stop; without either it is not
+    // a reply.
+    let message = match wire.output.and_then(|o| o.message) {
+        Some(message) => message,
+        None if wire.stop_reason.is_some() => OutputMessage::default(),
+        None => {
+            let missing = <serde_json::Error as serde::de::Error>::missing_field("output.message");
+            return Err(undecodable_body(&missing));
+        }
     };
     let mut text = String::new();
     let mut reasoning = String::new();
@@ -530,10 +539,22 @@ pub(crate) fn decode(reply: &Reply, key: Option<&ApiKey>) -> Result<LlmResponse,
     }
     fill_ids(&mut tool_calls);
     let usage = wire.usage.unwrap_or_default().tokens();
+    let stop = stop_reason(wire.stop_reason.as_deref());
+    // A guardrail or content filter names no category on the reply (the guardrail's
+    // assessments come only in a `trace` the request asks for); the stop reason is
+    // the refusal's category (C58).
+    let refusal = (stop == StopReason::ContentFilter)
+        .then(|| {
+            RefusalReason::new()
+                .with_category(wire.stop_reason.clone().unwrap_or_default())
+                .non_empty()
+        })
+        .flatten();
     let mut response = LlmResponse::tool_calls(tool_calls)
         .with_text(text)
-        .with_stop_reason(stop_reason(wire.stop_reason.as_deref()))
+        .with_stop_reason(stop)
         .with_usage(usage);
+    response.refusal = refusal;
     response.request_id = request_id(&reply.headers);
     response.reasoning = reasoning;
     Ok(response)

@@ -60,11 +60,38 @@ pub(super) struct WireFunctionCall {
 pub(super) struct PromptFeedback {
     pub(super) block_reason: Option<String>,
     pub(super) block_reason_message: Option<String>,
+    /// The prompt's ratings; the one marked `blocked` names the harm of a prompt
+    /// blocked for `SAFETY`.
+    pub(super) safety_ratings: Option<Vec<SafetyRating>>,
+}
+
+/// The harm a safety block was for: the category of the rating marked `blocked`
+/// (source: API reference, `SafetyRating.blocked`, "Was this content blocked because
+/// of this rating?", <https://ai.google.dev/api/generate-content#safetyrating>), the
+/// first if several; for a `SAFETY` block whose ratings mark none, the one rated most
+/// probable (`HIGH`, then `MEDIUM`).
+fn harm_category(ratings: Option<&[SafetyRating]>, reason: Option<&str>) -> Option<String> {
+    let ratings = ratings.unwrap_or_default();
+    let rated = |level: &str| {
+        ratings
+            .iter()
+            .find(|r| r.probability.as_deref() == Some(level))
+    };
+    ratings
+        .iter()
+        .find(|r| r.blocked)
+        .or_else(|| {
+            (reason == Some("SAFETY"))
+                .then(|| rated("HIGH").or_else(|| rated("MEDIUM")))
+                .flatten()
+        })
+        .and_then(|r| r.category.clone())
 }
 
 #[derive(Deserialize)]
 pub(super) struct SafetyRating {
     pub(super) category: Option<String>,
+    pub(super) probability: Option<String>,
     #[serde(default)]
     pub(super) blocked: bool,
 }
@@ -139,9 +166,9 @@ pub(crate) fn decode(reply: &Reply, key: Option<&ApiKey>) -> Result<LlmResponse,
 /// Normalizes a reply already read into its wire form (a streamed reply is assembled
 /// into one; `reply` then has an empty body).
 ///
-/// A blocked prompt's `blockReason` and `blockReasonMessage`, and a filtered
-/// candidate's blocked safety rating (else its `finishReason`) and `finishMessage`,
-/// are the refusal's reason (C58).
+/// A blocked prompt's blocked safety rating (else its `blockReason`) and
+/// `blockReasonMessage`, and a filtered candidate's blocked safety rating (else its
+/// `finishReason`) and `finishMessage`, are the refusal's reason (C58).
 ///
 /// # Errors
 /// As [`decode`].
@@ -164,8 +191,11 @@ pub(super) fn decode_wire(
                 LlmResponse::text(format!("Gemini blocked the prompt (blockReason {reason})"))
                     .with_stop_reason(StopReason::ContentFilter)
                     .with_usage(usage);
+            // The blocked rating names the harm (C58); else the block reason.
+            let category =
+                harm_category(feedback.safety_ratings.as_deref(), Some(&reason)).unwrap_or(reason);
             response.refusal = RefusalReason::new()
-                .with_category(reason)
+                .with_category(category)
                 .with_explanation(feedback.block_reason_message.unwrap_or_default())
                 .non_empty();
             response.model = wire.model_version;
@@ -217,12 +247,7 @@ pub(super) fn decode_wire(
     let stop_reason = stop_reason(finish, !tool_calls.is_empty());
     let mut refusal = None;
     if stop_reason == StopReason::ContentFilter {
-        let blocked = candidate
-            .safety_ratings
-            .iter()
-            .flatten()
-            .find(|r| r.blocked)
-            .and_then(|r| r.category.clone());
+        let blocked = harm_category(candidate.safety_ratings.as_deref(), finish);
         refusal = RefusalReason::new()
             .with_category(
                 blocked

@@ -71,7 +71,7 @@ impl<'de> Deserialize<'de> for FilterResults {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 pub(crate) struct WireMessageOut {
     pub(super) content: Option<Value>,
     pub(super) refusal: Option<String>,
@@ -179,7 +179,9 @@ fn content_text(content: Option<Value>) -> String {
 ///
 /// # Errors
 /// Transient when the body is not JSON, is cut off, or has no `choices[0].message`
-/// (case C20); an `error` object in a 2xx body is classified by [`embedded_error`].
+/// (case C20; a choice that ended for `length` or `content_filter` without one is an
+/// empty message, C59); an `error` object in a 2xx body is classified by
+/// [`embedded_error`].
 pub(crate) fn decode(
     reply: &Reply,
     provider: &str,
@@ -204,9 +206,17 @@ pub(super) fn decode_wire(
     key: Option<&ApiKey>,
 ) -> Result<LlmResponse, LlmError> {
     let choice = wire.choices.and_then(|c| c.into_iter().next());
-    let Some((message, finish_reason, filtered)) =
-        choice.and_then(|c| Some((c.message?, c.finish_reason, c.content_filter_results)))
-    else {
+    // A choice without `message` whose finish reason says why (cut by the cap, or
+    // filtered) is an empty message of that finish (C59); without one it is a body
+    // cut short (C20).
+    let Some((message, finish_reason, filtered)) = choice.and_then(|c| {
+        let ended = matches!(
+            c.finish_reason.as_deref(),
+            Some("length" | "content_filter")
+        );
+        let message = c.message.or_else(|| ended.then(WireMessageOut::default))?;
+        Some((message, c.finish_reason, c.content_filter_results))
+    }) else {
         if let Some(error) = wire.error.and_then(ErrorBody::from_value) {
             return Err(embedded_error(
                 provider,
@@ -268,17 +278,28 @@ pub(super) fn decode_wire(
     };
     // A refusal is its own stop reason, whatever `finish_reason` says (OpenAI sends
     // "stop" with it); its text is the answer's text when there is no other.
+    let mut refusal_text = None;
     if tool_calls.is_empty()
         && let Some(refusal) = message.refusal.filter(|r| !r.trim().is_empty())
     {
         if text.trim().is_empty() {
-            text = refusal;
+            text = refusal.clone();
         }
+        refusal_text = Some(refusal);
         stop_reason = StopReason::Refusal;
     }
-    // The filter's categories are a refusal's reason (C58).
+    // The filter's categories, and the `refusal` text (the model's own explanation,
+    // <https://platform.openai.com/docs/guides/structured-outputs#refusals>), are a
+    // refusal's reason (C58).
     let refusal = matches!(stop_reason, StopReason::ContentFilter | StopReason::Refusal)
-        .then(|| filtered.and_then(|f| f.reason()))
+        .then(|| {
+            let reason = filtered.and_then(|f| f.reason()).unwrap_or_default();
+            match refusal_text {
+                Some(explanation) => reason.with_explanation(explanation),
+                None => reason,
+            }
+            .non_empty()
+        })
         .flatten();
     let mut response = LlmResponse::tool_calls(tool_calls)
         .with_text(text)

@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use crate::llm::{LlmError, LlmRequest, LlmResponse, StopReason, TokenUsage, ToolChoice};
+use crate::llm::{
+    LlmError, LlmRequest, LlmResponse, RefusalReason, StopReason, TokenUsage, ToolChoice,
+};
 use crate::message::ToolCall;
 use crate::providers::ApiKey;
 use crate::providers::classify::{ErrorBody, embedded_error, request_id, undecodable};
@@ -566,10 +568,13 @@ pub(super) fn decode_wire(
     };
     // A refusal is its own stop reason, as on Chat Completions; its text is the
     // answer's text when there is no other.
+    // The refusal text is the model's explanation: the refusal's reason (C58).
+    let mut reason = None;
     if calls.is_empty() && !refusal.trim().is_empty() {
         if text.trim().is_empty() {
-            text = refusal;
+            text = refusal.clone();
         }
+        reason = RefusalReason::new().with_explanation(refusal).non_empty();
         stop_reason = StopReason::Refusal;
     }
     if let Some(usage) = &wire.usage {
@@ -585,6 +590,7 @@ pub(super) fn decode_wire(
     response.model = wire.model;
     response.reasoning = reasoning;
     response.provider_searches = (!found.is_empty()).then(|| Box::new(found));
+    response.refusal = reason;
     response.request_id = request_id(&reply.headers).or(wire.id.filter(|id| !id.is_empty()));
     Ok(response)
 }
