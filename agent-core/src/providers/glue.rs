@@ -103,7 +103,19 @@ pub(crate) async fn round_trip<W: Wire>(
     let mut signed = wire.signed_headers(&url, &body)?;
     wire.content_headers(request, &mut signed);
     let reply = wire.transport().post_with(&url, body, signed).await?;
-    wire.decode(&reply).map(normalize::blank_identity)
+    decode_whole(wire, &reply)
+}
+
+/// A 2xx reply read whole, decoded and normalized as every plain LLM call's is: a live
+/// call's, and a batch job's result line (which holds the same body).
+///
+/// # Errors
+/// The provider's classification of an undecodable body or an error object in it.
+pub(crate) fn decode_whole<W: Wire + ?Sized>(
+    wire: &W,
+    reply: &Reply,
+) -> Result<LlmResponse, LlmError> {
+    wire.decode(reply).map(normalize::blank_identity)
 }
 
 /// One streamed LLM call: the pieces go to `sink` as they arrive; the returned

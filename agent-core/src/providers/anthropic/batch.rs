@@ -17,7 +17,7 @@ use crate::llm::{LlmError, LlmRequest};
 use crate::providers::batch::{
     BatchFuture, BatchWire, Fetcher, JobState, ResultLine, jsonl_lines, request_line,
 };
-use crate::providers::glue::Wire;
+use crate::providers::glue::{self, Wire};
 use crate::providers::http::Reply;
 
 /// The cap on a JSON reply of the batches endpoint (bytes).
@@ -119,7 +119,7 @@ impl AnthropicBatch {
                     headers: HeaderMap::new(),
                     body: serde_json::to_vec(&message).unwrap_or_default(),
                 };
-                self.client.decode(&reply)
+                glue::decode_whole(&*self.client, &reply)
             }
             Some(LineResult { kind, error, .. }) => Err(line_error(provider, &kind, error)),
             None => Err(LlmError::transient(format!(
@@ -237,5 +237,29 @@ impl BatchWire for AnthropicBatch {
 
     fn max_response_bytes(&self) -> usize {
         self.client.transport.max_response_bytes()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::providers::ProviderOptions;
+
+    /// A result line is normalized as a live reply is: a blank id or model is none.
+    #[test]
+    fn a_result_lines_blank_id_and_model_are_none_as_in_a_live_reply() {
+        let client = AnthropicClient::new(&ProviderOptions::default().with_api_key("sk-test"));
+        let batch = AnthropicBatch::new(Arc::new(client.unwrap())).unwrap();
+        let message = serde_json::json!({"id": "", "type": "message", "role": "assistant",
+            "model": "", "content": [{"type": "text", "text": "hi"}],
+            "stop_reason": "end_turn", "usage": {"input_tokens": 3, "output_tokens": 1}});
+        let line = serde_json::json!({"custom_id": "g-s0-q0",
+            "result": {"type": "succeeded", "message": message}});
+        let result = batch.result(line.to_string().as_bytes());
+        assert_eq!(result.custom_id, "g-s0-q0");
+        let response = result.outcome.unwrap();
+        assert_eq!(response.text, "hi");
+        assert_eq!((response.model, response.request_id), (None, None));
     }
 }

@@ -19,7 +19,7 @@ use crate::providers::batch::{
     BatchFuture, BatchWire, Fetcher, JobState, ResultLine, jsonl_lines, request_line,
 };
 use crate::providers::classify::status_error;
-use crate::providers::glue::Wire;
+use crate::providers::glue::{self, Wire};
 use crate::providers::http::Reply;
 
 /// The endpoint every line names (the Batch API takes the path from `/v1`).
@@ -125,7 +125,7 @@ impl OpenAiBatch {
                         headers,
                         body,
                     };
-                    self.client.decode(&reply)
+                    glue::decode_whole(&*self.client, &reply)
                 } else {
                     let key = self.client.transport.key();
                     Err(status_error(provider, status, &headers, &body, key))
@@ -287,5 +287,29 @@ impl BatchWire for OpenAiBatch {
 
     fn max_response_bytes(&self) -> usize {
         self.client.transport.max_response_bytes()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::providers::ProviderOptions;
+
+    /// A result line is normalized as a live reply is: a blank id or model is none.
+    #[test]
+    fn a_result_lines_blank_id_and_model_are_none_as_in_a_live_reply() {
+        let client = OpenAiClient::openai(&ProviderOptions::default().with_api_key("sk-test"));
+        let batch = OpenAiBatch::new(Arc::new(client.unwrap())).unwrap();
+        let body = serde_json::json!({"id": "", "object": "chat.completion", "model": "",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                "message": {"role": "assistant", "content": "hi"}}]});
+        let line = serde_json::json!({"id": "batch_req_1", "custom_id": "g-s0-q0",
+            "response": {"status_code": 200, "body": body}, "error": null});
+        let result = batch.result(line.to_string().as_bytes());
+        assert_eq!(result.custom_id, "g-s0-q0");
+        let response = result.outcome.unwrap();
+        assert_eq!(response.text, "hi");
+        assert_eq!((response.model, response.request_id), (None, None));
     }
 }
