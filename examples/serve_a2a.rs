@@ -5,8 +5,8 @@
 //! example).
 //!
 //! ```sh
-//! cargo run -p agent-examples --example serve_a2a                 # 127.0.0.1:8700
-//! cargo run -p agent-examples --example serve_a2a -- 0.0.0.0:9000 tasks.db
+//! cargo run --example serve_a2a                 # 127.0.0.1:8700
+//! cargo run --example serve_a2a -- 0.0.0.0:9000 tasks.db
 //! curl -s localhost:8700/.well-known/agent-card.json
 //! curl -s localhost:8700/ -H 'content-type: application/json' -d '{"jsonrpc": "2.0",
 //!   "id": 1, "method": "SendMessage", "params": {"message": {"messageId": "m1",

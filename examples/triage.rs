@@ -114,6 +114,9 @@ async fn run(args: Args) -> Result<(), String> {
     });
     let runs: Vec<(&triage::Ticket, _)> = tickets.iter().zip(&batch.results).collect();
     let mut report = format!("\n{}\n{}", batch.receipt, Lookups::measure(&runs));
+    if choice.is_test() {
+        report.push_str(" (the test model looks up a placeholder id, which no order has)");
+    }
     if let Some(accuracy) = accuracy.filter(|a| a.labeled > 0) {
         report.push_str(&format!("\n\n{accuracy}"));
     }

@@ -73,6 +73,14 @@ impl ModelChoice {
         }
     }
 
+    /// Whether the runs use the built-in test model (named `test` or fallen back to).
+    pub fn is_test(&self) -> bool {
+        match self {
+            Self::Named { model, .. } => model == "test",
+            Self::Fallback => true,
+        }
+    }
+
     /// The line to print on stderr before running.
     pub fn banner(&self) -> String {
         match self {
