@@ -405,28 +405,12 @@ async fn c39_a_streamed_finish_reason_error_then_a_success_is_retried_once() {
 /// A one-shot server that answers with `head` (Chat Completions chunks) and then keeps
 /// the stream open without sending more; returns its base URL.
 async fn stalling_server(head: String) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         let (mut socket, _) = listener.accept().await.unwrap();
-        let mut request = Vec::new();
-        let mut buf = [0u8; 8192];
-        loop {
-            let n = socket.read(&mut buf).await.unwrap();
-            request.extend_from_slice(&buf[..n]);
-            let text = String::from_utf8_lossy(&request).to_ascii_lowercase();
-            if let Some(head_end) = text.find("\r\n\r\n") {
-                let length = text
-                    .lines()
-                    .find_map(|l| l.strip_prefix("content-length:"))
-                    .and_then(|v| v.trim().parse::<usize>().ok())
-                    .unwrap_or(0);
-                if request.len() >= head_end + 4 + length || n == 0 {
-                    break;
-                }
-            }
-        }
+        read_request(&mut socket).await;
         let status =
             "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
         socket.write_all(status.as_bytes()).await.unwrap();

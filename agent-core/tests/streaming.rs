@@ -563,30 +563,15 @@ async fn streamed_and_plain_runs_of_the_same_replies_agree() {
 /// stream, one event at a time with a pause between them (`Connection: close`, no
 /// length: the body ends when the connection does); returns its base URL.
 async fn trickling_server(events: Vec<String>) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         let (mut socket, _) = listener.accept().await.unwrap();
-        // Read the request head and its body (Content-Length) before answering.
-        let mut request = Vec::new();
-        let mut buf = [0u8; 4096];
-        loop {
-            let n = socket.read(&mut buf).await.unwrap();
-            request.extend_from_slice(&buf[..n]);
-            let text = String::from_utf8_lossy(&request).to_ascii_lowercase();
-            if let Some(head_end) = text.find("\r\n\r\n") {
-                let length = text
-                    .lines()
-                    .find_map(|l| l.strip_prefix("content-length:"))
-                    .and_then(|v| v.trim().parse::<usize>().ok())
-                    .unwrap_or(0);
-                if request.len() >= head_end + 4 + length {
-                    break;
-                }
-            }
-            assert!(n > 0, "the client closed before its request was complete");
-        }
+        assert!(
+            read_request(&mut socket).await,
+            "the client closed before its request was complete"
+        );
         let head =
             "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
         socket.write_all(head.as_bytes()).await.unwrap();

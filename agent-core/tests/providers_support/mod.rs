@@ -335,11 +335,37 @@ impl agent_core::Tool for Photo {
     }
 }
 
+/// Reads one HTTP request from `socket`: its head and its body (`Content-Length`)
+/// before a hand-written server answers; `false` when the client closed first.
+pub(crate) async fn read_request(socket: &mut tokio::net::TcpStream) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut request = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = socket.read(&mut buf).await.unwrap();
+        if n == 0 {
+            return false;
+        }
+        request.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&request).to_ascii_lowercase();
+        if let Some(head_end) = text.find("\r\n\r\n") {
+            let length = text
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            if request.len() >= head_end + 4 + length {
+                return true;
+            }
+        }
+    }
+}
+
 /// A one-shot server that answers with `body` (of `content_type`: an event stream)
 /// written in pieces of `piece` bytes, each flushed on its own; returns its base URL.
 /// What a stream split at any byte looks like to the reader (C61).
 pub(crate) async fn trickle_server(body: Vec<u8>, content_type: &str, piece: usize) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let head =
@@ -347,23 +373,7 @@ pub(crate) async fn trickle_server(body: Vec<u8>, content_type: &str, piece: usi
     tokio::spawn(async move {
         let (mut socket, _) = listener.accept().await.unwrap();
         socket.set_nodelay(true).unwrap();
-        let mut request = Vec::new();
-        let mut buf = [0u8; 8192];
-        loop {
-            let n = socket.read(&mut buf).await.unwrap();
-            request.extend_from_slice(&buf[..n]);
-            let text = String::from_utf8_lossy(&request).to_ascii_lowercase();
-            if let Some(head_end) = text.find("\r\n\r\n") {
-                let length = text
-                    .lines()
-                    .find_map(|l| l.strip_prefix("content-length:"))
-                    .and_then(|v| v.trim().parse::<usize>().ok())
-                    .unwrap_or(0);
-                if request.len() >= head_end + 4 + length || n == 0 {
-                    break;
-                }
-            }
-        }
+        read_request(&mut socket).await;
         socket.write_all(head.as_bytes()).await.unwrap();
         for bytes in body.chunks(piece) {
             socket.write_all(bytes).await.unwrap();
