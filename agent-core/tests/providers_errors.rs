@@ -15,7 +15,7 @@ use agent_core::{
     run_agent,
 };
 use providers_support::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use wiremock::{MockServer, ResponseTemplate};
 
@@ -217,29 +217,8 @@ async fn raw_server(head: &'static str, body: &'static str, repeat: Option<Strin
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         let (mut socket, _) = listener.accept().await.unwrap();
-        let mut seen = Vec::new();
-        let mut buf = [0u8; 4096];
-        // Read the head and the body (Content-Length) of the request.
-        loop {
-            let n = socket.read(&mut buf).await.unwrap_or(0);
-            if n == 0 {
-                return;
-            }
-            seen.extend_from_slice(&buf[..n]);
-            let text = String::from_utf8_lossy(&seen).to_string();
-            if let Some(end) = text.find("\r\n\r\n") {
-                let length = text
-                    .lines()
-                    .find_map(|l| {
-                        l.to_ascii_lowercase()
-                            .strip_prefix("content-length:")
-                            .map(|v| v.trim().parse::<usize>().unwrap())
-                    })
-                    .unwrap_or(0);
-                if seen.len() >= end + 4 + length {
-                    break;
-                }
-            }
+        if !crate::providers_support::read_request(&mut socket).await {
+            return;
         }
         let _ = socket.write_all(head.as_bytes()).await;
         let _ = socket.write_all(body.as_bytes()).await;

@@ -342,7 +342,8 @@ pub(crate) async fn read_request(socket: &mut tokio::net::TcpStream) -> bool {
     let mut request = Vec::new();
     let mut buf = [0u8; 8192];
     loop {
-        let n = socket.read(&mut buf).await.unwrap();
+        // A read error is the client gone, as a close is.
+        let n = socket.read(&mut buf).await.unwrap_or(0);
         if n == 0 {
             return false;
         }
